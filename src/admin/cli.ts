@@ -1,0 +1,202 @@
+/**
+ * `npm run --silent admin -- …`: the operators' command line. Every command takes `--json` for
+ * scripts; progress goes to stderr so stdout holds only the answer.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError } from 'commander';
+import type { DataSource } from 'typeorm';
+import { loadConfig, type Environment } from '../config';
+import { CredentialService } from '../auth/credentials';
+import { SecretBox } from '../auth/secret-box';
+import { parseScopes, type Scope } from '../auth/scopes';
+import type { Credential } from '../db/entities/credential';
+import type { Partner } from '../db/entities/partner';
+import { importInventory, parseInventoryCsv } from '../discovery/inventory';
+import { createPartner, findOrCreatePartner, findPartnerByName, listPartners } from '../partners/partners';
+import { openProjectDatabase, resolveMasterKey } from '../main/runtime';
+
+interface Session {
+  dataSource: DataSource;
+  credentials: CredentialService;
+}
+
+/** Opens the database (starting the embedded one if nothing runs it), runs `work`, closes it. */
+async function withSession<T>(work: (s: Session) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const quiet = () => undefined;
+  const masterKey = resolveMasterKey(config, (m) => process.stderr.write(`${m}\n`));
+  const { dataSource, postgres } = await openProjectDatabase(config, quiet);
+  try {
+    return await work({ dataSource, credentials: new CredentialService(dataSource, new SecretBox(masterKey), 0) });
+  } finally {
+    await dataSource.destroy();
+    await postgres.stop();
+  }
+}
+
+function output(json: boolean, value: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+}
+
+function environmentOption(value: string): Environment {
+  if (value !== 'sandbox' && value !== 'live') throw new InvalidArgumentError('sandbox or live');
+  return value;
+}
+
+function bpsOption(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 10_000) throw new InvalidArgumentError('basis points, 0 to 10000');
+  return n;
+}
+
+function rateOption(value: string): number | null {
+  if (value === 'default') return null;
+  const n = Number(value);
+  if (!(n > 0)) throw new InvalidArgumentError('a positive number of requests per second, or "default"');
+  return n;
+}
+
+function scopesOption(value: string): Scope[] {
+  try {
+    return parseScopes(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+function partnerJson(p: Partner) {
+  return {
+    partner_id: p.id,
+    name: p.name,
+    merchant_of_record: p.merchantOfRecord,
+    commission_bps: { partner_collected: p.commissionPartnerCollectedBps, service_collected: p.commissionServiceCollectedBps, brokerage: p.commissionBrokerageBps },
+    affiliate_account_id: p.affiliateAccountId,
+    created_at: p.createdAt.toISOString(),
+  };
+}
+
+function credentialJson(c: Credential, partnerName?: string) {
+  return {
+    key_id: c.keyId,
+    partner: partnerName ?? c.partner?.name,
+    environment: c.environment,
+    scopes: c.scopes,
+    rate_limit_per_second: c.rateLimitPerSecond,
+    created_at: c.createdAt.toISOString(),
+    revoked_at: c.revokedAt ? c.revokedAt.toISOString() : null,
+  };
+}
+
+const program = new Command().name('admin').description('Operator commands for the partner API').showHelpAfterError();
+
+const partner = program.command('partner').description('partners and their terms');
+partner
+  .command('create')
+  .requiredOption('--name <name>', 'unique partner name')
+  .option('--not-merchant-of-record', 'the partner sells only through hosted checkout')
+  .option('--partner-collected-bps <bps>', 'commission on partner-collected sales', bpsOption)
+  .option('--service-collected-bps <bps>', 'commission on service-collected sales', bpsOption)
+  .option('--brokerage-bps <bps>', 'share of brokerage deals', bpsOption)
+  .option('--affiliate-account <id>', 'link an affiliate account (enables referral endpoints)')
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      if (await findPartnerByName(dataSource, o.name)) throw new Error(`partner ${o.name} already exists`);
+      const p = await createPartner(dataSource, o.name, {
+        merchantOfRecord: !o.notMerchantOfRecord,
+        commissionPartnerCollectedBps: o.partnerCollectedBps,
+        commissionServiceCollectedBps: o.serviceCollectedBps,
+        commissionBrokerageBps: o.brokerageBps,
+        affiliateAccountId: o.affiliateAccount ?? null,
+      });
+      output(o.json, partnerJson(p), `created partner ${p.name} (${p.id})`);
+    }),
+  );
+partner
+  .command('list')
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const all = await listPartners(dataSource);
+      output(o.json, all.map(partnerJson), all.map((p) => `${p.name}\t${p.id}\tmerchant_of_record=${p.merchantOfRecord}`).join('\n') || '(no partners)');
+    }),
+  );
+
+const credential = program.command('credential').description('API credentials');
+credential
+  .command('create')
+  .requiredOption('--partner <name>', 'partner name (created with default terms if new)')
+  .requiredOption('--env <env>', 'sandbox or live', environmentOption)
+  .requiredOption('--scopes <list>', 'comma-separated: search,embed,buy,broker,refer,report,webhook', scopesOption)
+  .option('--rate-limit <perSecond>', 'sustained requests per second for this credential', rateOption)
+  .option('--json', 'JSON output (the secret is shown this once)')
+  .action(async (o) =>
+    withSession(async ({ dataSource, credentials }) => {
+      const { partner: p } = await findOrCreatePartner(dataSource, o.partner);
+      const issued = await credentials.issue({ partnerId: p.id, environment: o.env, scopes: o.scopes, rateLimitPerSecond: o.rateLimit ?? null });
+      output(
+        o.json,
+        { ...credentialJson(issued.credential, p.name), partner_id: p.id, secret: issued.secret },
+        `key id: ${issued.keyId}\nsecret: ${issued.secret}\n(the secret is not shown again)`,
+      );
+    }),
+  );
+credential
+  .command('list')
+  .option('--partner <name>', 'only this partner')
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource, credentials }) => {
+      const p = o.partner ? await findPartnerByName(dataSource, o.partner) : undefined;
+      if (o.partner && !p) throw new Error(`no partner named ${o.partner}`);
+      const rows = await credentials.list(p?.id);
+      output(
+        o.json,
+        rows.map((c) => credentialJson(c)),
+        rows.map((c) => `${c.keyId}\t${c.partner?.name}\t${c.environment}\t${c.scopes.join(',')}\t${c.revokedAt ? 'revoked' : 'active'}`).join('\n') || '(no credentials)',
+      );
+    }),
+  );
+credential
+  .command('revoke')
+  .argument('<key_id>')
+  .option('--json', 'JSON output')
+  .action(async (keyId: string, o) =>
+    withSession(async ({ credentials }) => {
+      const c = await credentials.revoke(keyId);
+      if (!c) throw new Error(`no credential ${keyId}`);
+      output(o.json, credentialJson(c), `revoked ${keyId}`);
+    }),
+  );
+credential
+  .command('rate-limit')
+  .argument('<key_id>')
+  .argument('<perSecond>', 'requests per second, or "default" for the environment default', rateOption)
+  .option('--json', 'JSON output')
+  .action(async (keyId: string, perSecond: number | null, o) =>
+    withSession(async ({ credentials }) => {
+      const c = await credentials.setRateLimit(keyId, perSecond);
+      if (!c) throw new Error(`no credential ${keyId}`);
+      output(o.json, credentialJson(c), `${keyId}: ${perSecond === null ? 'environment default' : `${perSecond}/s`}`);
+    }),
+  );
+
+program
+  .command('inventory')
+  .description('the domain inventory')
+  .command('import')
+  .requiredOption('--env <env>', 'sandbox or live', environmentOption)
+  .requiredOption('--file <csv>', 'CSV with the columns of data/sandbox-domains.csv')
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const rows = parseInventoryCsv(readFileSync(o.file, 'utf8'));
+      const s = await importInventory(dataSource, o.env, rows);
+      output(o.json, s, `${s.environment}: ${s.rows} rows, ${s.inserted} new, ${s.updated} updated`);
+    }),
+  );
+
+program.parseAsync().catch((err) => {
+  process.stderr.write(`admin: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,112 @@
+/**
+ * createApp(deps): the Koa application with every middleware composed in one visible order.
+ * It never listens; main/api.ts does, and tests drive it over a real socket.
+ */
+import Router, { type RouterMiddleware } from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../config';
+import type { CredentialService } from '../auth/credentials';
+import { discoveryRoutes } from '../discovery/routes';
+import type { DomainSearch } from '../discovery/search';
+import { ApiError } from './errors';
+import { authenticate } from './middleware/authenticate';
+import { errorMapping } from './middleware/errors';
+import { rawBody } from './middleware/raw-body';
+import { requestContext } from './middleware/request-id';
+import { validate, type ValidatedInput } from './middleware/validate';
+import { buildOpenApiDocument, type PublicRoute } from './openapi';
+import { toRouterPath, type RouteSpec } from './route';
+import type { AppState } from './state';
+
+export interface AppDeps {
+  config: Pick<Config, 'rateLimits' | 'http'>;
+  dataSource: DataSource;
+  credentials: CredentialService;
+  search: DomainSearch;
+  logger: Logger;
+  /** Resolves when Temporal answers; rejects otherwise. */
+  temporalReady: () => Promise<void>;
+  now?: () => number;
+}
+
+export const OPENAPI_PATH = '/api/partner/v1/openapi.json';
+
+const PUBLIC_ROUTES: PublicRoute[] = [
+  { method: 'get', path: '/healthz', summary: 'The process is up', tag: 'Operations' },
+  { method: 'get', path: '/readyz', summary: 'Postgres and Temporal are reachable', tag: 'Operations' },
+  { method: 'get', path: OPENAPI_PATH, summary: 'This OpenAPI 3.1 document', tag: 'Operations' },
+];
+
+/** Every signed route of the API, one table; each declares its scope and schemas. */
+export function partnerRoutes(deps: AppDeps): RouteSpec[] {
+  return [...discoveryRoutes(deps)];
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `routes` defaults to the partner API's table; tests may mount others on the same middleware. */
+export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(deps)): Koa<AppState> {
+  const app = new Koa<AppState>({ proxy: false });
+  const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl);
+  const router = new Router<AppState>();
+
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const checks = await Promise.allSettled([
+      withTimeout(deps.dataSource.query('SELECT 1'), 2000, 'Postgres'),
+      withTimeout(deps.temporalReady(), 2000, 'Temporal'),
+    ]);
+    const [database, temporal] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : String((c.reason as Error).message)));
+    if (database !== 'ok' || temporal !== 'ok') {
+      throw new ApiError('service_unavailable', 'not ready', [
+        { field: 'database', issue: database },
+        { field: 'temporal', issue: temporal },
+      ]);
+    }
+    ctx.body = { status: 'ready', checks: { database, temporal } };
+  });
+  router.get(OPENAPI_PATH, (ctx) => {
+    ctx.body = openapi;
+  });
+
+  for (const route of routes) {
+    router.register(toRouterPath(route.path), [route.method.toUpperCase()], [
+      rawBody(),
+      authenticate(deps, route.scopes),
+      validate(route),
+      async (ctx: Koa.ParameterizedContext<AppState>) => {
+        const input = (ctx.state as AppState & { input: ValidatedInput }).input;
+        const result = await route.handler({
+          query: input.query as never,
+          params: input.params as never,
+          body: input.body,
+          auth: ctx.state.auth!,
+          headers: ctx.headers,
+          requestId: ctx.state.requestId,
+        });
+        ctx.status = result.status ?? route.response.status;
+        for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+        ctx.body = result.body;
+      },
+    ] as RouterMiddleware<AppState>[]);
+  }
+
+  app.use(requestContext(deps.logger));
+  app.use(errorMapping());
+  app.use(router.routes());
+  return app;
+}

@@ -1,0 +1,93 @@
+/**
+ * CONTRACT §1 in order: missing key id (401 missing_credentials); unknown or revoked key, bad
+ * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in one database
+ * round trip, nonce replay (401), scope (403) and the rate limit (429). Nothing before the
+ * signature check writes anything, so forged requests cannot burn a partner's nonces.
+ */
+import type { Middleware } from 'koa';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../../config';
+import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
+import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
+import type { Scope } from '../../auth/scopes';
+import { ApiError } from '../errors';
+import type { AppState } from '../state';
+
+export const MAX_SKEW_SECONDS = 300;
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+export interface AuthDeps {
+  credentials: CredentialService;
+  dataSource: DataSource;
+  config: Pick<Config, 'rateLimits'>;
+  /** Server time in ms; replaceable so tests can pin the clock. */
+  now?: () => number;
+}
+
+function reject(message: string): never {
+  throw new ApiError('invalid_signature', message);
+}
+
+/** `scopes`: any one of them grants the route (the spec lists orders under search and buy). */
+export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middleware<AppState> {
+  const now = deps.now ?? Date.now;
+  return async (ctx, next) => {
+    const keyId = ctx.get(HEADER.keyId);
+    if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
+
+    const environment = environmentOfKeyId(keyId);
+    const credential = environment ? await deps.credentials.resolve(keyId) : undefined;
+    if (!credential || credential.environment !== environment) reject('unknown key id');
+    if (credential.revoked) reject('this credential has been revoked');
+
+    const timestamp = ctx.get(HEADER.timestamp);
+    if (!/^\d{1,12}$/.test(timestamp)) reject('X-Service-Timestamp must be Unix seconds');
+    if (Math.abs(now() / 1000 - Number(timestamp)) > MAX_SKEW_SECONDS) {
+      reject(`X-Service-Timestamp is more than ${MAX_SKEW_SECONDS} s away from server time`);
+    }
+
+    const nonce = ctx.get(HEADER.nonce);
+    if (!UUID_V4.test(nonce)) reject('X-Service-Nonce must be a UUID v4');
+
+    const rawUrl = ctx.req.url ?? '/';
+    const q = rawUrl.indexOf('?');
+    const signed = {
+      keyId,
+      timestamp,
+      nonce,
+      method: ctx.method,
+      path: q === -1 ? rawUrl : rawUrl.slice(0, q),
+      query: queryPairs(q === -1 ? '' : rawUrl.slice(q + 1)),
+      body: ctx.state.rawBody ?? Buffer.alloc(0),
+    };
+    if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
+
+    const scopeOk = scopes.some((s) => credential.scopes.includes(s));
+    const [admission] = (await deps.dataSource.query('SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5)', [
+      keyId,
+      nonce.toLowerCase(),
+      scopeOk,
+      deps.config.rateLimits.perSecond[credential.environment],
+      deps.config.rateLimits.burstMultiplier,
+    ])) as Array<{ outcome: string; retry_after_seconds: number }>;
+
+    switch (admission.outcome) {
+      case 'admitted':
+        break;
+      case 'revoked':
+        reject('this credential has been revoked');
+      case 'replayed':
+        reject('this nonce has already been used');
+      case 'forbidden':
+        throw new ApiError('forbidden', `this credential lacks the ${scopes.join(' or ')} scope`);
+      case 'rate_limited':
+        throw new ApiError('rate_limited', 'rate limit exceeded; retry after the number of seconds in Retry-After', undefined, {
+          'Retry-After': String(admission.retry_after_seconds),
+        });
+      default:
+        throw new Error(`unexpected admission outcome ${admission.outcome}`);
+    }
+    ctx.state.auth = { keyId, partnerId: credential.partnerId, environment: credential.environment, scopes: credential.scopes };
+    await next();
+  };
+}

@@ -1,0 +1,18 @@
+import type { Logger } from 'pino';
+import type { Environment } from '../config';
+import type { Scope } from '../auth/scopes';
+
+/** Who is calling, once the signature has been checked. */
+export interface AuthContext {
+  keyId: string;
+  partnerId: string;
+  environment: Environment;
+  scopes: readonly Scope[];
+}
+
+export interface AppState {
+  requestId: string;
+  log: Logger;
+  auth?: AuthContext;
+  rawBody?: Buffer;
+}

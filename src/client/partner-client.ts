@@ -1,0 +1,88 @@
+/**
+ * A small signed client for the partner API, for partners' code, the `npm run call` command
+ * line and the tests. It signs exactly what it sends, with the shared signing module.
+ */
+import { randomUUID } from 'node:crypto';
+import { HEADER, queryPairs, signatureHeader } from '../auth/signing';
+
+export interface PartnerCredential {
+  keyId: string;
+  secret: string;
+}
+
+export interface CallOptions {
+  /** JSON-serialisable body, or a raw string/Buffer sent as it is. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Override parts of the signature, for tests of the server's checks. */
+  timestamp?: string;
+  nonce?: string;
+}
+
+export interface PartnerResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export class PartnerClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly credential: PartnerCredential,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** The headers that sign a request of `method` to `pathAndQuery` (e.g. `/api/partner/v1/pricing?domain=a.com`). */
+  signHeaders(method: string, pathAndQuery: string, body: Buffer | string = '', overrides: Pick<CallOptions, 'timestamp' | 'nonce'> = {}): Record<string, string> {
+    const q = pathAndQuery.indexOf('?');
+    const path = q === -1 ? pathAndQuery : pathAndQuery.slice(0, q);
+    const timestamp = overrides.timestamp ?? String(Math.floor(this.clock() / 1000));
+    const nonce = overrides.nonce ?? randomUUID();
+    const signature = signatureHeader(this.credential.secret, {
+      keyId: this.credential.keyId,
+      timestamp,
+      nonce,
+      method,
+      path,
+      query: queryPairs(q === -1 ? '' : pathAndQuery.slice(q + 1)),
+      body,
+    });
+    return {
+      'X-Service-Key-Id': this.credential.keyId,
+      'X-Service-Timestamp': timestamp,
+      'X-Service-Nonce': nonce,
+      'X-Service-Signature': signature,
+    };
+  }
+
+  async request<T = unknown>(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<PartnerResponse<T>> {
+    const upper = method.toUpperCase();
+    const body =
+      options.body === undefined ? '' : typeof options.body === 'string' || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body);
+    const headers: Record<string, string> = {
+      ...this.signHeaders(upper, pathAndQuery, body, options),
+      ...(body.length ? { 'Content-Type': 'application/json' } : {}),
+      ...options.headers,
+    };
+    const response = await fetch(new URL(pathAndQuery, this.baseUrl), { method: upper, headers, body: body.length ? (typeof body === 'string' ? body : new Uint8Array(body)) : undefined });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, headers: response.headers, body: parsed as T, text };
+  }
+
+  get<T = unknown>(pathAndQuery: string, options?: CallOptions) {
+    return this.request<T>('GET', pathAndQuery, options);
+  }
+
+  post<T = unknown>(pathAndQuery: string, body: unknown, options: CallOptions = {}) {
+    return this.request<T>('POST', pathAndQuery, { ...options, body });
+  }
+}
+
+export { HEADER };

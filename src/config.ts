@@ -1,0 +1,89 @@
+/**
+ * Typed configuration, read and validated once. Nothing else in the code base reads process.env.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+const projectRoot = path.resolve(__dirname, '..', '..');
+
+const positiveNumber = z.coerce.number().positive();
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  DATABASE_URL: z.string().optional(),
+  EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
+  TEMPORAL_ADDRESS: z.string().optional(),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('partner-api'),
+  TEMPORAL_PORT: z.coerce.number().int().default(7233),
+  TEMPORAL_UI_PORT: z.coerce.number().int().default(8233),
+  TEMPORAL_CLI_PATH: z.string().optional(),
+  DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
+  TOOL_CACHE_DIR: z.string().default(path.join(projectRoot, '.tools')),
+  MASTER_KEY: z.string().optional(),
+  RATE_LIMIT_SANDBOX_PER_SECOND: positiveNumber.default(25),
+  RATE_LIMIT_LIVE_PER_SECOND: positiveNumber.default(100),
+  RATE_LIMIT_BURST_MULTIPLIER: z.coerce.number().min(1).default(2),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Environment = 'sandbox' | 'live';
+
+export interface Config {
+  projectRoot: string;
+  http: { port: number; host: string; publicBaseUrl?: string };
+  database: { url?: string; embeddedPort: number };
+  temporal: {
+    address?: string;
+    namespace: string;
+    taskQueue: string;
+    devServerPort: number;
+    uiPort: number;
+    cliPath?: string;
+  };
+  dataDir: string;
+  toolCacheDir: string;
+  /** 32-byte key that encrypts credential secrets at rest; undefined means "use the dev stack's key file". */
+  masterKey?: Buffer;
+  rateLimits: { perSecond: Record<Environment, number>; burstMultiplier: number };
+  logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+}
+
+export function decodeMasterKey(text: string): Buffer {
+  const trimmed = text.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
+  if (key.length !== 32) throw new Error('MASTER_KEY must be 32 bytes, as 64 hex characters or base64');
+  return key;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  return {
+    projectRoot,
+    http: { port: e.PORT, host: e.HOST, publicBaseUrl: e.PUBLIC_BASE_URL },
+    database: { url: e.DATABASE_URL || undefined, embeddedPort: e.EMBEDDED_PG_PORT },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS || undefined,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      devServerPort: e.TEMPORAL_PORT,
+      uiPort: e.TEMPORAL_UI_PORT,
+      cliPath: e.TEMPORAL_CLI_PATH || undefined,
+    },
+    dataDir: path.resolve(e.DATA_DIR),
+    toolCacheDir: path.resolve(e.TOOL_CACHE_DIR),
+    masterKey: e.MASTER_KEY ? decodeMasterKey(e.MASTER_KEY) : undefined,
+    rateLimits: {
+      perSecond: { sandbox: e.RATE_LIMIT_SANDBOX_PER_SECOND, live: e.RATE_LIMIT_LIVE_PER_SECOND },
+      burstMultiplier: e.RATE_LIMIT_BURST_MULTIPLIER,
+    },
+    logLevel: e.LOG_LEVEL,
+  };
+}

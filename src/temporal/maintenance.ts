@@ -1,0 +1,13 @@
+import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { NONCE_RETENTION_WORKFLOW_ID } from '../../workflows/nonce-retention';
+import { nonceRetentionWorkflow } from '../../workflows';
+
+/** Starts the long-running maintenance workflows once per namespace; a second call is a no-op. */
+export async function ensureMaintenanceWorkflows(client: Client, taskQueue: string): Promise<void> {
+  await client.workflow.start(nonceRetentionWorkflow, {
+    workflowId: NONCE_RETENTION_WORKFLOW_ID,
+    taskQueue,
+    args: [{ prunedTotal: 0 }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+}

@@ -1,0 +1,22 @@
+/** `node dist/src/temporal/tools-cli.js cli|test-server`: fetch or build a tool into the cache, print its path. */
+import { loadConfig } from '../config';
+import { ensureTemporalCli, ensureTestServer } from './tools';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const what = process.argv[2];
+  if (what === 'test-server') {
+    process.stdout.write(`${await ensureTestServer(config.toolCacheDir)}\n`);
+  } else if (what === 'cli') {
+    const cli = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);
+    if (!cli) throw new Error('no Temporal CLI found and no Go toolchain to build one');
+    process.stdout.write(`${cli}\n`);
+  } else {
+    throw new Error('usage: tools-cli cli|test-server');
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,140 @@
+/**
+ * Finds or builds the two Temporal binaries the project runs locally, keeping them in the
+ * project's tool cache so a second run starts at once:
+ *  - the Temporal CLI (dev server + Web UI) for `npm start`;
+ *  - the Java time-skipping test server for the test suite.
+ * Nothing is downloaded from outside the package registries: the CLI is built from the Go
+ * module proxy, the test server comes from Maven Central.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync, readFileSync, chmodSync, accessSync, constants } from 'node:fs';
+import path from 'node:path';
+
+export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+export const TEST_SERVER_ARTIFACT = { group: 'io.temporal', artifact: 'temporal-test-server', version: '1.32.1' };
+
+export interface ToolPaths {
+  cacheDir: string;
+}
+
+function progress(message: string): void {
+  process.stderr.write(`[tools] ${message}\n`);
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function findOnPath(binary: string, searchPath = process.env.PATH ?? ''): string | undefined {
+  for (const dir of searchPath.split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, binary);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** Runs a command, echoing a heartbeat every 15 s so a slow build never looks hung. */
+function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; label: string }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const heartbeat = setInterval(() => {
+      progress(`${options.label}: still working (${Math.round((Date.now() - started) / 1000)} s)`);
+    }, 15_000);
+    child.on('error', (err) => {
+      clearInterval(heartbeat);
+      reject(err);
+    });
+    child.on('exit', (code) => {
+      clearInterval(heartbeat);
+      if (code === 0) resolve();
+      else reject(new Error(`${options.label} failed (exit ${code}):\n${output.slice(-4000)}`));
+    });
+  });
+}
+
+/**
+ * The Temporal CLI, in this order: TEMPORAL_CLI_PATH, PATH, the tool cache, a fresh build with
+ * Go into the tool cache. Returns undefined when none of these is possible (no Go): the caller
+ * then falls back to the SDK's own download.
+ */
+export async function ensureTemporalCli(cacheDir: string, explicitPath?: string): Promise<string | undefined> {
+  if (explicitPath) {
+    if (!isExecutable(explicitPath)) throw new Error(`TEMPORAL_CLI_PATH=${explicitPath} is not an executable file`);
+    return explicitPath;
+  }
+  const onPath = findOnPath('temporal');
+  if (onPath) return onPath;
+  const binDir = path.join(cacheDir, 'bin');
+  const cached = path.join(binDir, 'temporal');
+  if (isExecutable(cached)) return cached;
+  const go = findOnPath('go');
+  if (!go) return undefined;
+  mkdirSync(binDir, { recursive: true });
+  progress(`building the Temporal CLI with Go (${TEMPORAL_CLI_MODULE}); this takes about 3 minutes the first time`);
+  await run(go, ['install', TEMPORAL_CLI_MODULE], {
+    label: 'go install temporal',
+    env: { ...process.env, GOBIN: binDir, GOFLAGS: process.env.GOFLAGS ?? '-mod=mod' },
+    cwd: cacheDir,
+  });
+  progress(`Temporal CLI ready at ${cached}`);
+  return cached;
+}
+
+/**
+ * A launcher script for Temporal's Java time-skipping test server, resolved with Maven into the
+ * tool cache. The SDK starts it as an `existing-path` executable.
+ */
+export async function ensureTestServer(cacheDir: string): Promise<string> {
+  const { group, artifact, version } = TEST_SERVER_ARTIFACT;
+  const dir = path.join(cacheDir, `${artifact}-${version}`);
+  const launcher = path.join(dir, 'launch.sh');
+  const classpathFile = path.join(dir, 'classpath.txt');
+  if (isExecutable(launcher) && existsSync(classpathFile) && classpathIsComplete(classpathFile)) return launcher;
+  const mvn = findOnPath('mvn');
+  const java = findOnPath('java');
+  if (!mvn || !java) throw new Error('the time-skipping test server needs Java and Maven (apt-get install default-jdk-headless maven)');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    path.join(dir, 'pom.xml'),
+    `<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.tools</groupId>
+  <artifactId>temporal-test-server-launcher</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>${group}</groupId>
+      <artifactId>${artifact}</artifactId>
+      <version>${version}</version>
+    </dependency>
+  </dependencies>
+</project>
+`,
+  );
+  progress(`resolving ${group}:${artifact}:${version} from Maven Central`);
+  await run(mvn, ['-q', '-B', 'dependency:build-classpath', `-Dmdep.outputFile=${classpathFile}`], { cwd: dir, label: 'mvn dependency:build-classpath' });
+  writeFileSync(
+    launcher,
+    `#!/bin/sh\n# Starts Temporal's time-skipping test server; arguments are passed on (the SDK gives the port).\nexec "${java}" -cp "$(cat "${classpathFile}")" io.temporal.testserver.TestServer "$@"\n`,
+  );
+  chmodSync(launcher, 0o755);
+  progress(`time-skipping test server ready at ${launcher}`);
+  return launcher;
+}
+
+function classpathIsComplete(classpathFile: string): boolean {
+  const entries = readFileSync(classpathFile, 'utf8').trim().split(path.delimiter);
+  return entries.length > 0 && entries.every((entry) => existsSync(entry));
+}

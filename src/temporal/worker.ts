@@ -1,0 +1,35 @@
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import type { DataSource } from 'typeorm';
+import { createActivities } from '../../activities';
+
+/** The compiled workflows entry point; the worker bundles it (webpack + swc) at start. */
+export const WORKFLOWS_PATH = require.resolve('../../workflows');
+
+export interface WorkerDeps {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  dataSource: DataSource;
+  /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+}
+
+export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    activities: createActivities({ dataSource: deps.dataSource }),
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+  });
+}
+
+/**
+ * The SDK runtime, once per process: its log at WARN and above unless debugging (the bundler is
+ * chatty at INFO), and no signal handlers of its own, so the entry point decides the order in
+ * which things stop.
+ */
+export function installTemporalRuntime(level: string): void {
+  const sdkLevel: LogLevel = level === 'debug' || level === 'trace' ? 'DEBUG' : level === 'error' || level === 'fatal' ? 'ERROR' : 'WARN';
+  Runtime.install({ logger: new DefaultLogger(sdkLevel), shutdownSignals: [] });
+}

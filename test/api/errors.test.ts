@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { createApp } from '../../src/api/app';
+import { getStack, listen, newPartner } from '../helpers/stack';
+import { rawRequest } from '../helpers/raw-request';
+
+function assertErrorShape(res: { status: number; headers: Headers; body: unknown }, status: number, code: string) {
+  assert.equal(res.status, status);
+  assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+  const body = res.body as { error: { code: string; message: string; request_id: string } };
+  assert.deepEqual(Object.keys(body), ['error']);
+  assert.equal(body.error.code, code);
+  assert.equal(typeof body.error.message, 'string');
+  assert.equal(res.headers.get('x-request-id'), body.error.request_id);
+}
+
+describe('errors have one shape and every response an X-Request-Id (CONTRACT §2)', () => {
+  it('an unknown route under /api/partner/v1 is 404 not_found', async () => {
+    const { client } = await newPartner();
+    assertErrorShape(await client.get('/api/partner/v1/no-such-thing'), 404, 'not_found');
+  });
+
+  it('an unknown route without credentials is 404 not_found too', async () => {
+    const res = await rawRequest(getStack().baseUrl, 'GET', '/api/partner/v1/nothing/here', {});
+    assertErrorShape(res, 404, 'not_found');
+  });
+
+  it('a method a route does not have is 404 not_found', async () => {
+    const { client } = await newPartner();
+    assertErrorShape(await client.request('DELETE', '/api/partner/v1/pricing?domain=academy.com'), 404, 'not_found');
+  });
+
+  it('a malformed JSON body is 400 validation_error', async () => {
+    const { client } = await newPartner();
+    const path = '/api/partner/v1/domains/search?q=coffee';
+    const body = '{"q": "coffee",';
+    const res = await rawRequest(getStack().baseUrl, 'GET', path, { ...client.signHeaders('GET', path, body), 'content-type': 'application/json' }, body);
+    assertErrorShape(res, 400, 'validation_error');
+  });
+
+  it('validation errors list each field with its issue', async () => {
+    const { client } = await newPartner();
+    const res = await client.get('/api/partner/v1/pricing?domain=not%20a%20domain');
+    assertErrorShape(res, 400, 'validation_error');
+    const details = (res.body as { error: { details: Array<{ field: string; issue: string }> } }).error.details;
+    assert.deepEqual(details.map((d) => d.field), ['query.domain']);
+  });
+
+  it('a thrown exception is 500 internal_error with no stack trace or SQL', async () => {
+    const failing = createApp({
+      ...getStack().appDeps,
+      search: {
+        search: async () => {
+          throw new Error('relation "domains" does not exist at Parser.parse (/srv/app/x.js:1:1)');
+        },
+      },
+    });
+    const baseUrl = await listen(failing);
+    const { client } = await newPartner({ baseUrl });
+    const res = await client.get('/api/partner/v1/domains/search?q=coffee');
+    assertErrorShape(res, 500, 'internal_error');
+    assert.doesNotMatch(res.text, /relation|Parser|\.js:|stack/);
+  });
+
+  it('successful answers carry X-Request-Id too', async () => {
+    const { client } = await newPartner();
+    const res = await client.get('/api/partner/v1/availability?domain=academy.com');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{24}$/);
+  });
+
+  it('health endpoints answer unsigned', async () => {
+    const health = await fetch(`${getStack().baseUrl}/healthz`);
+    assert.equal(health.status, 200);
+    const ready = await fetch(`${getStack().baseUrl}/readyz`);
+    assert.equal(ready.status, 200);
+    assert.deepEqual(await ready.json(), { status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
+  });
+
+  it('readyz is 503 service_unavailable when Temporal does not answer', async () => {
+    const baseUrl = await listen(createApp({ ...getStack().appDeps, temporalReady: () => Promise.reject(new Error('connection refused')) }));
+    const res = await rawRequest(baseUrl, 'GET', '/readyz', {});
+    assertErrorShape(res, 503, 'service_unavailable');
+  });
+
+  it('logs carry the request id and never a secret, signature or full key', async () => {
+    const { client, secret } = await newPartner();
+    const res = await client.get('/api/partner/v1/availability?domain=academy.com');
+    const requestId = res.headers.get('x-request-id')!;
+    const log = getStack().logLines.join('\n');
+    assert.ok(log.includes(requestId), 'the request is logged with its id');
+    assert.ok(!log.includes(secret), 'no secret in logs');
+    assert.ok(!log.includes(client.credential.keyId), 'no key id in logs');
+    assert.ok(!/v1=[0-9a-f]{64}/.test(log), 'no signature in logs');
+  });
+});

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { createApp, partnerRoutes } from '../../src/api/app';
+import { defineRoute } from '../../src/api/route';
+import { z } from '../../src/api/schemas';
+import { SCOPES, type Scope } from '../../src/auth/scopes';
+import { getStack, listen, newPartner } from '../helpers/stack';
+
+/** The spec's endpoint table, for the routes that exist so far. */
+const SPEC_SCOPES: Record<string, Scope[]> = {
+  'GET /api/partner/v1/domains/search': ['search'],
+  'GET /api/partner/v1/domains/{name}': ['search'],
+  'GET /api/partner/v1/availability': ['search'],
+  'GET /api/partner/v1/pricing': ['search'],
+};
+
+describe('scopes (spec "Scopes")', () => {
+  it('every route in the route table carries the scope the spec gives it', () => {
+    const routes = partnerRoutes(getStack().appDeps);
+    for (const route of routes) {
+      const key = `${route.method.toUpperCase()} ${route.path}`;
+      assert.ok(SPEC_SCOPES[key], `${key} is in the spec's table`);
+      assert.deepEqual([...route.scopes].sort(), [...SPEC_SCOPES[key]].sort(), key);
+    }
+  });
+
+  describe('each scope allows its holder and denies everyone else with 403 forbidden', () => {
+    let baseUrl: string;
+    before(async () => {
+      // One probe route per scope, mounted on the real middleware chain.
+      const probes = SCOPES.map((scope) =>
+        defineRoute({
+          operationId: `probe_${scope}`,
+          method: 'get',
+          path: `/api/partner/v1/probe/${scope}`,
+          scopes: [scope],
+          tag: 'Probe',
+          summary: scope,
+          response: { status: 200, description: 'ok', schema: z.object({ scope: z.string() }) },
+          errors: [],
+          handler: async () => ({ body: { scope } }),
+        }),
+      );
+      baseUrl = await listen(createApp(getStack().appDeps, probes));
+    });
+
+    for (const scope of SCOPES) {
+      it(`${scope}: allowed with it, 403 without it`, async () => {
+        const holder = await newPartner({ scopes: [scope], baseUrl });
+        const allowed = await holder.client.get(`/api/partner/v1/probe/${scope}`);
+        assert.equal(allowed.status, 200);
+        assert.deepEqual(allowed.body, { scope });
+
+        const others = SCOPES.filter((s) => s !== scope);
+        const outsider = await newPartner({ scopes: others, baseUrl });
+        const denied = await outsider.client.get(`/api/partner/v1/probe/${scope}`);
+        assert.equal(denied.status, 403);
+        assert.equal((denied.body as { error: { code: string } }).error.code, 'forbidden');
+      });
+    }
+  });
+
+  it('a credential without the search scope cannot search', async () => {
+    const { client } = await newPartner({ scopes: ['buy', 'report'] });
+    const res = await client.get('/api/partner/v1/domains/search?q=coffee');
+    assert.equal(res.status, 403);
+  });
+});

@@ -1,0 +1,154 @@
+/**
+ * The real parts, booted once for the whole mocha run: an embedded Postgres in a fresh
+ * directory (or TEST_DATABASE_URL), migrations, the sandbox inventory, Temporal's time-skipping
+ * test server, the workflow bundle, and the API listening on a real port.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { DataSource } from 'typeorm';
+import type Koa from 'koa';
+import { createApp, type AppDeps } from '../../src/api/app';
+import { CredentialService } from '../../src/auth/credentials';
+import { SecretBox } from '../../src/auth/secret-box';
+import type { Scope } from '../../src/auth/scopes';
+import { SCOPES } from '../../src/auth/scopes';
+import { loadConfig, type Config, type Environment } from '../../src/config';
+import { openDatabase } from '../../src/db/data-source';
+import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded-postgres';
+import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
+import { KeywordSearch } from '../../src/discovery/search';
+import { findOrCreatePartner } from '../../src/partners/partners';
+import { temporalReadiness } from '../../src/main/services';
+import { ensureTestServer } from '../../src/temporal/tools';
+import { installTemporalRuntime, WORKFLOWS_PATH } from '../../src/temporal/worker';
+import { PartnerClient } from '../../src/client/partner-client';
+import { createLogger } from '../../src/logger';
+
+export interface Stack {
+  config: Config;
+  databaseUrl: string;
+  dataSource: DataSource;
+  masterKey: Buffer;
+  credentials: CredentialService;
+  env: TestWorkflowEnvironment;
+  workflowBundle: WorkflowBundleWithSourceMap;
+  baseUrl: string;
+  /** Everything the API wrote to its log during the run (one JSON object per line). */
+  logLines: string[];
+  appDeps: AppDeps;
+}
+
+let stack: Stack | undefined;
+const cleanups: Array<() => Promise<void>> = [];
+
+export function getStack(): Stack {
+  if (!stack) throw new Error('the test stack is not up (is test/helpers/hooks loaded?)');
+  return stack;
+}
+
+/** Starts an HTTP server for a Koa app on a free port; closed after the run. */
+export async function listen(app: Koa<any>): Promise<string> {
+  const server = http.createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+  const address = server.address() as { port: number };
+  return `http://127.0.0.1:${address.port}`;
+}
+
+export async function bootStack(): Promise<Stack> {
+  const started = Date.now();
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
+  const masterKey = randomBytes(32);
+
+  let postgres: RunningPostgres;
+  let pgDir: string | undefined;
+  if (process.env.TEST_DATABASE_URL) {
+    postgres = { url: process.env.TEST_DATABASE_URL, stop: async () => undefined };
+  } else {
+    pgDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-test-pg-'));
+    const port = 20000 + (process.pid % 20000);
+    postgres = await startEmbeddedPostgres(pgDir, port);
+  }
+  cleanups.push(async () => {
+    await postgres.stop();
+    if (pgDir) rmSync(pgDir, { recursive: true, force: true });
+  });
+  const dataSource = await openDatabase(postgres.url);
+  cleanups.push(() => dataSource.destroy());
+  await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
+
+  installTemporalRuntime('warn');
+  const launcher = await ensureTestServer(config.toolCacheDir);
+  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: launcher } } });
+  cleanups.push(() => env.teardown());
+  const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+
+  const logLines: string[] = [];
+  const credentials = new CredentialService(dataSource, new SecretBox(masterKey), 0);
+  const appDeps: AppDeps = {
+    config,
+    dataSource,
+    credentials,
+    search: new KeywordSearch(dataSource),
+    logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
+    temporalReady: temporalReadiness(env.connection),
+  };
+  const baseUrl = await listen(createApp(appDeps));
+  stack = { config, databaseUrl: postgres.url, dataSource, masterKey, credentials, env, workflowBundle, baseUrl, logLines, appDeps };
+  process.stderr.write(`      (test stack up in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+  return stack;
+}
+
+export async function teardownStack(): Promise<void> {
+  for (const cleanup of cleanups.reverse()) {
+    try {
+      await cleanup();
+    } catch (err) {
+      process.stderr.write(`teardown: ${(err as Error).message}\n`);
+    }
+  }
+  stack = undefined;
+}
+
+const quietBundlerLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (m: string) => process.stderr.write(`bundler: ${m}\n`),
+  error: (m: string) => process.stderr.write(`bundler: ${m}\n`),
+};
+
+let partnerCounter = 0;
+
+/** A fresh partner with one credential, and a signed client for it. */
+export async function newPartner(
+  options: { environment?: Environment; scopes?: Scope[]; rateLimitPerSecond?: number | null; baseUrl?: string; name?: string } = {},
+): Promise<{ client: PartnerClient; keyId: string; secret: string; partnerId: string }> {
+  const s = getStack();
+  const name = options.name ?? `test-partner-${process.pid}-${++partnerCounter}-${randomBytes(3).toString('hex')}`;
+  const { partner } = await findOrCreatePartner(s.dataSource, name);
+  const issued = await s.credentials.issue({
+    partnerId: partner.id,
+    environment: options.environment ?? 'sandbox',
+    scopes: options.scopes ?? [...SCOPES],
+    rateLimitPerSecond: options.rateLimitPerSecond === undefined ? 1000 : options.rateLimitPerSecond,
+  });
+  return {
+    client: new PartnerClient(options.baseUrl ?? s.baseUrl, { keyId: issued.keyId, secret: issued.secret }),
+    keyId: issued.keyId,
+    secret: issued.secret,
+    partnerId: partner.id,
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * Custom search attributes operators filter by in the Temporal UI, e.g.
+ * `PartnerId = "…" AND Domain = "coffeebar.com"`. Registered by the dev stack at start and by the
+ * compose stack's setup job; shared by workflows and the API that starts them.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const PartnerId = defineSearchAttributeKey('PartnerId', SearchAttributeType.KEYWORD);
+export const Domain = defineSearchAttributeKey('Domain', SearchAttributeType.KEYWORD);
+export const Environment = defineSearchAttributeKey('Environment', SearchAttributeType.KEYWORD);
+export const BusinessStatus = defineSearchAttributeKey('BusinessStatus', SearchAttributeType.KEYWORD);
+
+export const ALL_SEARCH_ATTRIBUTES = [PartnerId, Domain, Environment, BusinessStatus];
