@@ -2,18 +2,94 @@
  * createActivities(deps): every piece of I/O the workflows need. Workflows import only the type
  * `Activities`, so no database or network code can reach the workflow sandbox.
  */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
+import type { OrderStatus } from '../workflows/messages';
+import { advanceOrder, type TransitionResult } from '../src/orders/fulfilment';
+import { expireQuote } from '../src/orders/quotes';
+import { markWorkflowStarted } from '../src/orders/orders';
+import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder } from '../src/orders/registrar';
+import { startOrderFulfilment, type WorkflowStarter } from '../src/orders/start-workflows';
 
 export interface ActivityDeps {
   dataSource: DataSource;
+  /** Starts workflows (the recovery sweep); absent in tests that do not need it. */
+  workflows?: WorkflowStarter;
+  /** Registrar adapter per environment; sandbox by default for both until a live adapter exists. */
+  registrars?: { sandbox: RegistrarPort; live: RegistrarPort };
 }
 
 export function createActivities(deps: ActivityDeps) {
+  const sandbox = new SandboxRegistrar(deps.dataSource);
+  const registrars = deps.registrars ?? { sandbox, live: sandbox };
+
+  async function transferOrder(orderId: string): Promise<{ order: TransferOrder; registrar: RegistrarPort }> {
+    const [row] = (await deps.dataSource.query('SELECT id, domain, external_payment_ref, environment FROM orders WHERE id = $1', [orderId])) as Array<{
+      id: string;
+      domain: string;
+      external_payment_ref: string;
+      environment: 'sandbox' | 'live';
+    }>;
+    if (!row) throw ApplicationFailure.nonRetryable(`order ${orderId} does not exist`, 'TransferRejected');
+    return { order: { orderId: row.id, domain: row.domain, externalPaymentRef: row.external_payment_ref }, registrar: registrars[row.environment] };
+  }
+
+  /** Runs a registrar call; a TransferRejected becomes a non-retryable failure of that type. */
+  async function registrarCall<T>(orderId: string, call: (r: RegistrarPort, o: TransferOrder, attempt: number) => Promise<T>): Promise<T> {
+    const { order, registrar } = await transferOrder(orderId);
+    try {
+      return await call(registrar, order, Context.current().info.attempt);
+    } catch (err) {
+      if (err instanceof TransferRejected) throw ApplicationFailure.nonRetryable(err.message, 'TransferRejected');
+      throw err;
+    }
+  }
+
   return {
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
     async pruneNonces(input: { seenBefore: string }): Promise<number> {
       const [, count] = (await deps.dataSource.query('DELETE FROM request_nonces WHERE seen_at < $1', [input.seenBefore])) as [unknown, number];
       return count;
+    },
+
+    async expireQuote(input: { quotePublicId: string }): Promise<'expired' | 'consumed' | 'absent'> {
+      return expireQuote(deps.dataSource, input.quotePublicId);
+    },
+
+    async advanceOrder(input: { orderId: string; to: OrderStatus; at: string; detail?: string }): Promise<TransitionResult> {
+      return advanceOrder(deps.dataSource, input);
+    },
+
+    async lockDomain(input: { orderId: string }): Promise<void> {
+      await registrarCall(input.orderId, (r, o, a) => r.lockDomain(o, a));
+    },
+
+    async requestTransfer(input: { orderId: string }): Promise<string> {
+      return registrarCall(input.orderId, (r, o, a) => r.requestTransfer(o, a));
+    },
+
+    async checkTransfer(input: { orderId: string }) {
+      return registrarCall(input.orderId, (r, o, a) => r.checkTransfer(o, a));
+    },
+
+    async cancelTransfer(input: { orderId: string }): Promise<void> {
+      await registrarCall(input.orderId, (r, o, a) => r.cancelTransfer(o, a));
+    },
+
+    /** Starts fulfilment for orders whose workflow was never started; returns how many. */
+    async startUnstartedFulfilments(input: { olderThanSeconds: number }): Promise<number> {
+      if (!deps.workflows) return 0;
+      const rows = (await deps.dataSource.query(
+        `SELECT id, public_id, partner_id, environment, domain FROM orders
+         WHERE NOT workflow_started AND created_at < now() - make_interval(secs => $1) ORDER BY created_at LIMIT 100`,
+        [input.olderThanSeconds],
+      )) as Array<{ id: string; public_id: string; partner_id: string; environment: 'sandbox' | 'live'; domain: string }>;
+      for (const row of rows) {
+        await startOrderFulfilment(deps.workflows, { orderId: row.id, orderPublicId: row.public_id, partnerId: row.partner_id, environment: row.environment, domain: row.domain });
+        await markWorkflowStarted(deps.dataSource, row.id);
+      }
+      return rows.length;
     },
   };
 }

@@ -23,6 +23,7 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
   TOOL_CACHE_DIR: z.string().default(path.join(projectRoot, '.tools')),
   MASTER_KEY: z.string().optional(),
+  QUOTE_SIGNING_KEY: z.string().optional(),
   RATE_LIMIT_SANDBOX_PER_SECOND: positiveNumber.default(25),
   RATE_LIMIT_LIVE_PER_SECOND: positiveNumber.default(100),
   RATE_LIMIT_BURST_MULTIPLIER: z.coerce.number().min(1).default(2),
@@ -47,6 +48,8 @@ export interface Config {
   toolCacheDir: string;
   /** 32-byte key that encrypts credential secrets at rest; undefined means "use the dev stack's key file". */
   masterKey?: Buffer;
+  /** PKCS#8 PEM Ed25519 key that signs quote tokens; undefined means "use the dev stack's key file". */
+  quoteSigningKeyPem?: string;
   rateLimits: { perSecond: Record<Environment, number>; burstMultiplier: number };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
@@ -56,6 +59,11 @@ export function decodeMasterKey(text: string): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
   if (key.length !== 32) throw new Error('MASTER_KEY must be 32 bytes, as 64 hex characters or base64');
   return key;
+}
+
+/** A PEM given as it is or base64-encoded (handy in environment files). */
+function decodePem(text: string): string {
+  return text.includes('-----BEGIN') ? text.replace(/\\n/g, '\n') : Buffer.from(text, 'base64').toString('utf8');
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -80,6 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(e.DATA_DIR),
     toolCacheDir: path.resolve(e.TOOL_CACHE_DIR),
     masterKey: e.MASTER_KEY ? decodeMasterKey(e.MASTER_KEY) : undefined,
+    quoteSigningKeyPem: e.QUOTE_SIGNING_KEY ? decodePem(e.QUOTE_SIGNING_KEY) : undefined,
     rateLimits: {
       perSecond: { sandbox: e.RATE_LIMIT_SANDBOX_PER_SECOND, live: e.RATE_LIMIT_LIVE_PER_SECOND },
       burstMultiplier: e.RATE_LIMIT_BURST_MULTIPLIER,

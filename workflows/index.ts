@@ -1,2 +1,5 @@
 /** Every workflow the worker registers. Deterministic code only: no I/O, no imports from src/. */
 export { nonceRetentionWorkflow } from './nonce-retention';
+export { quoteReservationWorkflow } from './quote-reservation';
+export { orderFulfilmentWorkflow } from './order-fulfilment';
+export { fulfilmentRecoveryWorkflow } from './fulfilment-recovery';

@@ -9,6 +9,9 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import type { CredentialService } from '../auth/credentials';
 import { discoveryRoutes } from '../discovery/routes';
+import type { QuoteTokenSigner } from '../orders/quote-token';
+import { orderRoutes } from '../orders/routes';
+import type { WorkflowStarter } from '../orders/start-workflows';
 import type { DomainSearch } from '../discovery/search';
 import { ApiError } from './errors';
 import { authenticate } from './middleware/authenticate';
@@ -25,6 +28,8 @@ export interface AppDeps {
   dataSource: DataSource;
   credentials: CredentialService;
   search: DomainSearch;
+  workflows: WorkflowStarter;
+  quoteSigner: QuoteTokenSigner;
   logger: Logger;
   /** Resolves when Temporal answers; rejects otherwise. */
   temporalReady: () => Promise<void>;
@@ -32,16 +37,18 @@ export interface AppDeps {
 }
 
 export const OPENAPI_PATH = '/api/partner/v1/openapi.json';
+export const QUOTE_KEYS_PATH = '/api/partner/v1/quote-keys';
 
 const PUBLIC_ROUTES: PublicRoute[] = [
   { method: 'get', path: '/healthz', summary: 'The process is up', tag: 'Operations' },
   { method: 'get', path: '/readyz', summary: 'Postgres and Temporal are reachable', tag: 'Operations' },
   { method: 'get', path: OPENAPI_PATH, summary: 'This OpenAPI 3.1 document', tag: 'Operations' },
+  { method: 'get', path: QUOTE_KEYS_PATH, summary: 'Public keys (JWKS) that verify quote tokens offline', tag: 'Orders' },
 ];
 
 /** Every signed route of the API, one table; each declares its scope and schemas. */
 export function partnerRoutes(deps: AppDeps): RouteSpec[] {
-  return [...discoveryRoutes(deps)];
+  return [...discoveryRoutes(deps), ...orderRoutes(deps)];
 }
 
 async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -81,6 +88,9 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   });
   router.get(OPENAPI_PATH, (ctx) => {
     ctx.body = openapi;
+  });
+  router.get(QUOTE_KEYS_PATH, async (ctx) => {
+    ctx.body = { keys: [await deps.quoteSigner.publicJwk()] };
   });
 
   for (const route of routes) {

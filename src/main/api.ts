@@ -1,7 +1,7 @@
 /** The API process alone (production, docker-compose): needs a migrated database and a Temporal frontend. */
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
-import { openProjectDatabase, resolveMasterKey } from './runtime';
+import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner } from './runtime';
 import { connectTemporal, startApiServer } from './services';
 
 async function main(): Promise<void> {
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const masterKey = resolveMasterKey(config);
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
-  const api = await startApiServer({ config, dataSource, masterKey, temporal, logger });
+  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), temporal, logger });
   logger.info({ url: api.url }, 'API listening');
   const stop = async () => {
     await api.close();

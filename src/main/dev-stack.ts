@@ -17,7 +17,7 @@ import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { ensureTemporalCli } from '../temporal/tools';
 import { createWorker, installTemporalRuntime } from '../temporal/worker';
-import { openProjectDatabase, resolveMasterKey, say } from './runtime';
+import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from './runtime';
 import { connectTemporal, startApiServer } from './services';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
@@ -83,6 +83,7 @@ async function main(): Promise<void> {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     dataSource,
+    client: temporal.client,
   });
   const workerRun = worker.run();
   stops.push(['worker', async () => {
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
   }]);
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
 
-  const api = await startApiServer({ config, dataSource, masterKey, temporal, logger });
+  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), temporal, logger });
   stops.push(['API', () => api.close()]);
 
   const credential = await sandboxCredential(new CredentialService(dataSource, new SecretBox(masterKey)), dataSource, path.join(config.dataDir, 'sandbox-credential.json'));

@@ -10,6 +10,7 @@ import type { DataSource } from 'typeorm';
 import { decodeMasterKey, type Config } from '../config';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/embedded-postgres';
 import { openDatabase } from '../db/data-source';
+import { QuoteTokenSigner } from '../orders/quote-token';
 
 export function say(message: string): void {
   process.stderr.write(`${message}\n`);
@@ -34,4 +35,15 @@ export async function openProjectDatabase(config: Config, log: (m: string) => vo
   const postgres = await resolveDatabase(config, log);
   const dataSource = await openDatabase(postgres.url);
   return { dataSource, postgres };
+}
+
+export function resolveQuoteSigner(config: Config, log: (m: string) => void = say): QuoteTokenSigner {
+  if (config.quoteSigningKeyPem) return QuoteTokenSigner.fromPem(config.quoteSigningKeyPem);
+  const file = path.join(config.dataDir, 'quote-signing-key.pem');
+  if (!existsSync(file)) {
+    mkdirSync(config.dataDir, { recursive: true });
+    writeFileSync(file, QuoteTokenSigner.generatePem(), { mode: 0o600 });
+    log(`created an Ed25519 quote-token signing key in ${file} (set QUOTE_SIGNING_KEY in production)`);
+  }
+  return QuoteTokenSigner.fromPem(readFileSync(file, 'utf8'));
 }

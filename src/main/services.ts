@@ -9,6 +9,7 @@ import { createApp } from '../api/app';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
 import { KeywordSearch } from '../discovery/search';
+import type { QuoteTokenSigner } from '../orders/quote-token';
 
 export interface TemporalConnections {
   connection: Connection;
@@ -42,6 +43,7 @@ export interface ApiServerDeps {
   config: Config;
   dataSource: DataSource;
   masterKey: Buffer;
+  quoteSigner: QuoteTokenSigner;
   temporal: Pick<TemporalConnections, 'connection' | 'client'>;
   logger: Logger;
 }
@@ -52,6 +54,8 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     dataSource: deps.dataSource,
     credentials: new CredentialService(deps.dataSource, new SecretBox(deps.masterKey)),
     search: new KeywordSearch(deps.dataSource),
+    workflows: { client: deps.temporal.client, taskQueue: deps.config.temporal.taskQueue },
+    quoteSigner: deps.quoteSigner,
     logger: deps.logger,
     temporalReady: temporalReadiness(deps.temporal.connection),
   });

@@ -1,6 +1,7 @@
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { NONCE_RETENTION_WORKFLOW_ID } from '../../workflows/nonce-retention';
-import { nonceRetentionWorkflow } from '../../workflows';
+import { fulfilmentRecoveryWorkflow, nonceRetentionWorkflow } from '../../workflows';
+import { FULFILMENT_RECOVERY_WORKFLOW_ID } from '../../workflows/fulfilment-recovery';
 
 /** Starts the long-running maintenance workflows once per namespace; a second call is a no-op. */
 export async function ensureMaintenanceWorkflows(client: Client, taskQueue: string): Promise<void> {
@@ -8,6 +9,11 @@ export async function ensureMaintenanceWorkflows(client: Client, taskQueue: stri
     workflowId: NONCE_RETENTION_WORKFLOW_ID,
     taskQueue,
     args: [{ prunedTotal: 0 }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+  await client.workflow.start(fulfilmentRecoveryWorkflow, {
+    workflowId: FULFILMENT_RECOVERY_WORKFLOW_ID,
+    taskQueue,
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
 }

@@ -1,4 +1,5 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
 
@@ -10,6 +11,8 @@ export interface WorkerDeps {
   namespace: string;
   taskQueue: string;
   dataSource: DataSource;
+  /** For activities that start workflows (the fulfilment recovery sweep). */
+  client: Client;
   /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
   workflowBundle?: WorkerOptions['workflowBundle'];
 }
@@ -19,7 +22,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    activities: createActivities({ dataSource: deps.dataSource }),
+    activities: createActivities({ dataSource: deps.dataSource, workflows: { client: deps.client, taskQueue: deps.taskQueue } }),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
   });
 }

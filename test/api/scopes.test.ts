@@ -11,6 +11,11 @@ const SPEC_SCOPES: Record<string, Scope[]> = {
   'GET /api/partner/v1/domains/{name}': ['search'],
   'GET /api/partner/v1/availability': ['search'],
   'GET /api/partner/v1/pricing': ['search'],
+  'POST /api/partner/v1/quotes': ['buy'],
+  'POST /api/partner/v1/orders': ['buy'],
+  'GET /api/partner/v1/orders': ['search', 'buy'],
+  'GET /api/partner/v1/orders/{public_id}': ['search', 'buy'],
+  'POST /api/partner/v1/refunds': ['buy'],
 };
 
 describe('scopes (spec "Scopes")', () => {

@@ -9,7 +9,9 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { QuoteTokenSigner } from '../../src/orders/quote-token';
 import type { DataSource } from 'typeorm';
 import type Koa from 'koa';
 import { createApp, type AppDeps } from '../../src/api/app';
@@ -26,10 +28,13 @@ import { findOrCreatePartner } from '../../src/partners/partners';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
 import { installTemporalRuntime, WORKFLOWS_PATH } from '../../src/temporal/worker';
+import { registerSearchAttributes } from '../../src/temporal/search-attributes';
 import { PartnerClient } from '../../src/client/partner-client';
 import { createLogger } from '../../src/logger';
 
 export interface Stack {
+  /** The task queue the suite's API starts workflows on, served by the suite's worker. */
+  taskQueue: string;
   config: Config;
   databaseUrl: string;
   dataSource: DataSource;
@@ -92,7 +97,22 @@ export async function bootStack(): Promise<Stack> {
   const launcher = await ensureTestServer(config.toolCacheDir);
   const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: launcher } } });
   cleanups.push(() => env.teardown());
+  await registerSearchAttributes(env.connection, 'default');
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+  // One worker for the suite's API on its own task queue; tests that stop workers make their own.
+  const taskQueue = `partner-api-test-${randomBytes(4).toString('hex')}`;
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle,
+    activities: createActivities({ dataSource, workflows: { client: env.client, taskQueue } }),
+  });
+  const workerRun = worker.run();
+  cleanups.push(async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await workerRun;
+  });
+  const quoteSigner = QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem());
 
   const logLines: string[] = [];
   const credentials = new CredentialService(dataSource, new SecretBox(masterKey), 0);
@@ -101,11 +121,13 @@ export async function bootStack(): Promise<Stack> {
     dataSource,
     credentials,
     search: new KeywordSearch(dataSource),
-    logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
+    workflows: { client: env.client, taskQueue },
+    quoteSigner,
+    logger: createLogger('info', { write: (line: string) => { logLines.push(line); if (line.includes('"level":50')) process.stderr.write(line); } }),
     temporalReady: temporalReadiness(env.connection),
   };
   const baseUrl = await listen(createApp(appDeps));
-  stack = { config, databaseUrl: postgres.url, dataSource, masterKey, credentials, env, workflowBundle, baseUrl, logLines, appDeps };
+  stack = { taskQueue, config, databaseUrl: postgres.url, dataSource, masterKey, credentials, env, workflowBundle, baseUrl, logLines, appDeps };
   process.stderr.write(`      (test stack up in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
   return stack;
 }

@@ -1,0 +1,46 @@
+/** List parameters shared by every list endpoint (CONTRACT §4) and date-range parsing (§3). */
+import { z } from './schemas';
+
+export const Limit = z.coerce
+  .number()
+  .int('must be a whole number')
+  .min(1, 'must be between 1 and 100')
+  .max(100, 'must be between 1 and 100')
+  .default(20)
+  .openapi({ description: 'page size, 1–100 (default 20)', type: 'integer' });
+
+export const Cursor = z.string().min(1).max(500).optional().openapi({ description: 'opaque cursor from the previous page' });
+
+/** Opaque keyset cursors: base64url JSON of the last row's sort key. */
+export function encodeCursor(value: Record<string, string>): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
+}
+
+export function decodeCursor<T extends Record<string, string>>(cursor: string, keys: readonly (keyof T)[]): T | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as T;
+    return keys.every((k) => typeof value[k] === 'string') ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * An RFC 3339 date or date-time. As the lower bound a date means its first instant (UTC); as the
+ * upper bound it means the whole day, so `to=2026-11-21` includes all of that day.
+ */
+export function DateBound(edge: 'from' | 'to') {
+  return z
+    .string()
+    .refine((s) => (DATE_ONLY.test(s) || DATE_TIME.test(s)) && !Number.isNaN(Date.parse(DATE_ONLY.test(s) ? `${s}T00:00:00Z` : s)), 'must be an RFC 3339 date or date-time')
+    .transform((s) => {
+      if (!DATE_ONLY.test(s)) return new Date(s);
+      const start = new Date(`${s}T00:00:00Z`);
+      return edge === 'from' ? start : new Date(start.getTime() + 24 * 60 * 60 * 1000);
+    })
+    .optional()
+    .openapi({ description: `RFC 3339 date or date-time (UTC); a date as \`${edge}\` covers ${edge === 'from' ? 'from the start of' : 'to the end of'} that day`, type: 'string' });
+}

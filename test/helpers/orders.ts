@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import type { PartnerClient } from '../../src/client/partner-client';
+import { orderWorkflowId, quoteWorkflowId } from '../../workflows/messages';
+import { getStack } from './stack';
+
+export interface ListedDomain {
+  name: string;
+  price: number;
+}
+
+/** A sandbox name nobody has touched yet (each call takes a different one). */
+export async function freshDomain(): Promise<ListedDomain> {
+  const [row] = (await getStack().dataSource.query(
+    `SELECT name, buy_now_price_cents FROM domains d
+     WHERE environment = 'sandbox' AND status = 'listed' AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.domain_id = d.id)
+     ORDER BY random() LIMIT 1`,
+  )) as Array<{ name: string; buy_now_price_cents: string }>;
+  return { name: row.name, price: Number(row.buy_now_price_cents) };
+}
+
+export interface QuoteBody {
+  quote_id: string;
+  domain: string;
+  price_cents: number;
+  currency: string;
+  expires_at: string;
+  quote_token: string;
+}
+
+export interface OrderBody {
+  public_id: string;
+  status: string;
+  domain: string;
+  sale_price_cents: number;
+  currency: string;
+  external_payment_ref: string;
+  payment_model: string;
+  created_at: string;
+  failure_reason: string | null;
+  timeline: Array<{ status: string; at: string; detail?: string }>;
+}
+
+export async function quote(client: PartnerClient, domain: string) {
+  return client.post<QuoteBody>('/api/partner/v1/quotes', { domain });
+}
+
+export async function order(client: PartnerClient, body: { quote_id: string; external_payment_ref: string; sale_price_cents: number }, key: string = randomUUID()) {
+  return client.post<OrderBody>('/api/partner/v1/orders', body, { headers: { 'Idempotency-Key': key } });
+}
+
+/** Quote then order a fresh domain; returns the order body. */
+export async function buy(client: PartnerClient, externalPaymentRef = `pay_${randomUUID()}`): Promise<OrderBody> {
+  const domain = await freshDomain();
+  const q = await quote(client, domain.name);
+  if (q.status !== 201) throw new Error(`quote failed: ${q.text}`);
+  const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: externalPaymentRef, sale_price_cents: q.body.price_cents });
+  if (o.status !== 201) throw new Error(`order failed: ${o.text}`);
+  return o.body;
+}
+
+/** Waits for the order's fulfilment workflow to end (time skips meanwhile); returns its result. */
+export async function fulfilmentResult(orderPublicId: string): Promise<{ status: string; reason?: string }> {
+  return getStack().env.client.workflow.getHandle(orderWorkflowId(orderPublicId)).result();
+}
+
+export async function quoteResult(quotePublicId: string): Promise<string> {
+  return getStack().env.client.workflow.getHandle(quoteWorkflowId(quotePublicId)).result();
+}
+
+export async function count(sql: string, params: unknown[]): Promise<number> {
+  const [row] = (await getStack().dataSource.query(`SELECT count(*)::int AS n FROM (${sql}) x`, params)) as Array<{ n: number }>;
+  return row.n;
+}

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { createLocalJWKSet, jwtVerify } from 'jose';
+import { createPartner } from '../../src/partners/partners';
+import { SCOPES } from '../../src/auth/scopes';
+import { PartnerClient } from '../../src/client/partner-client';
+import { getStack, newPartner } from '../helpers/stack';
+import { freshDomain, order, quote, quoteResult } from '../helpers/orders';
+
+describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () => {
+  it('answers 201 with the price, expires_at 10 minutes on and a token that verifies offline against the published keys', async () => {
+    const { client, partnerId } = await newPartner();
+    const domain = await freshDomain();
+    const before = Date.now();
+    const res = await quote(client, domain.name.toUpperCase());
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.domain, domain.name);
+    assert.equal(res.body.price_cents, domain.price);
+    assert.equal(res.body.currency, 'USD');
+    assert.match(res.body.quote_id, /^quo_/);
+    const expiresIn = Date.parse(res.body.expires_at) - before;
+    assert.ok(expiresIn >= 599_000 && expiresIn <= 601_000, `expires in ${expiresIn} ms`);
+
+    const jwks = (await (await fetch(`${getStack().baseUrl}/api/partner/v1/quote-keys`)).json()) as { keys: [] };
+    const { payload, protectedHeader } = await jwtVerify(res.body.quote_token, createLocalJWKSet(jwks), { issuer: 'domain-partner-api', currentDate: new Date() });
+    assert.equal(protectedHeader.alg, 'EdDSA');
+    assert.equal(payload.sub, res.body.quote_id);
+    assert.equal(payload.domain, domain.name);
+    assert.equal(payload.price_cents, domain.price);
+    assert.equal(payload.partner_id, partnerId);
+    assert.equal(payload.exp, Math.floor(Date.parse(res.body.expires_at) / 1000));
+  });
+
+  it('reserves the domain: available is false for everyone and another partner\'s quote is 409 conflict', async () => {
+    const holder = await newPartner();
+    const other = await newPartner();
+    const domain = await freshDomain();
+    assert.equal((await quote(holder.client, domain.name)).status, 201);
+    const availability = await other.client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain.name}`);
+    assert.equal(availability.body.available, false);
+    const second = await quote(other.client, domain.name);
+    assert.equal(second.status, 409);
+    assert.equal((second.body as unknown as { error: { code: string } }).error.code, 'conflict');
+    const again = await quote(holder.client, domain.name);
+    assert.equal(again.status, 409, 'one active quote per name, also for its holder');
+  });
+
+  it('an unlisted domain is 404, a bad body 400', async () => {
+    const { client } = await newPartner();
+    assert.equal((await quote(client, 'never-heard-of-it.com')).status, 404);
+    assert.equal((await client.post('/api/partner/v1/quotes', {})).status, 400);
+    assert.equal((await client.post('/api/partner/v1/quotes', '{"domain":')).status, 400);
+  });
+
+  it('a partner that is not merchant of record gets 403 merchant_of_record_required', async () => {
+    const s = getStack();
+    const partner = await createPartner(s.dataSource, `not-mor-${Date.now()}`, { merchantOfRecord: false });
+    const issued = await s.credentials.issue({ partnerId: partner.id, environment: 'sandbox', scopes: [...SCOPES], rateLimitPerSecond: 1000 });
+    const client = new PartnerClient(s.baseUrl, { keyId: issued.keyId, secret: issued.secret });
+    const res = await quote(client, (await freshDomain()).name);
+    assert.equal(res.status, 403);
+    assert.equal((res.body as unknown as { error: { code: string } }).error.code, 'merchant_of_record_required');
+    const o = await order(client, { quote_id: 'quo_x', external_payment_ref: 'p', sale_price_cents: 1 });
+    assert.equal((o.body as unknown as { error: { code: string } }).error.code, 'merchant_of_record_required');
+  });
+
+  it('an order 9 minutes 50 seconds after the quote succeeds', async () => {
+    const { client } = await newPartner();
+    const q = await quote(client, (await freshDomain()).name);
+    await getStack().env.sleep(9 * 60_000 + 50_000);
+    const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_on_time', sale_price_cents: q.body.price_cents });
+    assert.equal(o.status, 201, o.text);
+    assert.equal(await quoteResult(q.body.quote_id), 'consumed');
+  });
+
+  it('once the 10 minutes are past the order is 422 quote_expired and the domain is available again', async () => {
+    const { client } = await newPartner();
+    const domain = await freshDomain();
+    const q = await quote(client, domain.name);
+    assert.equal(await quoteResult(q.body.quote_id), 'expired');
+    const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_late', sale_price_cents: q.body.price_cents });
+    assert.equal(o.status, 422);
+    assert.equal((o.body as unknown as { error: { code: string } }).error.code, 'quote_expired');
+    const availability = await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain.name}`);
+    assert.equal(availability.body.available, true);
+  });
+});
