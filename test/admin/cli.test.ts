@@ -36,6 +36,14 @@ describe("operators' command line", () => {
     assert.ok(list.some((c) => c.key_id === out.key_id && c.revoked_at === null));
     assert.ok(!JSON.stringify(list).includes(out.secret), 'list never shows secrets');
 
+    const limited = JSON.parse((await admin('credential', 'rate-limit', out.key_id, '1', '--json')).stdout) as { rate_limit_per_second: number };
+    assert.equal(limited.rate_limit_per_second, 1);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await client.get('/api/partner/v1/pricing?domain=academy.com')).status);
+    assert.deepEqual(statuses.slice(-1), [429], "the operator's limit applies at once");
+    const restored = JSON.parse((await admin('credential', 'rate-limit', out.key_id, 'default', '--json')).stdout) as { rate_limit_per_second: number | null };
+    assert.equal(restored.rate_limit_per_second, null);
+
     const revoked = JSON.parse((await admin('credential', 'revoke', out.key_id, '--json')).stdout) as { revoked_at: string };
     assert.ok(revoked.revoked_at);
     assert.equal((await client.get('/api/partner/v1/pricing?domain=academy.com')).status, 401);
