@@ -11,9 +11,15 @@ import { expireQuote } from '../src/orders/quotes';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder } from '../src/orders/registrar';
 import { startOrderFulfilment, type WorkflowStarter } from '../src/orders/start-workflows';
+import { SecretBox } from '../src/auth/secret-box';
+import type { Environment } from '../src/config';
+import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
+import { lateDeliveries, notifyEventsAppended, wakeDelivery } from '../src/webhooks/notify';
 
 export interface ActivityDeps {
   dataSource: DataSource;
+  /** Opens webhook secrets for signing deliveries. */
+  masterKey: Buffer;
   /** Starts workflows (the recovery sweep); absent in tests that do not need it. */
   workflows?: WorkflowStarter;
   /** Registrar adapter per environment; sandbox by default for both until a live adapter exists. */
@@ -23,6 +29,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const sandbox = new SandboxRegistrar(deps.dataSource);
   const registrars = deps.registrars ?? { sandbox, live: sandbox };
+  const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey) };
 
   async function transferOrder(orderId: string): Promise<{ order: TransferOrder; registrar: RegistrarPort }> {
     const [row] = (await deps.dataSource.query('SELECT id, domain, external_payment_ref, environment FROM orders WHERE id = $1', [orderId])) as Array<{
@@ -58,7 +65,9 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     async advanceOrder(input: { orderId: string; to: OrderStatus; at: string; detail?: string }): Promise<TransitionResult> {
-      return advanceOrder(deps.dataSource, input);
+      const result = await advanceOrder(deps.dataSource, input);
+      if (result.applied && result.event && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, result.event.partnerId, result.event.environment);
+      return { status: result.status, applied: result.applied };
     },
 
     async lockDomain(input: { orderId: string }): Promise<void> {
@@ -75,6 +84,28 @@ export function createActivities(deps: ActivityDeps) {
 
     async cancelTransfer(input: { orderId: string }): Promise<void> {
       await registrarCall(input.orderId, (r, o, a) => r.cancelTransfer(o, a));
+    },
+
+    async nextEventsToDeliver(input: { partnerId: string; environment: Environment; limit: number }): Promise<Array<{ id: string; seq: number }>> {
+      return (await nextEventsToDeliver(delivery, input.partnerId, input.environment, input.limit)).map((e) => ({ id: e.id, seq: e.seq }));
+    },
+
+    /** One delivery attempt; throws (so Temporal retries with back-off) unless the endpoint answered 2xx. */
+    async deliverEvent(input: { partnerId: string; environment: Environment; eventId: string }): Promise<void> {
+      const result = await attemptDelivery(delivery, input.partnerId, input.environment, input.eventId);
+      if (!result.ok) throw ApplicationFailure.retryable(`delivery of ${input.eventId} failed: ${result.error}`, 'DeliveryFailed');
+    },
+
+    async markDeliveryFailed(input: { partnerId: string; environment: Environment; eventId: string; error: string }): Promise<void> {
+      await markDeliveryFailed(delivery, input.partnerId, input.environment, input.eventId, input.error);
+    },
+
+    /** Wakes the delivery of every endpoint that is behind its events; returns how many. */
+    async wakeLateDeliveries(): Promise<number> {
+      if (!deps.workflows) return 0;
+      const late = await lateDeliveries(deps.dataSource);
+      for (const { partnerId, environment } of late) await wakeDelivery(deps.workflows, partnerId, environment);
+      return late.length;
     },
 
     /** Starts fulfilment for orders whose workflow was never started; returns how many. */

@@ -3,3 +3,4 @@ export { nonceRetentionWorkflow } from './nonce-retention';
 export { quoteReservationWorkflow } from './quote-reservation';
 export { orderFulfilmentWorkflow } from './order-fulfilment';
 export { fulfilmentRecoveryWorkflow } from './fulfilment-recovery';
+export { webhookDeliveryWorkflow } from './webhook-delivery';

@@ -41,3 +41,12 @@ export interface OrderFulfilmentResult {
   status: OrderStatus;
   reason?: string;
 }
+
+export const webhookWorkflowId = (partnerId: string, environment: string) => `webhooks:${partnerId}:${environment}`;
+/** New events were recorded for the partner: wake its delivery workflow. */
+export const eventsAppendedSignal = defineSignal('eventsAppended');
+
+export interface WebhookDeliveryInput {
+  partnerId: string;
+  environment: 'sandbox' | 'live';
+}

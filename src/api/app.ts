@@ -12,6 +12,8 @@ import { discoveryRoutes } from '../discovery/routes';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import { orderRoutes } from '../orders/routes';
 import type { WorkflowStarter } from '../orders/start-workflows';
+import type { SecretBox } from '../auth/secret-box';
+import { webhookRoutes } from '../webhooks/routes';
 import type { DomainSearch } from '../discovery/search';
 import { ApiError } from './errors';
 import { authenticate } from './middleware/authenticate';
@@ -27,6 +29,8 @@ export interface AppDeps {
   config: Pick<Config, 'rateLimits' | 'http'>;
   dataSource: DataSource;
   credentials: CredentialService;
+  /** Seals and opens webhook secrets. */
+  secretBox: SecretBox;
   search: DomainSearch;
   workflows: WorkflowStarter;
   quoteSigner: QuoteTokenSigner;
@@ -48,7 +52,7 @@ const PUBLIC_ROUTES: PublicRoute[] = [
 
 /** Every signed route of the API, one table; each declares its scope and schemas. */
 export function partnerRoutes(deps: AppDeps): RouteSpec[] {
-  return [...discoveryRoutes(deps), ...orderRoutes(deps)];
+  return [...discoveryRoutes(deps), ...orderRoutes(deps), ...webhookRoutes(deps)];
 }
 
 async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

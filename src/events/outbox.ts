@@ -25,12 +25,22 @@ export interface NewEvent {
   dedupeKey: string;
 }
 
-/** Appends the event unless one with the same dedupe key exists; returns whether it was new. */
+/**
+ * Appends the event unless one with the same dedupe key exists; returns whether it was new.
+ * Call it last in a transaction: it takes the partner's event counter lock until commit, which
+ * keeps each partner's `partner_seq` in commit order (see the webhooks migration).
+ */
 export async function appendEvent(manager: EntityManager, event: NewEvent): Promise<boolean> {
+  const [{ last_seq: seq }] = (await manager.query(
+    `INSERT INTO event_counters (partner_id, environment, last_seq) VALUES ($1, $2, 1)
+     ON CONFLICT (partner_id, environment) DO UPDATE SET last_seq = event_counters.last_seq + 1
+     RETURNING last_seq`,
+    [event.partnerId, event.environment],
+  )) as Array<{ last_seq: string }>;
   const rows = (await manager.query(
-    `INSERT INTO events (id, partner_id, environment, type, data, dedupe_key)
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq`,
-    [publicId('evt'), event.partnerId, event.environment, event.type, JSON.stringify(event.data), event.dedupeKey],
+    `INSERT INTO events (id, partner_id, environment, type, data, dedupe_key, partner_seq, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp()) ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq`,
+    [publicId('evt'), event.partnerId, event.environment, event.type, JSON.stringify(event.data), event.dedupeKey, seq],
   )) as unknown[];
   return rows.length === 1;
 }

@@ -84,6 +84,7 @@ async function main(): Promise<void> {
     taskQueue: config.temporal.taskQueue,
     dataSource,
     client: temporal.client,
+    masterKey,
   });
   const workerRun = worker.run();
   stops.push(['worker', async () => {

@@ -49,10 +49,12 @@ export interface ApiServerDeps {
 }
 
 export async function startApiServer(deps: ApiServerDeps): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
+  const secretBox = new SecretBox(deps.masterKey);
   const app = createApp({
     config: deps.config,
     dataSource: deps.dataSource,
-    credentials: new CredentialService(deps.dataSource, new SecretBox(deps.masterKey)),
+    credentials: new CredentialService(deps.dataSource, secretBox),
+    secretBox,
     search: new KeywordSearch(deps.dataSource),
     workflows: { client: deps.temporal.client, taskQueue: deps.config.temporal.taskQueue },
     quoteSigner: deps.quoteSigner,

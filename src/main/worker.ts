@@ -2,7 +2,7 @@
 import { loadConfig } from '../config';
 import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { createWorker, installTemporalRuntime } from '../temporal/worker';
-import { openProjectDatabase } from './runtime';
+import { openProjectDatabase, resolveMasterKey } from './runtime';
 import { connectTemporal } from './services';
 
 async function main(): Promise<void> {
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   installTemporalRuntime(config.logLevel);
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
-  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource, client: temporal.client });
+  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource, client: temporal.client, masterKey: resolveMasterKey(config) });
   const run = worker.run();
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
   const stop = () => {

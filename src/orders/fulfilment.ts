@@ -33,6 +33,8 @@ export interface TransitionResult {
   status: OrderStatus;
   /** True when this call (or an earlier try of it) made the change. */
   applied: boolean;
+  /** Whose event history the change wrote to, so the caller can wake its webhook delivery. */
+  event?: { partnerId: string; environment: 'sandbox' | 'live' };
 }
 
 export async function loadOrderForUpdate(tx: EntityManager, orderId: string): Promise<OrderRow> {
@@ -44,7 +46,8 @@ export async function loadOrderForUpdate(tx: EntityManager, orderId: string): Pr
 export async function advanceOrder(dataSource: DataSource, input: { orderId: string; to: OrderStatus; at: string; detail?: string }): Promise<TransitionResult> {
   return dataSource.transaction(async (tx) => {
     const order = await loadOrderForUpdate(tx, input.orderId);
-    if (order.status === input.to) return { status: order.status, applied: true };
+    const event = { partnerId: order.partner_id, environment: order.environment };
+    if (order.status === input.to) return { status: order.status, applied: true, event };
     if (!ENTERED_FROM[input.to]?.includes(order.status)) return { status: order.status, applied: false };
 
     // TypeORM answers UPDATE … RETURNING with [rows, affected].
@@ -62,17 +65,17 @@ export async function advanceOrder(dataSource: DataSource, input: { orderId: str
     if (input.to === 'TRANSFER_FAILED') {
       await tx.query(`UPDATE domains SET status = 'listed', updated_at = now() WHERE id = $1 AND status = 'sold'`, [order.domain_id]);
     }
-    const event = EVENT_FOR[input.to];
-    if (event) {
+    const type = EVENT_FOR[input.to];
+    if (type) {
       await appendEvent(tx, {
         partnerId: order.partner_id,
         environment: order.environment,
-        type: event,
+        type,
         data: await loadOrderView(tx, updated),
         dedupeKey: `order:${order.id}:${input.to}`,
       });
     }
-    return { status: input.to, applied: true };
+    return { status: input.to, applied: true, event };
   });
 }
 

@@ -9,6 +9,7 @@ import { findOrder, listOrders, markWorkflowStarted, recordOrder } from './order
 import { checkQuotable, newQuotePublicId, reserveQuote } from './quotes';
 import type { QuoteTokenSigner } from './quote-token';
 import { requestRefund } from './refunds';
+import { notifyEventsAppended } from '../webhooks/notify';
 import { cancelQuoteReservation, signalQuoteConsumed, startOrderFulfilment, startQuoteReservation, type WorkflowStarter } from './start-workflows';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -146,6 +147,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
           await startOrderFulfilment(workflows, { orderId: answer.order.id, orderPublicId: answer.order.publicId, partnerId: auth.partnerId, environment: auth.environment, domain: order.domain });
           await markWorkflowStarted(dataSource, answer.order.id);
           if (!answer.replayed) await signalQuoteConsumed(workflows, body.quote_id).catch(() => undefined);
+          await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
         }
         const replayHeaders: Record<string, string> = answer.replayed
           ? { 'Idempotent-Replayed': 'true', ...(answer.originalRequestId ? { 'X-Request-Id': answer.originalRequestId } : {}) }
@@ -217,6 +219,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
         if (created) {
           // Best effort: the workflow's next step also finds the order refunded and stops.
           await workflows.client.workflow.getHandle(orderWorkflowId(body.order_id)).signal(refundRequestedSignal).catch(() => undefined);
+          await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
         }
         return { status: created ? 201 : 200, body: refund };
       },

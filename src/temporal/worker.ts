@@ -11,6 +11,7 @@ export interface WorkerDeps {
   namespace: string;
   taskQueue: string;
   dataSource: DataSource;
+  masterKey: Buffer;
   /** For activities that start workflows (the fulfilment recovery sweep). */
   client: Client;
   /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
@@ -22,7 +23,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    activities: createActivities({ dataSource: deps.dataSource, workflows: { client: deps.client, taskQueue: deps.taskQueue } }),
+    activities: createActivities({ dataSource: deps.dataSource, masterKey: deps.masterKey, workflows: { client: deps.client, taskQueue: deps.taskQueue } }),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
   });
 }

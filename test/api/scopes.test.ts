@@ -16,6 +16,8 @@ const SPEC_SCOPES: Record<string, Scope[]> = {
   'GET /api/partner/v1/orders': ['search', 'buy'],
   'GET /api/partner/v1/orders/{public_id}': ['search', 'buy'],
   'POST /api/partner/v1/refunds': ['buy'],
+  'PUT /api/partner/webhooks': ['webhook'],
+  'GET /api/partner/v1/events': ['webhook'],
 };
 
 describe('scopes (spec "Scopes")', () => {

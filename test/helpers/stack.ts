@@ -93,7 +93,7 @@ export async function bootStack(): Promise<Stack> {
   cleanups.push(() => dataSource.destroy());
   await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
 
-  installTemporalRuntime('warn');
+  installTemporalRuntime('error');
   const launcher = await ensureTestServer(config.toolCacheDir);
   const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: launcher } } });
   cleanups.push(() => env.teardown());
@@ -105,7 +105,7 @@ export async function bootStack(): Promise<Stack> {
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle,
-    activities: createActivities({ dataSource, workflows: { client: env.client, taskQueue } }),
+    activities: createActivities({ dataSource, masterKey, workflows: { client: env.client, taskQueue } }),
   });
   const workerRun = worker.run();
   cleanups.push(async () => {
@@ -120,6 +120,7 @@ export async function bootStack(): Promise<Stack> {
     config,
     dataSource,
     credentials,
+    secretBox: new SecretBox(masterKey),
     search: new KeywordSearch(dataSource),
     workflows: { client: env.client, taskQueue },
     quoteSigner,

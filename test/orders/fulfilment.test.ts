@@ -84,7 +84,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
         connection: s.env.nativeConnection,
         taskQueue,
         workflowBundle: s.workflowBundle,
-        activities: createActivities({ dataSource: s.dataSource }),
+        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey }),
         // No sticky cache: the second worker must rebuild the workflow from its history alone.
         maxCachedWorkflows: 0,
       });
@@ -142,7 +142,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
 
   it('the recovery sweep starts a fulfilment nobody started', async () => {
     const s = getStack();
-    const activities = createActivities({ dataSource: s.dataSource, workflows: { client: s.env.client, taskQueue: s.taskQueue } });
+    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: s.env.client, taskQueue: s.taskQueue } });
     const { client } = await newPartner();
     const o = await buy(client);
     await fulfilmentResult(o.public_id);

@@ -31,7 +31,7 @@ describe('nonce retention workflow (time-skipping server)', () => {
       connection: s.env.nativeConnection,
       taskQueue,
       workflowBundle: s.workflowBundle,
-      activities: createActivities({ dataSource: s.dataSource }),
+      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey }),
     });
     await worker.runUntil(async () => {
       const handle = await s.env.client.workflow.start(nonceRetentionWorkflow, {

@@ -1,0 +1,81 @@
+/**
+ * One delivery attempt: POST the event, signed, to the partner's endpoint. The host name is
+ * resolved here and every address is checked against the URL policy before connecting, and the
+ * connection goes to the address that was checked (no second lookup a DNS rebind could change).
+ * 2xx is success; anything else, a refused connection or no answer within 10 s is a failure.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { lookup as dnsLookup } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import type { Environment } from '../config';
+import { signWebhook } from '../client/webhooks';
+import type { EventView } from './events';
+import { forbiddenAddress } from './url-policy';
+
+export const DELIVERY_TIMEOUT_MS = 10_000;
+
+export interface AttemptResult {
+  ok: boolean;
+  status?: number;
+  error?: string;
+}
+
+function guardedLookup(environment: Environment): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true, verbatim: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const list = addresses as Array<{ address: string; family: number }>;
+      const refused = list.map((a) => forbiddenAddress(a.address, environment)).find(Boolean);
+      if (refused) return callback(Object.assign(new Error(`refused: ${hostname} resolves to ${refused}`), { code: 'EFORBIDDENADDRESS' }), '', 0);
+      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: typeof list) => void)(null, list);
+      callback(null, list[0].address, list[0].family);
+    });
+  };
+}
+
+export function postEvent(url: string, secret: string, event: EventView, environment: Environment, now: () => number = Date.now): Promise<AttemptResult> {
+  const body = JSON.stringify(event);
+  const timestamp = String(Math.floor(now() / 1000));
+  const target = new URL(url);
+  const literal = target.hostname.replace(/^\[|\]$/g, '');
+  // IP literals never reach the lookup hook, so they are checked here.
+  const literalRefused = ipaddr.isValid(literal) ? forbiddenAddress(literal, environment) : undefined;
+  if (literalRefused) return Promise.resolve({ ok: false, error: `EFORBIDDENADDRESS: refused: ${literalRefused}` });
+  const client = target.protocol === 'https:' ? https : http;
+  return new Promise((resolve) => {
+    const req = client.request(
+      target,
+      {
+        method: 'POST',
+        lookup: guardedLookup(environment),
+        timeout: DELIVERY_TIMEOUT_MS,
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+          'User-Agent': 'domain-partner-api-webhooks/1',
+          'X-Service-Event-Id': event.id,
+          'X-Service-Timestamp': timestamp,
+          'X-Service-Signature': signWebhook(secret, timestamp, body),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          clearTimeout(overall);
+          const status = res.statusCode ?? 0;
+          resolve(status >= 200 && status < 300 ? { ok: true, status } : { ok: false, status, error: `HTTP ${status}` });
+        });
+      },
+    );
+    // No answer (headers and body) within 10 s in all is a failure, however slowly bytes trickle.
+    const overall = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`), { code: 'ETIMEDOUT' })), DELIVERY_TIMEOUT_MS);
+    req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`), { code: 'ETIMEDOUT' })));
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(overall);
+      resolve({ ok: false, error: err.code ? `${err.code}: ${err.message}` : err.message });
+    });
+    req.end(body);
+  });
+}

@@ -1,0 +1,51 @@
+import http from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** A real HTTP endpoint for webhook tests; `answer` decides each status (or 'hang' to never answer). */
+export async function startReceiver(answer: (r: Received) => number | 'hang' = () => 200) {
+  const received: Received[] = [];
+  const accepted: Received[] = [];
+  let decide = answer;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(r);
+      const status = decide(r);
+      if (status === 'hang') return;
+      if (status >= 200 && status < 300) accepted.push(r);
+      res.writeHead(status).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    received,
+    accepted,
+    setAnswer(next: (r: Received) => number | 'hang') {
+      decide = next;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${what} not met within ${timeoutMs} ms`);
+}

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { createApp } from '../../src/api/app';
+import { signWebhook, verifyWebhook, WebhookVerificationError } from '../../src/client/webhooks';
+import { getStack, listen, newPartner } from '../helpers/stack';
+import { buy, fulfilmentResult } from '../helpers/orders';
+import { startReceiver, waitUntil } from '../helpers/receiver';
+
+const SECRET = 'whsec_test_0123456789abcdef';
+type Page = { data: Array<{ id: string; type: string }>; next_cursor: string };
+
+async function historyIds(client: Awaited<ReturnType<typeof newPartner>>['client']): Promise<string[]> {
+  return (await client.get<Page>('/api/partner/v1/events?limit=100')).body.data.map((e) => e.id);
+}
+
+describe('webhook delivery (a Temporal workflow per partner)', () => {
+  it('delivers every event, in history order, signed so that verifyWebhook accepts it', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { client } = await newPartner();
+      assert.equal((await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } })).status, 200);
+      const o = await buy(client);
+      await fulfilmentResult(o.public_id);
+      const ids = await historyIds(client);
+      assert.equal(ids.length, 5);
+      await waitUntil(() => receiver.accepted.length >= 5, 30_000, 'five deliveries');
+      const events = receiver.accepted.map((r) => verifyWebhook<{ public_id: string }>(r.body, r.headers as Record<string, string>, SECRET));
+      assert.deepEqual(events.map((e) => e.id), ids, 'the same events, in history order');
+      assert.deepEqual(events.map((e) => e.type), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'transfer.completed']);
+      assert.equal(events[4].data.public_id, o.public_id);
+      assert.equal(receiver.accepted[0].headers['content-type'], 'application/json');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('an endpoint failing for two days, then recovering, receives every event once it is back', async () => {
+    const s = getStack();
+    const receiver = await startReceiver(() => 503);
+    try {
+      const { client } = await newPartner();
+      await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
+      const o = await buy(client);
+      await fulfilmentResult(o.public_id);
+      await waitUntil(() => receiver.received.length >= 1, 30_000, 'a first attempt');
+      await s.env.sleep('2 days');
+      const attemptsWhileDown = receiver.received.length;
+      assert.ok(attemptsWhileDown > 5, `retried with back-off while down (${attemptsWhileDown} attempts)`);
+      receiver.setAnswer(() => 200);
+      await s.env.sleep('61 minutes');
+      await waitUntil(() => new Set(receiver.accepted.map((r) => r.headers['x-service-event-id'])).size >= 5, 30_000, 'all events after recovery');
+      const delivered = [...new Set(receiver.accepted.map((r) => String(r.headers['x-service-event-id'])))];
+      assert.deepEqual(delivered, await historyIds(client));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a delivery failing past 3 days is marked failed, and the event stays in /events', async () => {
+    const s = getStack();
+    const receiver = await startReceiver(() => 500);
+    try {
+      const { client, partnerId } = await newPartner();
+      await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
+      const o = await buy(client);
+      await fulfilmentResult(o.public_id);
+      await waitUntil(() => receiver.received.length >= 1, 30_000, 'a first attempt');
+      await s.env.sleep('3 days');
+      await s.env.sleep('2 hours');
+      const [first] = await historyIds(client);
+      await waitUntil(async () => {
+        const rows = (await s.dataSource.query(`SELECT status FROM webhook_deliveries WHERE event_id = $1`, [first])) as Array<{ status: string }>;
+        return rows[0]?.status === 'failed';
+      }, 30_000, 'the delivery marked failed');
+      const [delivery] = (await s.dataSource.query('SELECT attempts, last_error FROM webhook_deliveries WHERE event_id = $1', [first])) as Array<{ attempts: number; last_error: string }>;
+      assert.ok(delivery.attempts > 10, `${delivery.attempts} attempts`);
+      assert.match(delivery.last_error, /500/);
+      assert.ok((await historyIds(client)).includes(first), 'still in the history');
+      const [endpoint] = (await s.dataSource.query('SELECT enabled FROM webhook_endpoints WHERE partner_id = $1', [partnerId])) as Array<{ enabled: boolean }>;
+      assert.equal(endpoint.enabled, false, 'the endpoint is disabled until registered again');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a worker restarted mid-delivery loses no event', async () => {
+    const s = getStack();
+    const taskQueue = `webhooks-restart-${randomUUID()}`;
+    const workflows = { client: s.env.client, taskQueue };
+    const baseUrl = await listen(createApp({ ...s.appDeps, workflows }));
+    const newWorker = () =>
+      Worker.create({
+        connection: s.env.nativeConnection,
+        taskQueue,
+        workflowBundle: s.workflowBundle,
+        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows }),
+        maxCachedWorkflows: 0,
+      });
+    const receiver = await startReceiver(() => 502);
+    try {
+      const { client } = await newPartner({ baseUrl });
+      await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
+      const first = await newWorker();
+      let orderId = '';
+      await first.runUntil(async () => {
+        orderId = (await buy(client)).public_id;
+        await waitUntil(() => receiver.received.length >= 2, 30_000, 'attempts before the restart');
+      });
+      receiver.setAnswer(() => 200);
+      const second = await newWorker();
+      await second.runUntil(async () => {
+        await fulfilmentResult(orderId);
+        await s.env.sleep('61 minutes');
+        const ids = await historyIds(client);
+        await waitUntil(() => ids.every((id) => receiver.accepted.some((r) => r.headers['x-service-event-id'] === id)), 30_000, 'every event delivered');
+      });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('verifyWebhook rejects a tampered body, a wrong secret and a stale timestamp', () => {
+    const body = JSON.stringify({ id: 'evt_1', type: 'order.created', created_at: '2026-11-21T10:00:00Z', data: {} });
+    const ts = String(Math.floor(Date.now() / 1000));
+    const headers = { 'x-service-event-id': 'evt_1', 'x-service-timestamp': ts, 'x-service-signature': signWebhook(SECRET, ts, body) };
+    assert.equal(verifyWebhook(body, headers, SECRET).id, 'evt_1');
+    assert.throws(() => verifyWebhook(body.replace('order', 'orders'), headers, SECRET), WebhookVerificationError);
+    assert.throws(() => verifyWebhook(body, headers, 'whsec_other_secret_value'), WebhookVerificationError);
+    const old = String(Number(ts) - 301);
+    assert.throws(() => verifyWebhook(body, { ...headers, 'x-service-timestamp': old, 'x-service-signature': signWebhook(SECRET, old, body) }, SECRET), /tolerance/);
+  });
+});
