@@ -50,8 +50,8 @@ describe('rate limits per credential (CONTRACT §2)', () => {
       const b = new PartnerClient(otherUrl, { keyId, secret });
       const results = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).get(PATH)));
       const ok = results.filter((r) => r.status === 200).length;
-      // Burst capacity is 4 (2/s × 2), plus at most a token refilled while the requests run.
-      assert.ok(ok >= 4 && ok <= 5, `admitted ${ok} of 12`);
+      // Burst capacity is 4 (2/s × 2), plus at most a token or two refilled while the requests run.
+      assert.ok(ok >= 4 && ok <= 6, `admitted ${ok} of 12`);
       assert.equal(results.filter((r) => r.status === 429).length, 12 - ok);
     } finally {
       await otherDataSource.destroy();

@@ -42,7 +42,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middlewa
 
     const timestamp = ctx.get(HEADER.timestamp);
     if (!/^\d{1,12}$/.test(timestamp)) reject('X-Service-Timestamp must be Unix seconds');
-    if (Math.abs(now() / 1000 - Number(timestamp)) > MAX_SKEW_SECONDS) {
+    if (Math.abs(Math.floor(now() / 1000) - Number(timestamp)) > MAX_SKEW_SECONDS) {
       reject(`X-Service-Timestamp is more than ${MAX_SKEW_SECONDS} s away from server time`);
     }
 
