@@ -4,3 +4,6 @@ import { randomBytes } from 'node:crypto';
 export function publicId(prefix: 'quo' | 'ord' | 'ref' | 'evt' | 'txn' | 'trf'): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
+
+/** A UUID version 4 (nonces, idempotency keys), any case. */
+export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;

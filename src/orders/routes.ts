@@ -1,5 +1,6 @@
 /** Partner-collected sales (spec "Partner-collected orders", CONTRACT §6): quotes, orders, refunds. */
 import type { DataSource } from 'typeorm';
+import { UUID_V4 } from '../ids';
 import { ApiError } from '../api/errors';
 import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
@@ -12,7 +13,6 @@ import { requestRefund } from './refunds';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { cancelQuoteReservation, signalQuoteConsumed, startOrderFulfilment, startQuoteReservation, type WorkflowStarter } from './start-workflows';
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 const Quote = z
   .object({

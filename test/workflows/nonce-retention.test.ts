@@ -4,6 +4,7 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { nonceRetentionWorkflow } from '../../workflows';
 import { getStack } from '../helpers/stack';
+import { waitUntil } from '../helpers/receiver';
 
 async function nonceExists(keyId: string, nonce: string): Promise<boolean> {
   const rows = (await getStack().dataSource.query('SELECT 1 FROM request_nonces WHERE key_id = $1 AND nonce = $2', [keyId, nonce])) as unknown[];
@@ -40,22 +41,13 @@ describe('nonce retention workflow (time-skipping server)', () => {
         args: [{ prunedTotal: 0 }],
       });
       // First round: only the nonce seen 20 minutes ago is past the 15-minute retention.
-      await waitFor(async () => !(await nonceExists(keyId, stale)));
+      await waitUntil(async () => !(await nonceExists(keyId, stale)));
       assert.equal(await nonceExists(keyId, fresh), true);
 
       // Fifteen minutes later (skipped, not waited), the next rounds prune the other one too.
       await s.env.sleep('15 minutes');
-      await waitFor(async () => !(await nonceExists(keyId, fresh)));
+      await waitUntil(async () => !(await nonceExists(keyId, fresh)));
       await handle.terminate('test done');
     });
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('condition not met in time');
-}

@@ -10,11 +10,11 @@ import type { Config } from '../../config';
 import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
 import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
 import type { Scope } from '../../auth/scopes';
+import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
 import type { AppState } from '../state';
 
 export const MAX_SKEW_SECONDS = 300;
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 export interface AuthDeps {
   credentials: CredentialService;
