@@ -35,6 +35,14 @@ function guardedLookup(environment: Environment): LookupFunction {
   };
 }
 
+/** A connection error as one line; a connect over several addresses fails with an AggregateError. */
+function describeError(err: NodeJS.ErrnoException & { errors?: NodeJS.ErrnoException[] }): string {
+  const first = err.errors?.[0];
+  const code = err.code ?? first?.code;
+  const message = err.message || first?.message || 'connection failed';
+  return code ? `${code}: ${message}` : message;
+}
+
 export function postEvent(url: string, secret: string, event: EventView, environment: Environment, now: () => number = Date.now): Promise<AttemptResult> {
   const body = JSON.stringify(event);
   const timestamp = String(Math.floor(now() / 1000));
@@ -49,6 +57,8 @@ export function postEvent(url: string, secret: string, event: EventView, environ
       target,
       {
         method: 'POST',
+        // A fresh connection per attempt: a pooled socket the receiver closed would fail it spuriously.
+        agent: false,
         lookup: guardedLookup(environment),
         timeout: DELIVERY_TIMEOUT_MS,
         headers: {
@@ -74,7 +84,7 @@ export function postEvent(url: string, secret: string, event: EventView, environ
     req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`), { code: 'ETIMEDOUT' })));
     req.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(overall);
-      resolve({ ok: false, error: err.code ? `${err.code}: ${err.message}` : err.message });
+      resolve({ ok: false, error: describeError(err) });
     });
     req.end(body);
   });
