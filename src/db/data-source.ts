@@ -20,7 +20,8 @@ export function createDataSource(url: string, options: { poolSize?: number } = {
     migrationsRun: false,
     synchronize: false,
     logging: ['error'],
-    extra: { max: options.poolSize ?? 10 },
+    // Word-similarity matches (typo tolerance in search) start at 0.45 rather than pg_trgm's 0.6.
+    extra: { max: options.poolSize ?? 10, options: '-c pg_trgm.word_similarity_threshold=0.45' },
   });
 }
 

@@ -29,6 +29,36 @@ interface Snapshot {
   prices: number[];
   currencies: string[];
   vectors: Float32Array;
+  indexOf: Map<string, number>;
+}
+
+/** Dot product of `query` with each of the `n` vectors laid out one after another (exact scan). */
+export function dotAll(vectors: Float32Array, query: Float32Array, n: number): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0, base = 0; i < n; i++, base += DIMENSIONS) {
+    let dot = 0;
+    for (let d = 0; d < DIMENSIONS; d += 4) {
+      dot += vectors[base + d] * query[d] + vectors[base + d + 1] * query[d + 1] + vectors[base + d + 2] * query[d + 2] + vectors[base + d + 3] * query[d + 3];
+    }
+    out[i] = dot;
+  }
+  return out;
+}
+
+/** Indices of the k largest values, best first (one pass with a small sorted buffer). */
+export function topK(values: Float32Array, k: number): number[] {
+  const best: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    if (best.length === k && values[i] <= values[best[k - 1]]) continue;
+    let at = best.length === k ? k - 1 : best.length;
+    if (best.length < k) best.push(i);
+    while (at > 0 && values[best[at - 1]] < values[i]) {
+      best[at] = best[at - 1];
+      at--;
+    }
+    best[at] = i;
+  }
+  return best;
 }
 
 export function semanticScore(cosine: number): number {
@@ -95,6 +125,7 @@ export class HybridSearch implements DomainSearch {
       prices: rows.map((r) => Number(r.buy_now_price_cents)),
       currencies: rows.map((r) => r.currency.trim()),
       vectors: flat,
+      indexOf: new Map(rows.map((r, i) => [r.name, i])),
     };
     this.snapshots.set(environment, snapshot);
     return snapshot;
@@ -106,21 +137,14 @@ export class HybridSearch implements DomainSearch {
       this.embedder.embed([query.toLowerCase()]),
       this.keyword.search(environment, query, CANDIDATES),
     ]);
-    const n = snapshot.names.length;
-    const cosines = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      let dot = 0;
-      const base = i * DIMENSIONS;
-      for (let d = 0; d < DIMENSIONS; d++) dot += snapshot.vectors[base + d] * queryVector[d];
-      cosines[i] = dot;
-    }
-    const index = new Map(snapshot.names.map((name, i) => [name, i]));
+    const cosines = dotAll(snapshot.vectors, queryVector, snapshot.names.length);
+    const index = snapshot.indexOf;
     const candidates = new Map<number, number>(); // snapshot index -> keyword score
     for (const hit of keywordHits) {
       const i = index.get(hit.name);
       if (i !== undefined) candidates.set(i, hit.score);
     }
-    const bySemantic = [...cosines.keys()].sort((a, b) => cosines[b] - cosines[a]).slice(0, CANDIDATES);
+    const bySemantic = topK(cosines, CANDIDATES);
     for (const i of bySemantic) if (!candidates.has(i)) candidates.set(i, 0);
     return [...candidates.entries()]
       .map(([i, keyword]) => ({ i, score: blend(keyword, semanticScore(cosines[i]), snapshot.available[i]) }))

@@ -1,0 +1,115 @@
+/**
+ * `npm run bench:search`: signed GET /domains/search latency (p50/p99) and API memory over the
+ * dev stack's database (run `npm start` once first so the data exists; it need not be running
+ * if nothing else holds the embedded Postgres), next to a bare Koa "hello" on the same
+ * machine in the same run. Client and servers share this process, measured the same way.
+ * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { createApp } from '../src/api/app';
+import { CredentialService } from '../src/auth/credentials';
+import { SecretBox } from '../src/auth/secret-box';
+import { PartnerClient } from '../src/client/partner-client';
+import { loadConfig, type Environment } from '../src/config';
+import { createLogger } from '../src/logger';
+import { QuoteTokenSigner } from '../src/orders/quote-token';
+import { findOrCreatePartner } from '../src/partners/partners';
+import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
+import { startSearch } from '../src/main/services';
+
+const settings = {
+  requests: Number(process.env.BENCH_REQUESTS ?? 2000),
+  concurrency: Number(process.env.BENCH_CONCURRENCY ?? 16),
+  environment: (process.env.BENCH_ENV ?? 'sandbox') as Environment,
+};
+const QUERIES = ['coffee', 'caffeine', 'cofee', 'attorney at law', 'crypto wallet', 'puppy', 'hotel paris', 'solar energy', 'yoga', 'mortgage'];
+
+async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+async function measure(send: (i: number) => Promise<void>, concurrency = settings.concurrency): Promise<{ p50: number; p99: number; perSecond: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < settings.requests) {
+        const i = next++;
+        const t = process.hrtime.bigint();
+        await send(i);
+        latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  return { p50: latencies[Math.floor(latencies.length * 0.5)], p99: latencies[Math.floor(latencies.length * 0.99)], perSecond: settings.requests / seconds };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
+  const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
+  const masterKey = resolveMasterKey(config);
+  const secretBox = new SecretBox(masterKey);
+  const credentials = new CredentialService(dataSource, secretBox);
+  const search = await startSearch(config, dataSource, (m) => process.stderr.write(`${m}\n`));
+  const [{ n }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = $1 AND status IN ('listed', 'reserved')`, [settings.environment])) as Array<{ n: number }>;
+  const app = createApp({
+    config,
+    dataSource,
+    credentials,
+    secretBox,
+    search,
+    // Only search is exercised: nothing here starts workflows.
+    workflows: { client: undefined as never, taskQueue: 'bench' },
+    quoteSigner: QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem()),
+    logger: createLogger('silent'),
+    temporalReady: async () => undefined,
+  });
+  const api = await listen(app.callback());
+  const { partner } = await findOrCreatePartner(dataSource, 'benchmark');
+  const issued = await credentials.issue({ partnerId: partner.id, environment: settings.environment, scopes: ['search'], rateLimitPerSecond: 1_000_000 });
+  const client = new PartnerClient(api.url, { keyId: issued.keyId, secret: issued.secret });
+
+  const bare = new Koa();
+  bare.use((ctx) => {
+    ctx.body = { hello: 'world' };
+  });
+  const bareServer = await listen(bare.callback());
+
+  await measure(async (i) => void (await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`))); // warm-up
+  const rssBefore = process.memoryUsage().rss;
+  const signed = await measure(async (i) => {
+    const res = await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`);
+    if (res.status !== 200) throw new Error(`search answered ${res.status}: ${res.text}`);
+  });
+  const serial = await measure(async (i) => void (await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`)), 1);
+  const rss = Math.max(rssBefore, process.memoryUsage().rss);
+  const koa = await measure(async () => void (await (await fetch(bareServer.url)).text()));
+
+  process.stdout.write(
+    [
+      `names searched (${settings.environment}): ${n}`,
+      `signed GET /domains/search: p50 ${signed.p50.toFixed(1)} ms, p99 ${signed.p99.toFixed(1)} ms, ${signed.perSecond.toFixed(0)} req/s at concurrency ${settings.concurrency}`,
+      `signed GET /domains/search: p50 ${serial.p50.toFixed(1)} ms, p99 ${serial.p99.toFixed(1)} ms one request at a time`,
+      `bare Koa hello:             p50 ${koa.p50.toFixed(1)} ms, p99 ${koa.p99.toFixed(1)} ms, ${koa.perSecond.toFixed(0)} req/s`,
+      `process RSS (API, client and bare Koa together): ${(rss / 1024 / 1024).toFixed(0)} MiB`,
+      '',
+    ].join('\n'),
+  );
+  await credentials.revoke(issued.keyId);
+  api.server.close();
+  bareServer.server.close();
+  await dataSource.destroy();
+  await postgres.stop();
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});
