@@ -1,7 +1,7 @@
 /**
  * Hybrid search: keyword candidates (Postgres full text + trigram, the KeywordSearch ranker) and
- * semantic candidates (MiniLM cosine between the query and each name's segmented label, exact
- * scan over the environment's names), merged and reranked by one documented scorer:
+ * semantic candidates (MiniLM cosine between the query and each name's segmented label: exact
+ * scan up to 50k names, an HNSW index above), merged and reranked by one documented scorer:
  *
  *   semantic = clamp((cosine − 0.15) / 0.55, 0, 1)
  *   score    = clamp(max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available, 0, 1)
@@ -11,12 +11,15 @@
  * (count and last update of names on the market) and re-syncs, embedding only names not yet
  * cached, so an import, a sale or a new listing shows without a restart.
  */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '../discovery/search';
 import { DIMENSIONS, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { segmentLabel } from './segment';
+import { ANN_THRESHOLD, ExactIndex, HnswIndex, type VectorIndex } from './vector-index';
 
 const CANDIDATES = 50;
 /** Below this a candidate is noise, not a weak match. */
@@ -30,35 +33,7 @@ interface Snapshot {
   currencies: string[];
   vectors: Float32Array;
   indexOf: Map<string, number>;
-}
-
-/** Dot product of `query` with each of the `n` vectors laid out one after another (exact scan). */
-export function dotAll(vectors: Float32Array, query: Float32Array, n: number): Float32Array {
-  const out = new Float32Array(n);
-  for (let i = 0, base = 0; i < n; i++, base += DIMENSIONS) {
-    let dot = 0;
-    for (let d = 0; d < DIMENSIONS; d += 4) {
-      dot += vectors[base + d] * query[d] + vectors[base + d + 1] * query[d + 1] + vectors[base + d + 2] * query[d + 2] + vectors[base + d + 3] * query[d + 3];
-    }
-    out[i] = dot;
-  }
-  return out;
-}
-
-/** Indices of the k largest values, best first (one pass with a small sorted buffer). */
-export function topK(values: Float32Array, k: number): number[] {
-  const best: number[] = [];
-  for (let i = 0; i < values.length; i++) {
-    if (best.length === k && values[i] <= values[best[k - 1]]) continue;
-    let at = best.length === k ? k - 1 : best.length;
-    if (best.length < k) best.push(i);
-    while (at > 0 && values[best[at - 1]] < values[i]) {
-      best[at] = best[at - 1];
-      at--;
-    }
-    best[at] = i;
-  }
-  return best;
+  index: VectorIndex;
 }
 
 export function semanticScore(cosine: number): number {
@@ -81,6 +56,8 @@ export class HybridSearch implements DomainSearch {
     private readonly embedder: Embedder,
     private readonly cache: EmbeddingCache,
     private readonly log: (m: string) => void = () => undefined,
+    /** Where HNSW indexes of large inventories are saved; none means rebuild on each start. */
+    private readonly indexDir?: string,
   ) {
     this.keyword = new KeywordSearch(dataSource);
   }
@@ -126,6 +103,10 @@ export class HybridSearch implements DomainSearch {
       currencies: rows.map((r) => r.currency.trim()),
       vectors: flat,
       indexOf: new Map(rows.map((r, i) => [r.name, i])),
+      index:
+        rows.length > ANN_THRESHOLD
+          ? HnswIndex.open(flat, rows.length, this.indexDir && path.join(this.indexDir, `${environment}-${createHash('sha256').update(version).digest('hex').slice(0, 16)}.usearch`), this.log)
+          : new ExactIndex(flat, rows.length),
     };
     this.snapshots.set(environment, snapshot);
     return snapshot;
@@ -137,17 +118,21 @@ export class HybridSearch implements DomainSearch {
       this.embedder.embed([query.toLowerCase()]),
       this.keyword.search(environment, query, CANDIDATES),
     ]);
-    const cosines = dotAll(snapshot.vectors, queryVector, snapshot.names.length);
+    const semanticHits = snapshot.index.nearest(queryVector, CANDIDATES);
+    const cosine = (i: number) => {
+      let dot = 0;
+      for (let d = 0, base = i * DIMENSIONS; d < DIMENSIONS; d++) dot += snapshot.vectors[base + d] * queryVector[d];
+      return dot;
+    };
     const index = snapshot.indexOf;
     const candidates = new Map<number, number>(); // snapshot index -> keyword score
     for (const hit of keywordHits) {
       const i = index.get(hit.name);
       if (i !== undefined) candidates.set(i, hit.score);
     }
-    const bySemantic = topK(cosines, CANDIDATES);
-    for (const i of bySemantic) if (!candidates.has(i)) candidates.set(i, 0);
+    for (const i of semanticHits) if (!candidates.has(i)) candidates.set(i, 0);
     return [...candidates.entries()]
-      .map(([i, keyword]) => ({ i, score: blend(keyword, semanticScore(cosines[i]), snapshot.available[i]) }))
+      .map(([i, keyword]) => ({ i, score: blend(keyword, semanticScore(cosine(i)), snapshot.available[i]) }))
       .filter((c) => c.score >= MIN_SCORE)
       .sort((a, b) => b.score - a.score || snapshot.names[a.i].length - snapshot.names[b.i].length)
       .slice(0, limit)
