@@ -22,14 +22,19 @@ import { connectTemporal, startApiServer, startSearch } from './services';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
 
+/** What has been started so far, stopped in reverse order on Ctrl-C or on a failed start. */
+const stops: Array<[string, () => Promise<void>]> = [];
+let failed: (err: unknown) => void = (err) => {
+  say(`[start] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exit(1);
+};
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const step = (m: string) => say(`[start] ${m}`);
-  const stops: Array<[string, () => Promise<void>]> = [];
-
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     step(`${signal}: stopping`);
@@ -41,7 +46,11 @@ async function main(): Promise<void> {
         step(`stopping ${name} failed: ${(err as Error).message}`);
       }
     }
-    process.exit(0);
+    process.exit(exitCode);
+  };
+  failed = (err) => {
+    say(`[start] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    void shutdown('start failed', 1);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -138,7 +147,4 @@ async function sandboxCredential(credentials: CredentialService, dataSource: imp
   return { keyId: issued.keyId, secret: issued.secret };
 }
 
-main().catch((err) => {
-  say(`[start] failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  process.exit(1);
-});
+main().catch((err) => failed(err));
