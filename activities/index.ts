@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import type { OrderStatus } from '../workflows/messages';
+import { affectedCount } from '../src/db/query';
 import { advanceOrder, type TransitionResult } from '../src/orders/fulfilment';
 import { expireQuote } from '../src/orders/quotes';
 import { markWorkflowStarted } from '../src/orders/orders';
@@ -56,8 +57,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
     async pruneNonces(input: { seenBefore: string }): Promise<number> {
-      const [, count] = (await deps.dataSource.query('DELETE FROM request_nonces WHERE seen_at < $1', [input.seenBefore])) as [unknown, number];
-      return count;
+      return affectedCount(deps.dataSource, 'DELETE FROM request_nonces WHERE seen_at < $1', [input.seenBefore]);
     },
 
     async expireQuote(input: { quotePublicId: string }): Promise<'expired' | 'consumed' | 'absent'> {

@@ -6,6 +6,7 @@
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OrderStatus } from '../../workflows/messages';
+import { modifiedRows } from '../db/query';
 import { appendEvent, type EventType } from '../events/outbox';
 import { publicId } from '../ids';
 import { commissionCents } from '../money';
@@ -50,11 +51,11 @@ export async function advanceOrder(dataSource: DataSource, input: { orderId: str
     if (order.status === input.to) return { status: order.status, applied: true, event };
     if (!ENTERED_FROM[input.to]?.includes(order.status)) return { status: order.status, applied: false };
 
-    // TypeORM answers UPDATE … RETURNING with [rows, affected].
-    const [[updated]] = (await tx.query(
-      `UPDATE orders SET status = $2, failure_reason = $3, updated_at = now() WHERE id = $1 RETURNING *`,
-      [order.id, input.to, input.to === 'TRANSFER_FAILED' ? (input.detail ?? 'transfer failed') : null],
-    )) as [OrderRow[], number];
+    const [updated] = await modifiedRows<OrderRow>(tx, `UPDATE orders SET status = $2, failure_reason = $3, updated_at = now() WHERE id = $1 RETURNING *`, [
+      order.id,
+      input.to,
+      input.to === 'TRANSFER_FAILED' ? (input.detail ?? 'transfer failed') : null,
+    ]);
     await tx.query(`INSERT INTO order_timeline (order_id, status, at, detail) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
       order.id,
       input.to,

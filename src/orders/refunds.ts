@@ -7,6 +7,7 @@
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
+import { modifiedRows } from '../db/query';
 import { appendEvent } from '../events/outbox';
 import { publicId } from '../ids';
 import { loadOrderView, type OrderRow } from './order-view';
@@ -67,8 +68,7 @@ export async function requestRefund(
        VALUES ($1, $2, $3, $4, $5, $6, 'succeeded', $7) RETURNING *`,
       [publicId('ref'), order.id, order.partner_id, order.sale_price_cents, order.currency, input.reason ?? null, at],
     )) as RefundRow[];
-    // TypeORM answers UPDATE … RETURNING with [rows, affected].
-    const [[updated]] = (await tx.query(`UPDATE orders SET status = 'REFUNDED', updated_at = now() WHERE id = $1 RETURNING *`, [order.id])) as [OrderRow[], number];
+    const [updated] = await modifiedRows<OrderRow>(tx, `UPDATE orders SET status = 'REFUNDED', updated_at = now() WHERE id = $1 RETURNING *`, [order.id]);
     await tx.query(`INSERT INTO order_timeline (order_id, status, at, detail) VALUES ($1, 'REFUNDED', $2, $3) ON CONFLICT DO NOTHING`, [order.id, at, input.reason ?? null]);
     await tx.query(`UPDATE domains SET status = 'listed', updated_at = now() WHERE id = $1 AND status = 'sold'`, [order.domain_id]);
     await appendEvent(tx, {

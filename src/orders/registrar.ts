@@ -12,6 +12,7 @@
  *  - anything else              -> TRANSFER_COMPLETED about 30 s after the order
  */
 import type { DataSource } from 'typeorm';
+import { modifiedRows } from '../db/query';
 import { publicId } from '../ids';
 
 export type TransferState = 'pending' | 'completed' | 'rejected' | 'cancelled';
@@ -73,14 +74,14 @@ export class SandboxRegistrar implements RegistrarPort {
   async checkTransfer(order: TransferOrder, attempt: number): Promise<TransferState> {
     this.flaky(order, attempt, 'transfer status');
     const stalls = order.externalPaymentRef.includes('stall_transfer');
-    // TypeORM answers UPDATE … RETURNING with [rows, affected].
-    const [[row]] = (await this.dataSource.query(
+    const [row] = await modifiedRows<{ state: TransferState }>(
+      this.dataSource,
       `UPDATE sandbox_registrar_transfers
        SET polls = polls + 1,
            state = CASE WHEN state = 'pending' AND NOT $2 AND polls + 1 >= $3 THEN 'completed' ELSE state END
        WHERE order_id = $1 RETURNING state`,
       [order.orderId, stalls, SANDBOX_POLLS_TO_COMPLETE],
-    )) as [Array<{ state: TransferState }>, number];
+    );
     if (!row) throw new TransferRejected(`no transfer was requested for order ${order.orderId}`);
     return row.state;
   }
