@@ -2,7 +2,8 @@
  * `npm run bench:ann`: recall of the HNSW vector index against the exact scan, and the latency
  * of each, over an environment's inventory (BENCH_ENV, default live; load one with
  * bench/generate-names.js and the admin import). Queries: the labelled query set plus random
- * names' words. Embeds whatever names are not cached yet (about 800 names/s on 2 cores).
+ * names' words. Embeds whatever names are not cached yet (about 900 names/s on 2 cores) and builds
+ * or loads the saved graph, as the API does on start.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import { EmbeddingCache } from '../src/search/embedding-cache';
 import { HybridSearch } from '../src/search/hybrid-search';
 import { ensureModelFiles, MODEL_ID } from '../src/search/model-files';
 import { segmentLabel } from '../src/search/segment';
-import { ExactIndex, HnswIndex } from '../src/search/vector-index';
+import { ANN_THRESHOLD, ExactIndex } from '../src/search/vector-index';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -21,16 +22,19 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
   const log = (m: string) => process.stderr.write(`${m}\n`);
-  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.bin`)), log, path.join(config.dataDir, 'embeddings'));
-  const snapshot = await search.snapshot(environment);
-  const n = snapshot.names.length;
-  const exact = new ExactIndex(snapshot.vectors, n);
+  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
   const started = Date.now();
-  const hnsw = HnswIndex.open(snapshot.vectors, n, path.join(config.dataDir, 'embeddings', `recall-${environment}-${n}.usearch`), log);
-  log(`HNSW ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const index = await search.load(environment);
+  log(`index ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const live = index.slots.flatMap((e, slot) => (e && index.hasVector(slot) ? [slot] : []));
+  const n = live.length;
+  const exact = new ExactIndex(index.vectors);
+  for (const slot of live) exact.add(slot);
+  const hnsw = index;
+  if (n <= ANN_THRESHOLD) log(`only ${n} names: the index is the exact scan itself`);
 
   const labelled = (JSON.parse(readFileSync(path.join(config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: Array<{ q: string }> }).queries.map((q) => q.q);
-  const sampled = await Promise.all(Array.from({ length: 175 }, (_, i) => snapshot.names[(i * 7919) % n]).map((name) => segmentLabel(name.slice(0, name.indexOf('.')))));
+  const sampled = await Promise.all(Array.from({ length: 175 }, (_, i) => index.slots[live[(i * 7919) % n]]!.name).map((name) => segmentLabel(name.slice(0, name.indexOf('.')))));
   const queries = await embedder.embedAll([...labelled, ...sampled]);
 
   let hits5 = 0;

@@ -6,9 +6,10 @@ import { Partner } from './entities/partner';
 import { Foundation1795000000000 } from './migrations/1795000000000-foundation';
 import { Orders1795000100000 } from './migrations/1795000100000-orders';
 import { Webhooks1795000200000 } from './migrations/1795000200000-webhooks';
+import { Search1795000300000 } from './migrations/1795000300000-search';
 
 export const entities = [Partner, Credential, Domain];
-export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000];
+export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000, Search1795000300000];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */
 export function createDataSource(url: string, options: { poolSize?: number } = {}): DataSource {

@@ -94,8 +94,8 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
 export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void): Promise<HybridSearch> {
   const files = await ensureModelFiles(config.toolCacheDir, log);
   const embedder = await Embedder.load(files);
-  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.bin`)), log, path.join(config.dataDir, 'embeddings'));
-  await search.snapshot('sandbox');
-  await search.snapshot('live');
+  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
+  await search.load('sandbox');
+  await search.load('live');
   return search;
 }

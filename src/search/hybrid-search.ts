@@ -1,147 +1,165 @@
 /**
- * Hybrid search: keyword candidates (Postgres full text + trigram, the KeywordSearch ranker) and
- * semantic candidates (MiniLM cosine between the query and each name's segmented label: exact
- * scan up to 50k names, an HNSW index above), merged and reranked by one documented scorer:
+ * Hybrid search: candidates from keywords (Postgres full text + trigram, the KeywordSearch
+ * ranker), from the name vectors (MiniLM cosine, exact scan or HNSW) and from the words of the
+ * names (the names holding the query's WordNet expansions), merged and reranked by one
+ * documented scorer. The query is spell-corrected against the inventory's words
+ * and English first (`cofee` → `coffee`), so a typo is searched like the word it meant.
  *
- *   semantic = clamp((cosine − 0.15) / 0.55, 0, 1)
- *   score    = clamp(max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available, 0, 1)
- *
+ * For each candidate name:
+ *   keyword   = the KeywordSearch score of the corrected query, in [0, 1] (0 if not a keyword hit)
+ *   name      = cosine(query, segmented label)                    "caffeine" · "espresso bar"
+ *   word      = max over the label's words of cosine(query, word)  "caffeine" · "espresso"
+ *   expansion = cosine(query, w) when a word w of the label is among the query's WordNet
+ *               expansions (synonyms and definition words), else 0   "patisserie" → "pastry"
+ *   semantic  = clamp((max(name, word) + 0.3·expansion − 0.15) / 0.55, 0, 1)
+ *   score     = clamp(max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available, 0, 1)
  * so a name that matches both the words and the meaning beats one that matches either. The
- * vector set follows the inventory: each search compares the environment's inventory version
- * (count and last update of names on the market) and re-syncs, embedding only names not yet
- * cached, so an import, a sale or a new listing shows without a restart.
+ * weights were tuned on the `tune` half of data/search-queries.json and checked on the other.
  */
-import { createHash } from 'node:crypto';
-import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '../discovery/search';
 import { DIMENSIONS, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
-import { segmentLabel } from './segment';
-import { ANN_THRESHOLD, ExactIndex, HnswIndex, type VectorIndex } from './vector-index';
+import { InventoryIndex } from './inventory-index';
+import { baseForms, expansionWords } from './lexicon';
 
 const CANDIDATES = 50;
+/** The query's WordNet expansions whose names become candidates, and how many names each. */
+const EXPANSIONS = 8;
+const PER_EXPANSION = 40;
 /** Below this a candidate is noise, not a weak match. */
-const MIN_SCORE = 0.12;
+const MIN_SCORE = 0.18;
 
-interface Snapshot {
-  version: string;
-  names: string[];
-  available: boolean[];
-  prices: number[];
-  currencies: string[];
-  vectors: Float32Array;
-  indexOf: Map<string, number>;
-  index: VectorIndex;
+export interface Signals {
+  keyword: number;
+  name: number;
+  word: number;
+  /** The weight of the name's best word among the query's WordNet expansions (0 if none). */
+  expansion: number;
+  available: boolean;
 }
 
 export function semanticScore(cosine: number): number {
   return Math.min(1, Math.max(0, (cosine - 0.15) / 0.55));
 }
 
-export function blend(keyword: number, semantic: number, available: boolean): number {
-  // A strong keyword or typo match stands on its own: a misspelt query embeds as noise.
-  const score = Math.max(keyword, 0.5 * keyword + 0.55 * semantic + 0.15 * keyword * semantic) + (available ? 0.01 : 0);
+export function rerank(s: Signals): number {
+  const semantic = semanticScore(Math.max(s.name, s.word) + 0.3 * s.expansion);
+  // A strong keyword or typo match stands on its own.
+  const score = Math.max(s.keyword, 0.5 * s.keyword + 0.55 * semantic + 0.15 * s.keyword * semantic) + (s.available ? 0.01 : 0);
   return Math.min(1, Math.max(0, score));
 }
 
 export class HybridSearch implements DomainSearch {
   private readonly keyword: KeywordSearch;
-  private readonly snapshots = new Map<Environment, Snapshot>();
-  private syncing = new Map<Environment, Promise<Snapshot>>();
+  private readonly indexes = new Map<Environment, InventoryIndex>();
+  /** Word vectors, by word. */
+  private readonly words = new Map<string, Float32Array>();
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly embedder: Embedder,
     private readonly cache: EmbeddingCache,
     private readonly log: (m: string) => void = () => undefined,
-    /** Where HNSW indexes of large inventories are saved; none means rebuild on each start. */
+    /** Where HNSW graphs of large inventories are saved; none means rebuild on each start. */
     private readonly indexDir?: string,
   ) {
     this.keyword = new KeywordSearch(dataSource);
   }
 
-  /** The environment's names and vectors, rebuilt when the inventory changed. */
-  async snapshot(environment: Environment): Promise<Snapshot> {
-    const [{ version }] = (await this.dataSource.query(
-      `SELECT count(*) || ':' || coalesce(max(updated_at)::text, '') AS version FROM domains WHERE environment = $1`,
-      [environment],
-    )) as Array<{ version: string }>;
-    const current = this.snapshots.get(environment);
-    if (current?.version === version) return current;
-    let pending = this.syncing.get(environment);
-    if (!pending) {
-      pending = this.build(environment, version).finally(() => this.syncing.delete(environment));
-      this.syncing.set(environment, pending);
-    }
-    return pending;
+  index(environment: Environment): InventoryIndex {
+    let index = this.indexes.get(environment);
+    if (!index) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, this.cache, this.log, this.indexDir)));
+    return index;
   }
 
-  private async build(environment: Environment, version: string): Promise<Snapshot> {
-    const rows = (await this.dataSource.query(
-      `SELECT name, label, status, buy_now_price_cents, currency FROM domains WHERE environment = $1 AND status IN ('listed', 'reserved') ORDER BY name`,
-      [environment],
-    )) as Array<{ name: string; label: string; status: string; buy_now_price_cents: string; currency: string }>;
-    const texts = await Promise.all(rows.map((r) => segmentLabel(r.label)));
-    const missing = [...new Set(texts.filter((t) => !this.cache.get(t)))];
+  /** Reads the environment's inventory and embeds every name now (start-up, with progress). */
+  async load(environment: Environment): Promise<InventoryIndex> {
+    const index = this.index(environment);
+    await index.load();
+    return index;
+  }
+
+  /** Saves large environments' HNSW graphs (on shutdown). */
+  save(): void {
+    for (const index of this.indexes.values()) index.save();
+  }
+
+  private async wordVectors(words: string[]): Promise<Float32Array[]> {
+    const missing = [...new Set(words.filter((w) => !this.words.has(w)))];
     if (missing.length) {
-      this.log(`embedding ${missing.length} ${environment} names…`);
-      const vectors = await this.embedder.embedAll(missing, (done) => {
-        if (done % 1024 === 0) this.log(`  ${done}/${missing.length}`);
-      });
-      missing.forEach((t, i) => this.cache.set(t, vectors[i]));
-      this.cache.save();
+      const uncached = missing.filter((w) => !this.cache.get(w));
+      if (uncached.length) {
+        const vectors = await this.embedder.embedAll(uncached);
+        uncached.forEach((w, i) => this.cache.set(w, vectors[i]));
+        this.cache.save();
+      }
+      for (const w of missing) this.words.set(w, this.cache.get(w)!);
     }
-    const flat = new Float32Array(rows.length * DIMENSIONS);
-    texts.forEach((t, i) => flat.set(this.cache.get(t)!, i * DIMENSIONS));
-    const snapshot: Snapshot = {
-      version,
-      names: rows.map((r) => r.name),
-      available: rows.map((r) => r.status === 'listed'),
-      prices: rows.map((r) => Number(r.buy_now_price_cents)),
-      currencies: rows.map((r) => r.currency.trim()),
-      vectors: flat,
-      indexOf: new Map(rows.map((r, i) => [r.name, i])),
-      index:
-        rows.length > ANN_THRESHOLD
-          ? HnswIndex.open(flat, rows.length, this.indexDir && path.join(this.indexDir, `${environment}-${createHash('sha256').update(version).digest('hex').slice(0, 16)}.usearch`), this.log)
-          : new ExactIndex(flat, rows.length),
-    };
-    this.snapshots.set(environment, snapshot);
-    return snapshot;
+    return words.map((w) => this.words.get(w)!);
+  }
+
+  /** The candidates for a query with the signals the scorer weighs. */
+  async candidates(environment: Environment, query: string): Promise<{ index: InventoryIndex; candidates: Array<{ slot: number; signals: Signals }> }> {
+    const index = this.index(environment);
+    await index.refresh();
+    const corrected = index.speller.correctQuery(query) || query.toLowerCase();
+    const [[queryVector], keywordHits] = await Promise.all([this.embedder.embed([corrected]), this.keyword.search(environment, corrected, CANDIDATES)]);
+
+    const keywordOf = new Map<number, number>();
+    for (const hit of keywordHits) {
+      const slot = index.slot(hit.name);
+      if (slot !== undefined) keywordOf.set(slot, hit.score);
+    }
+    const slots = new Set<number>([...keywordOf.keys(), ...index.nearest(queryVector, CANDIDATES)]);
+
+    // WordNet expansions that are words of the inventory, weighed by their similarity to the query.
+    const expansion = new Map<string, number>();
+    for (const w of await expansionWords(corrected.split(' '))) {
+      const form = baseForms(w).find((f) => index.postings.has(f));
+      if (form && !expansion.has(form)) expansion.set(form, 0);
+    }
+    const expansionWordsList = [...expansion.keys()];
+    (await this.wordVectors(expansionWordsList)).forEach((v, i) => expansion.set(expansionWordsList[i], dot(v, queryVector)));
+    for (const [w] of [...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS)) {
+      let taken = 0;
+      for (const slot of index.postings.get(w) ?? []) {
+        if (taken++ >= PER_EXPANSION) break;
+        slots.add(slot);
+      }
+    }
+
+    const candidates: Array<{ slot: number; signals: Signals }> = [];
+    for (const slot of slots) {
+      const entry = index.slots[slot];
+      if (!entry) continue;
+      let word = 0;
+      for (const v of await this.wordVectors(entry.words)) word = Math.max(word, dot(v, queryVector));
+      let expanded = 0;
+      for (const w of entry.words) expanded = Math.max(expanded, expansion.get(w) ?? 0);
+      const name = index.hasVector(slot) ? index.vectors.dot(slot, queryVector) : 0;
+      candidates.push({ slot, signals: { keyword: keywordOf.get(slot) ?? 0, name, word, expansion: expanded, available: entry.available } });
+    }
+    return { index, candidates };
   }
 
   async search(environment: Environment, query: string, limit = MAX_RESULTS): Promise<SearchHit[]> {
-    const [snapshot, [queryVector], keywordHits] = await Promise.all([
-      this.snapshot(environment),
-      this.embedder.embed([query.toLowerCase()]),
-      this.keyword.search(environment, query, CANDIDATES),
-    ]);
-    const semanticHits = snapshot.index.nearest(queryVector, CANDIDATES);
-    const cosine = (i: number) => {
-      let dot = 0;
-      for (let d = 0, base = i * DIMENSIONS; d < DIMENSIONS; d++) dot += snapshot.vectors[base + d] * queryVector[d];
-      return dot;
-    };
-    const index = snapshot.indexOf;
-    const candidates = new Map<number, number>(); // snapshot index -> keyword score
-    for (const hit of keywordHits) {
-      const i = index.get(hit.name);
-      if (i !== undefined) candidates.set(i, hit.score);
-    }
-    for (const i of semanticHits) if (!candidates.has(i)) candidates.set(i, 0);
-    return [...candidates.entries()]
-      .map(([i, keyword]) => ({ i, score: blend(keyword, semanticScore(cosine(i)), snapshot.available[i]) }))
+    const { index, candidates } = await this.candidates(environment, query);
+    return candidates
+      .map(({ slot, signals }) => ({ slot, score: rerank(signals) }))
       .filter((c) => c.score >= MIN_SCORE)
-      .sort((a, b) => b.score - a.score || snapshot.names[a.i].length - snapshot.names[b.i].length)
+      .sort((a, b) => b.score - a.score || index.slots[a.slot]!.name.length - index.slots[b.slot]!.name.length)
       .slice(0, limit)
-      .map(({ i, score }) => ({
-        name: snapshot.names[i],
-        available: snapshot.available[i],
-        buyNowPriceCents: snapshot.prices[i],
-        currency: snapshot.currencies[i],
-        score: Math.round(score * 10_000) / 10_000,
-      }));
+      .map(({ slot, score }) => {
+        const e = index.slots[slot]!;
+        return { name: e.name, available: e.available, buyNowPriceCents: e.buyNowPriceCents, currency: e.currency, score: Math.round(score * 10_000) / 10_000 };
+      });
   }
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let d = 0; d < DIMENSIONS; d++) sum += a[d] * b[d];
+  return sum;
 }

@@ -1,9 +1,10 @@
 /**
- * Nearest names to a query vector. Exact scan (dot products over every vector) for small
- * inventories — 4k names take ~1 ms; an HNSW graph (usearch) above ANN_THRESHOLD names, saved in
- * the data directory next to the embeddings so a restart loads it instead of rebuilding.
+ * Nearest names to a query vector, over slots that come and go as the inventory changes.
+ * Exact scan (dot products over every live slot) for small inventories — 4k names take ~1 ms;
+ * an HNSW graph (usearch) above ANN_THRESHOLD names, updated in place (add and remove by slot)
+ * and saved in the data directory so a restart loads it instead of rebuilding.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { DIMENSIONS } from './embedder';
@@ -11,27 +12,43 @@ import { DIMENSIONS } from './embedder';
 export const ANN_THRESHOLD = 50_000;
 
 export interface VectorIndex {
-  /** Row indices of the k nearest vectors, best first. */
+  /** Slots of the k nearest vectors, best first. */
   nearest(query: Float32Array, k: number): number[];
+  add(slot: number, vector: Float32Array): void;
+  remove(slot: number): void;
+  readonly size: number;
 }
 
-/** Dot product of `query` with each of the `n` vectors laid out one after another. */
-export function dotAll(vectors: Float32Array, query: Float32Array, n: number): Float32Array {
-  const out = new Float32Array(n);
-  for (let i = 0, base = 0; i < n; i++, base += DIMENSIONS) {
-    let dot = 0;
-    for (let d = 0; d < DIMENSIONS; d += 4) {
-      dot += vectors[base + d] * query[d] + vectors[base + d + 1] * query[d + 1] + vectors[base + d + 2] * query[d + 2] + vectors[base + d + 3] * query[d + 3];
-    }
-    out[i] = dot;
+/** Vectors by slot, one growable block. */
+export class VectorStore {
+  data = new Float32Array(1024 * DIMENSIONS);
+
+  get(slot: number): Float32Array {
+    return this.data.subarray(slot * DIMENSIONS, (slot + 1) * DIMENSIONS);
   }
-  return out;
+
+  set(slot: number, vector: Float32Array): void {
+    if ((slot + 1) * DIMENSIONS > this.data.length) {
+      const grown = new Float32Array(Math.max((slot + 1) * DIMENSIONS, Math.ceil(this.data.length * 1.5)));
+      grown.set(this.data);
+      this.data = grown;
+    }
+    this.data.set(vector, slot * DIMENSIONS);
+  }
+
+  dot(slot: number, query: Float32Array): number {
+    const v = this.data;
+    let dot = 0;
+    for (let d = 0, base = slot * DIMENSIONS; d < DIMENSIONS; d++) dot += v[base + d] * query[d];
+    return dot;
+  }
 }
 
-/** Indices of the k largest values, best first (one pass with a small sorted buffer). */
+/** Indices of the k largest values, best first (one pass with a small sorted buffer); NaN never wins. */
 export function topK(values: Float32Array, k: number): number[] {
   const best: number[] = [];
   for (let i = 0; i < values.length; i++) {
+    if (!(values[i] > -Infinity)) continue;
     if (best.length === k && values[i] <= values[best[k - 1]]) continue;
     let at = best.length === k ? k - 1 : best.length;
     if (best.length < k) best.push(i);
@@ -45,37 +62,110 @@ export function topK(values: Float32Array, k: number): number[] {
 }
 
 export class ExactIndex implements VectorIndex {
-  constructor(
-    private readonly vectors: Float32Array,
-    private readonly n: number,
-  ) {}
+  private live = new Uint8Array(1024);
+  private end = 0;
+  size = 0;
+
+  constructor(private readonly store: VectorStore) {}
+
+  /** The vector itself is read from the store. */
+  add(slot: number): void {
+    if (slot >= this.live.length) {
+      const grown = new Uint8Array(Math.max(slot + 1, this.live.length * 2));
+      grown.set(this.live);
+      this.live = grown;
+    }
+    if (!this.live[slot]) this.size++;
+    this.live[slot] = 1;
+    this.end = Math.max(this.end, slot + 1);
+  }
+
+  remove(slot: number): void {
+    if (this.live[slot]) this.size--;
+    this.live[slot] = 0;
+  }
 
   nearest(query: Float32Array, k: number): number[] {
-    return topK(dotAll(this.vectors, query, this.n), k);
+    const v = this.store.data;
+    const scores = new Float32Array(this.end);
+    for (let slot = 0, base = 0; slot < this.end; slot++, base += DIMENSIONS) {
+      if (!this.live[slot]) {
+        scores[slot] = -Infinity;
+        continue;
+      }
+      let dot = 0;
+      for (let d = 0; d < DIMENSIONS; d += 4) {
+        dot += v[base + d] * query[d] + v[base + d + 1] * query[d + 1] + v[base + d + 2] * query[d + 2] + v[base + d + 3] * query[d + 3];
+      }
+      scores[slot] = dot;
+    }
+    return topK(scores, k);
   }
 }
 
 const HNSW = { connectivity: 16, expansion_add: 128, expansion_search: 128 };
 
+/** usearch's HNSW graph keyed by slot; saved next to the names of its slots. */
 export class HnswIndex implements VectorIndex {
   private constructor(private readonly index: Index) {}
 
-  /** Loads `file` when it exists (built for the same rows), else builds from the vectors and saves it there. */
-  static open(vectors: Float32Array, n: number, file?: string, log: (m: string) => void = () => undefined): HnswIndex {
-    const index = new Index({ dimensions: DIMENSIONS, metric: MetricKind.IP, quantization: ScalarKind.F32, multi: false, ...HNSW });
-    if (file && existsSync(file)) {
-      index.load(file);
-      if (Number(index.size()) === n) return new HnswIndex(index);
-      log(`vector index ${file} is stale; rebuilding`);
-    }
-    log(`building the HNSW vector index over ${n} names…`);
-    const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
-    index.add(keys, vectors.subarray(0, n * DIMENSIONS), 0);
-    if (file) {
-      mkdirSync(path.dirname(file), { recursive: true });
-      index.save(file);
+  private static create(): Index {
+    return new Index({ dimensions: DIMENSIONS, metric: MetricKind.IP, quantization: ScalarKind.F16, multi: false, ...HNSW });
+  }
+
+  /** Builds a graph over the given slots (all threads). */
+  static build(store: VectorStore, slots: number[], log: (m: string) => void = () => undefined): HnswIndex {
+    const index = HnswIndex.create();
+    const started = Date.now();
+    for (let at = 0; at < slots.length; at += 50_000) {
+      const part = slots.slice(at, at + 50_000);
+      const matrix = new Float32Array(part.length * DIMENSIONS);
+      part.forEach((slot, i) => matrix.set(store.get(slot), i * DIMENSIONS));
+      index.add(BigUint64Array.from(part, (s) => BigInt(s)), matrix, 0);
+      if (slots.length > 50_000) log(`  HNSW ${at + part.length}/${slots.length} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
     }
     return new HnswIndex(index);
+  }
+
+  /**
+   * A saved graph and the names of its slots, or undefined when there is none or it does not
+   * match its names file (then the caller rebuilds).
+   */
+  static load(file: string): { index: HnswIndex; names: Array<[string, string] | null> } | undefined {
+    const namesFile = `${file}.names.json`;
+    if (!existsSync(file) || !existsSync(namesFile)) return undefined;
+    try {
+      const { size, names } = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; names: Array<[string, string] | null> };
+      const index = HnswIndex.create();
+      index.load(file);
+      if (Number(index.size()) !== size) return undefined;
+      return { index: new HnswIndex(index), names };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Saves the graph, then the names of its slots (each written aside and renamed into place). */
+  save(file: string, names: Array<[string, string] | null>): void {
+    mkdirSync(path.dirname(file), { recursive: true });
+    this.index.save(`${file}.tmp`);
+    renameSync(`${file}.tmp`, file);
+    writeFileSync(`${file}.names.json.tmp`, JSON.stringify({ size: this.size, names }));
+    renameSync(`${file}.names.json.tmp`, `${file}.names.json`);
+  }
+
+  get size(): number {
+    return Number(this.index.size());
+  }
+
+  add(slot: number, vector: Float32Array): void {
+    const key = BigInt(slot);
+    if (this.index.contains(key)) this.index.remove(key);
+    this.index.add(key, vector);
+  }
+
+  remove(slot: number): void {
+    this.index.remove(BigInt(slot));
   }
 
   nearest(query: Float32Array, k: number): number[] {

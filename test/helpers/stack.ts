@@ -118,8 +118,8 @@ export async function bootStack(): Promise<Stack> {
   const quoteSigner = QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem());
   // Embeddings cached in the tool cache, so only the first run on a machine embeds the inventory.
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
-  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.toolCacheDir, 'embedding-cache', `${MODEL_ID}.bin`)));
-  await search.snapshot('sandbox');
+  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.toolCacheDir, 'embedding-cache', `${MODEL_ID}.log`)));
+  await search.load('sandbox');
 
   const logLines: string[] = [];
   const credentials = new CredentialService(dataSource, new SecretBox(masterKey), 0);

@@ -1,0 +1,280 @@
+/**
+ * One environment's names on the market (listed or reserved), held in memory for search: each
+ * name's words, price and availability in a slot, its MiniLM vector in a vector index, and
+ * which slots hold each word.
+ *
+ * It follows the inventory without a restart. Every domain row carries the id of the
+ * transaction that last wrote it (`changed_xid`, set by a trigger); a sync reads the rows with
+ * `changed_xid` at or above the previous sync's horizon (the oldest transaction then still
+ * running), so every change committed since is seen, whatever order transactions commit in, and
+ * applies them: a new listing takes a slot, a sale or delisting frees one, a price change
+ * updates it. New names wait for their vector in a queue that a background loop embeds; a
+ * search waits for it when it is short.
+ *
+ * Above ANN_THRESHOLD names the vectors go into an HNSW graph, saved in the data directory and
+ * loaded on the next start (a missing one is built, with progress).
+ */
+import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import type { Environment } from '../config';
+import type { Embedder } from './embedder';
+import type { EmbeddingCache } from './embedding-cache';
+import { MODEL_ID } from './model-files';
+import { segmentLabel } from './segment';
+import { Speller } from './spelling';
+import { ANN_THRESHOLD, ExactIndex, HnswIndex, VectorStore, type VectorIndex } from './vector-index';
+
+export interface Entry {
+  name: string;
+  /** The label split into words (`espressobar` → `espresso bar`). */
+  text: string;
+  words: string[];
+  available: boolean;
+  buyNowPriceCents: number;
+  currency: string;
+}
+
+interface Row {
+  horizon: string;
+  name: string | null;
+  label: string;
+  status: string;
+  buy_now_price_cents: string;
+  currency: string;
+}
+
+const PAGE = 20_000;
+const EMBED_CHUNK = 1024;
+/** A search waits for at most this many names to be embedded; more are caught up in the background. */
+const WAIT_FOR_EMBEDDING = 256;
+/** Changes to an HNSW graph after which it is saved again. */
+const SAVE_AFTER_CHANGES = 10_000;
+
+export class InventoryIndex {
+  readonly slots: Array<Entry | undefined> = [];
+  readonly vectors = new VectorStore();
+  readonly speller = new Speller();
+  /** Slots of the names containing each word. */
+  readonly postings = new Map<string, Set<number>>();
+  private readonly slotOf = new Map<string, number>();
+  private readonly free: number[] = [];
+  /** Slots taken from a saved graph, waiting for their row in the first read. */
+  private readonly adopted = new Set<number>();
+  private index: VectorIndex = new ExactIndex(this.vectors);
+  private horizon: string | undefined;
+  /** Slots whose vector is not in the index yet. */
+  private queue = new Set<number>();
+  private embedding: Promise<void> | undefined;
+  private running: Promise<void> | undefined;
+  private next: Promise<void> | undefined;
+  private changesSinceSave = 0;
+
+  constructor(
+    readonly environment: Environment,
+    private readonly dataSource: DataSource,
+    private readonly embedder: Embedder,
+    private readonly cache: EmbeddingCache,
+    private readonly log: (m: string) => void,
+    private readonly indexDir?: string,
+  ) {}
+
+  get size(): number {
+    return this.slotOf.size;
+  }
+
+  get pendingVectors(): number {
+    return this.queue.size;
+  }
+
+  slot(name: string): number | undefined {
+    return this.slotOf.get(name);
+  }
+
+  hasVector(slot: number): boolean {
+    return this.slots[slot] !== undefined && !this.queue.has(slot);
+  }
+
+  nearest(query: Float32Array, k: number): number[] {
+    return this.index.nearest(query, k);
+  }
+
+  private get indexFile(): string | undefined {
+    return this.indexDir && path.join(this.indexDir, `${this.environment}-${MODEL_ID}.usearch`);
+  }
+
+  /**
+   * Brings the index up to the inventory as committed when it is called: waits for a sync that
+   * starts after the call (one at a time; callers arriving meanwhile share the next one), then
+   * for the new names' vectors when there are few of them.
+   */
+  async refresh(): Promise<void> {
+    if (!this.running) {
+      this.running = this.sync().finally(() => (this.running = undefined));
+      await this.running;
+    } else {
+      this.next ??= this.running.then(() => {
+        this.next = undefined;
+        return this.refresh();
+      });
+      await this.next;
+    }
+    if (this.queue.size > 0 && this.queue.size <= WAIT_FOR_EMBEDDING) await this.embedQueued();
+  }
+
+  /** The first sync: everything on the market, the saved HNSW graph if any, and every vector. */
+  async load(): Promise<void> {
+    await this.refresh();
+    await this.embedQueued();
+  }
+
+  private async sync(): Promise<void> {
+    const first = this.horizon === undefined;
+    let horizon: string | undefined;
+    let after = '';
+    const saved = first && this.indexFile ? HnswIndex.load(this.indexFile) : undefined;
+    if (saved) this.adopt(saved.index, saved.names);
+    for (;;) {
+      // On the first read only names on the market matter; later, a name leaving the market must be seen too.
+      const rows = (await this.dataSource.query(
+        `SELECT h.horizon::text AS horizon, d.name, d.label, d.status, d.buy_now_price_cents, d.currency
+         FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
+         LEFT JOIN domains d ON d.environment = $1 AND d.changed_xid >= $2::xid8 AND d.name > $3
+           ${first ? `AND d.status IN ('listed', 'reserved')` : ''}
+         ORDER BY d.name LIMIT ${PAGE}`,
+        [this.environment, this.horizon ?? '0', after],
+      )) as Row[];
+      horizon ??= rows[0].horizon;
+      const changed = rows.filter((r): r is Row & { name: string } => r.name !== null);
+      await this.apply(changed);
+      if (first && rows.length === PAGE) this.log(`  ${this.environment}: ${this.size} names read`);
+      if (changed.length < PAGE) break;
+      after = changed[changed.length - 1].name;
+    }
+    // Names the saved graph holds that are no longer on the market.
+    for (const slot of this.adopted) this.release(this.slots[slot]!.name, slot);
+    this.adopted.clear();
+    this.horizon = horizon;
+  }
+
+  /** Takes a saved graph and the names of its slots; their other fields come with the first read. */
+  private adopt(index: HnswIndex, names: Array<[string, string] | null>): void {
+    this.index = index;
+    names.forEach((saved, slot) => {
+      this.slots[slot] = undefined;
+      if (saved === null) this.free.push(slot);
+      else {
+        const [name, text] = saved;
+        this.slotOf.set(name, slot);
+        this.slots[slot] = { name, text, words: text.split(' ').filter(Boolean), available: false, buyNowPriceCents: 0, currency: '' };
+        this.adopted.add(slot);
+      }
+    });
+    this.log(`${this.environment}: loaded the saved HNSW graph of ${index.size} names`);
+  }
+
+  private async apply(rows: Array<Row & { name: string }>): Promise<void> {
+    for (const row of rows) {
+      const onMarket = row.status === 'listed' || row.status === 'reserved';
+      const slot = this.slotOf.get(row.name);
+      if (!onMarket) {
+        if (slot !== undefined) this.release(row.name, slot);
+        continue;
+      }
+      const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: row.currency.trim() };
+      if (slot !== undefined && !this.adopted.has(slot)) {
+        Object.assign(this.slots[slot]!, attributes);
+        continue;
+      }
+      let taken: number;
+      if (slot !== undefined) {
+        // Adopted from a saved graph: the graph has its vector; the store takes it from the cache.
+        this.adopted.delete(slot);
+        taken = slot;
+        Object.assign(this.slots[slot]!, attributes);
+        const cached = this.cache.get(this.slots[slot]!.text);
+        if (cached) this.vectors.set(slot, cached);
+        else this.queue.add(slot);
+      } else {
+        const text = await segmentLabel(row.label);
+        taken = this.free.pop() ?? this.slots.length;
+        this.slots[taken] = { name: row.name, text, words: text.split(' ').filter(Boolean), ...attributes };
+        this.slotOf.set(row.name, taken);
+        this.queue.add(taken);
+      }
+      const words = this.slots[taken]!.words;
+      this.speller.addWords(words);
+      for (const w of words) {
+        let set = this.postings.get(w);
+        if (!set) this.postings.set(w, (set = new Set()));
+        set.add(taken);
+      }
+    }
+  }
+
+  private release(name: string, slot: number): void {
+    const entry = this.slots[slot]!;
+    // An adopted slot never had its words counted.
+    if (!this.adopted.delete(slot)) this.speller.addWords(entry.words, -1);
+    for (const w of entry.words) {
+      const set = this.postings.get(w);
+      set?.delete(slot);
+      if (set?.size === 0) this.postings.delete(w);
+    }
+    this.slots[slot] = undefined;
+    this.slotOf.delete(name);
+    this.queue.delete(slot);
+    this.index.remove(slot);
+    this.free.push(slot);
+    this.changesSinceSave++;
+  }
+
+  /** Embeds the queued names (the cache first), adds them to the index; one loop at a time. */
+  embedQueued(): Promise<void> {
+    this.embedding ??= this.embedLoop().finally(() => (this.embedding = undefined));
+    return this.embedding;
+  }
+
+  private async embedLoop(): Promise<void> {
+    const total = this.queue.size;
+    let done = 0;
+    while (this.queue.size > 0) {
+      const slots = [...this.queue].slice(0, EMBED_CHUNK);
+      const texts = slots.map((s) => this.slots[s]!.text);
+      const missing = [...new Set(texts.filter((t) => !this.cache.get(t)))];
+      if (missing.length) {
+        const vectors = await this.embedder.embedAll(missing);
+        missing.forEach((t, i) => this.cache.set(t, vectors[i]));
+        this.cache.save();
+      }
+      for (const slot of slots) {
+        // The name may have left the market, or its slot been taken again, while we embedded.
+        if (!this.queue.delete(slot)) continue;
+        this.vectors.set(slot, this.cache.get(this.slots[slot]!.text)!);
+        this.index.add(slot, this.vectors.get(slot));
+        this.changesSinceSave++;
+      }
+      done += slots.length;
+      if (total > EMBED_CHUNK * 4 && done % (EMBED_CHUNK * 64) < EMBED_CHUNK) this.log(`  ${this.environment}: ${done}/${total} names embedded`);
+    }
+    // Once the queue is drained, so that a large first load is one multi-threaded build.
+    if (this.index instanceof ExactIndex && this.index.size > ANN_THRESHOLD) this.switchToHnsw();
+    if (this.index instanceof HnswIndex && this.changesSinceSave >= SAVE_AFTER_CHANGES) this.save();
+  }
+
+  private switchToHnsw(): void {
+    const live = [...this.slotOf.values()].filter((s) => !this.queue.has(s));
+    this.log(`${this.environment}: building the HNSW vector index over ${live.length} names…`);
+    this.index = HnswIndex.build(this.vectors, live, this.log);
+    this.changesSinceSave = SAVE_AFTER_CHANGES;
+  }
+
+  /** Saves the HNSW graph (when there is one) with the names of its slots. */
+  save(): void {
+    const file = this.indexFile;
+    if (!(this.index instanceof HnswIndex) || !file) return;
+    const names = this.slots.map((e, slot): [string, string] | null => (e && !this.queue.has(slot) ? [e.name, e.text] : null));
+    this.index.save(file, names);
+    this.changesSinceSave = 0;
+    this.log(`${this.environment}: HNSW graph of ${this.index.size} names saved`);
+  }
+}

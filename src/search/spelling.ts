@@ -1,0 +1,86 @@
+/**
+ * Query spelling: a query word that is neither a word of the inventory's names nor an English
+ * word is taken for a typo and replaced by the closest known word (Damerau–Levenshtein: one
+ * edit for words of 4–6 letters, two from 7 letters on; the words of the inventory before the
+ * English list; among equals the more frequent English word). `cofee` → `coffee`, `restuarant`
+ * → `restaurant`, `solar pannels` → `solar panels`. Corrected, a typo query is searched like a
+ * literal one, and its meaning can be embedded.
+ *
+ * English words: Hunspell's en_US dictionary with its affix rules (nspell, dictionary-en), so
+ * plurals and derived forms count, and the 100,000 most frequent words of the wordsninja list
+ * (names and loanwords Hunspell lacks: `pinot`, `noir`; its rarer tail holds common typos).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import damerauLevenshtein from 'damerau-levenshtein';
+import nspell from 'nspell';
+
+const FREQUENT: string[] = JSON.parse(readFileSync(require.resolve('wordsninja/words-en.json'), 'utf8'));
+const RANK = new Map(FREQUENT.slice(0, 100_000).map((w, i) => [w, i]));
+/** Correction targets from the English list: the frequent words only. */
+const TARGETS = FREQUENT.slice(0, 40_000).filter((w) => /^[a-z]{4,}$/.test(w));
+
+function hunspell(): ReturnType<typeof nspell> {
+  // dictionary-en is an ES module that exports only its files' contents; read the files themselves.
+  const dir = (require.resolve.paths('dictionary-en') ?? []).map((p) => path.join(p, 'dictionary-en')).find((d) => existsSync(path.join(d, 'index.dic')));
+  if (!dir) throw new Error('dictionary-en is not installed');
+  return nspell(readFileSync(path.join(dir, 'index.aff')), readFileSync(path.join(dir, 'index.dic')));
+}
+let english: ReturnType<typeof nspell> | undefined;
+
+function maxEdits(word: string): number {
+  if (word.length < 4) return 0;
+  return word.length < 7 ? 1 : 2;
+}
+
+const rank = (w: string) => RANK.get(w) ?? Number.MAX_SAFE_INTEGER;
+
+function closest(word: string, candidates: Iterable<string>, limit: number): { word: string; edits: number } | undefined {
+  let best: { word: string; edits: number } | undefined;
+  for (const c of candidates) {
+    if (Math.abs(c.length - word.length) > limit) continue;
+    const edits = damerauLevenshtein(word, c).steps;
+    if (edits > limit) continue;
+    if (!best || edits < best.edits || (edits === best.edits && rank(c) < rank(best.word))) best = { word: c, edits };
+  }
+  return best;
+}
+
+export class Speller {
+  /** Words of the names on the market, with how many names hold each. */
+  private readonly counts = new Map<string, number>();
+
+  addWords(words: string[], delta: 1 | -1 = 1): void {
+    for (const w of words) {
+      const n = (this.counts.get(w) ?? 0) + delta;
+      if (n > 0) this.counts.set(w, n);
+      else this.counts.delete(w);
+    }
+  }
+
+  isKnown(word: string): boolean {
+    english ??= hunspell();
+    return this.counts.has(word) || RANK.has(word) || /\d/.test(word) || english.correct(word);
+  }
+
+  /** The word as it was probably meant, or the word itself. */
+  correct(word: string): string {
+    if (this.isKnown(word)) return word;
+    const limit = maxEdits(word);
+    if (limit === 0) return word;
+    const inInventory = closest(word, this.counts.keys(), limit);
+    if (inInventory?.edits === 1) return inInventory.word;
+    const english = closest(word, TARGETS, inInventory ? inInventory.edits - 1 : limit);
+    return english?.word ?? inInventory?.word ?? word;
+  }
+
+  /** The query with each word corrected; words are lower-case letters and digits. */
+  correctQuery(query: string): string {
+    return query
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter(Boolean)
+      .map((w) => this.correct(w))
+      .join(' ');
+  }
+}
