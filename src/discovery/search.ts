@@ -6,6 +6,8 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 
 export const MAX_RESULTS = 5;
+/** Names one pre-filter condition may contribute to the scoring. */
+const PROBE_LIMIT = 500;
 
 export interface SearchHit {
   name: string;
@@ -34,23 +36,33 @@ export function queryWords(query: string): string[] {
 export class KeywordSearch implements DomainSearch {
   constructor(private readonly dataSource: DataSource) {}
 
-  async search(environment: Environment, query: string, limit = MAX_RESULTS): Promise<SearchHit[]> {
+  /**
+   * `fuzzy` says which query words may be misspelt and so need the trigram word-similarity probe
+   * (by default all of them): the hybrid search has already corrected the query against the
+   * inventory's words, and a word the inventory holds is found exactly by LIKE.
+   */
+  async search(environment: Environment, query: string, limit = MAX_RESULTS, fuzzy: (word: string) => boolean = () => true): Promise<SearchHit[]> {
     const words = queryWords(query);
     if (words.length === 0) return [];
     const joined = words.join('');
-    // An indexable pre-filter (trigram GIN on label, GIN on the document) keeps the scoring below
-    // to the few names that can match; `%>` is word similarity ≥ pg_trgm.word_similarity_threshold,
-    // which the connection sets to 0.45 (see data-source.ts).
+    // An indexable pre-filter (trigram GIN on label, GIN on the document, each partial: one
+    // environment's names on the market) keeps the scoring below to the names that can match;
+    // `%>` is word similarity ≥ pg_trgm.word_similarity_threshold, which the connection sets to
+    // 0.45 (see data-source.ts). The partial indexes' predicate is spelt out as a literal so the
+    // planner can use them; `environment` is one of two known values, never user text. Each probe
+    // is capped, so that a short word inside thousands of names cannot make the scoring slow.
+    const onMarket = `environment = '${environment === 'live' ? 'live' : 'sandbox'}' AND status IN ('listed', 'reserved')`;
     const params: unknown[] = [environment, joined, words, words.join(' '), limit];
+    const probe = (condition: string) => `(SELECT id FROM domains WHERE ${onMarket} AND ${condition} LIMIT ${PROBE_LIMIT})`;
     // One index scan per condition, unioned: an OR of them all tempts the planner into a full scan.
-    const prefilter = [`SELECT id FROM domains WHERE label %> $2`, `SELECT id FROM domains WHERE search_document @@ plainto_tsquery('english', $4)`];
+    const prefilter = [probe('label = $2'), probe(`search_document @@ plainto_tsquery('english', $4)`)];
     // Words under 3 letters are everywhere; fuzzy matches of 3-letter words are too loose.
     for (const w of new Set([joined, ...words.filter((w) => w.length >= 3)])) {
       params.push(`%${w.replace(/[\\%_]/g, '\\$&')}%`);
-      prefilter.push(`SELECT id FROM domains WHERE label LIKE $${params.length}`);
-      if (w.length >= 4) {
+      prefilter.push(probe(`label LIKE $${params.length}`));
+      if (w.length >= 4 && (w === joined ? words.some(fuzzy) : fuzzy(w))) {
         params.push(w);
-        prefilter.push(`SELECT id FROM domains WHERE label %> $${params.length}`);
+        prefilter.push(probe(`label %> $${params.length}`));
       }
     }
     const rows = (await this.dataSource.query(

@@ -16,6 +16,7 @@ async function main(): Promise<void> {
   logger.info({ url: api.url }, 'API listening');
   const stop = async () => {
     await api.close();
+    search.save();
     await temporal.close();
     await dataSource.destroy();
     await postgres.stop();

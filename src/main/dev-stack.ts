@@ -105,6 +105,7 @@ async function main(): Promise<void> {
   step('loading the search model and the inventory vectors');
   const search = await startSearch(config, dataSource, (m) => step(m));
   const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), search, temporal, logger });
+  stops.push(['search index', async () => search.save()]);
   stops.push(['API', () => api.close()]);
 
   const credential = await sandboxCredential(new CredentialService(dataSource, new SecretBox(masterKey)), dataSource, path.join(config.dataDir, 'sandbox-credential.json'));

@@ -4,7 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import type { Config } from '../config';
+import type { Config, Environment } from '../config';
 import { createApp } from '../api/app';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
@@ -91,11 +91,10 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
  * The hybrid (keyword + semantic) search: the model from the tool cache (fetched on first use),
  * embeddings kept in the data directory, and every environment's vectors built now, with progress.
  */
-export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void): Promise<HybridSearch> {
+export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void, environments: Environment[] = ['sandbox', 'live']): Promise<HybridSearch> {
   const files = await ensureModelFiles(config.toolCacheDir, log);
   const embedder = await Embedder.load(files);
   const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
-  await search.load('sandbox');
-  await search.load('live');
+  for (const environment of environments) await search.load(environment);
   return search;
 }

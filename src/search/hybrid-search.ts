@@ -16,6 +16,7 @@
  * so a name that matches both the words and the meaning beats one that matches either. The
  * weights were tuned on the `tune` half of data/search-queries.json and checked on the other.
  */
+import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '../discovery/search';
@@ -56,6 +57,7 @@ export class HybridSearch implements DomainSearch {
   private readonly indexes = new Map<Environment, InventoryIndex>();
   /** Word vectors, by word. */
   private readonly words = new Map<string, Float32Array>();
+  private readonly queries = new LRUCache<string, Float32Array>({ max: 5_000 });
 
   constructor(
     private readonly dataSource: DataSource,
@@ -78,12 +80,23 @@ export class HybridSearch implements DomainSearch {
   async load(environment: Environment): Promise<InventoryIndex> {
     const index = this.index(environment);
     await index.load();
+    // The vectors of the names' words too (the `word` signal), so that no search waits for them.
+    const words = [...index.postings.keys()];
+    if (words.some((w) => !this.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
+    await this.wordVectors(words);
     return index;
   }
 
   /** Saves large environments' HNSW graphs (on shutdown). */
   save(): void {
     for (const index of this.indexes.values()) index.save();
+  }
+
+  /** The query's vector; popular queries come from a small LRU cache. */
+  private async queryVector(text: string): Promise<Float32Array> {
+    let vector = this.queries.get(text);
+    if (!vector) this.queries.set(text, (vector = (await this.embedder.embed([text]))[0]));
+    return vector;
   }
 
   private async wordVectors(words: string[]): Promise<Float32Array[]> {
@@ -103,9 +116,14 @@ export class HybridSearch implements DomainSearch {
   /** The candidates for a query with the signals the scorer weighs. */
   async candidates(environment: Environment, query: string): Promise<{ index: InventoryIndex; candidates: Array<{ slot: number; signals: Signals }> }> {
     const index = this.index(environment);
-    await index.refresh();
+    // The speller as of the last sync is good enough; the sync runs alongside the query's embedding.
     const corrected = index.speller.correctQuery(query) || query.toLowerCase();
-    const [[queryVector], keywordHits] = await Promise.all([this.embedder.embed([corrected]), this.keyword.search(environment, corrected, CANDIDATES)]);
+    const fuzzy = (w: string) => !index.speller.isInventoryWord(w);
+    const [queryVector, keywordHits] = await Promise.all([
+      this.queryVector(corrected),
+      this.keyword.search(environment, corrected, CANDIDATES, fuzzy),
+      index.refresh(),
+    ]);
 
     const keywordOf = new Map<number, number>();
     for (const hit of keywordHits) {

@@ -112,13 +112,18 @@ export class InventoryIndex {
       this.running = this.sync().finally(() => (this.running = undefined));
       await this.running;
     } else {
-      this.next ??= this.running.then(() => {
-        this.next = undefined;
-        return this.refresh();
-      });
+      // Whether the running sync succeeds or fails, the callers that came after it get a new one.
+      this.next ??= this.running
+        .catch(() => undefined)
+        .then(() => {
+          this.next = undefined;
+          return this.refresh();
+        });
       await this.next;
     }
-    if (this.queue.size > 0 && this.queue.size <= WAIT_FOR_EMBEDDING) await this.embedQueued();
+    if (this.queue.size === 0) return;
+    if (this.queue.size <= WAIT_FOR_EMBEDDING) await this.embedQueued();
+    else void this.embedQueued().catch((err: Error) => this.log(`${this.environment}: embedding new names failed (retried on the next search): ${err.message}`));
   }
 
   /** The first sync: everything on the market, the saved HNSW graph if any, and every vector. */
@@ -193,7 +198,11 @@ export class InventoryIndex {
         Object.assign(this.slots[slot]!, attributes);
         const cached = this.cache.get(this.slots[slot]!.text);
         if (cached) this.vectors.set(slot, cached);
-        else this.queue.add(slot);
+        else {
+          // No vector to go with the graph's: take it out until the name is embedded again.
+          this.index.remove(slot);
+          this.queue.add(slot);
+        }
       } else {
         const text = await segmentLabel(row.label);
         taken = this.free.pop() ?? this.slots.length;
@@ -246,10 +255,12 @@ export class InventoryIndex {
         missing.forEach((t, i) => this.cache.set(t, vectors[i]));
         this.cache.save();
       }
-      for (const slot of slots) {
-        // The name may have left the market, or its slot been taken again, while we embedded.
-        if (!this.queue.delete(slot)) continue;
-        this.vectors.set(slot, this.cache.get(this.slots[slot]!.text)!);
+      for (const [i, slot] of slots.entries()) {
+        // While we embedded, the name may have left the market (no longer queued), or its slot
+        // been taken by another name (queued again, with another text: the next round has it).
+        if (!this.queue.has(slot) || this.slots[slot]?.text !== texts[i]) continue;
+        this.queue.delete(slot);
+        this.vectors.set(slot, this.cache.get(texts[i])!);
         this.index.add(slot, this.vectors.get(slot));
         this.changesSinceSave++;
       }

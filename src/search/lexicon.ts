@@ -6,6 +6,8 @@
  * dogs". The caller keeps only the words the inventory's names are made of, and weighs each by
  * its MiniLM similarity to the query, so stray definition words count for little.
  */
+import { LRUCache } from 'lru-cache';
+
 // wordpos ships no types; its surface used here is one method.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const WordPOS = require('wordpos') as new (options?: object) => { lookup(word: string): Promise<Array<{ lemma: string; synonyms: string[]; def: string }>> };
@@ -21,7 +23,18 @@ export function baseForms(word: string): string[] {
   return forms;
 }
 
-async function senses(term: string): Promise<Array<{ synonyms: string[]; def: string }>> {
+type Sense = { synonyms: string[]; def: string };
+const looked = new LRUCache<string, Sense[]>({ max: 20_000 });
+
+async function senses(term: string): Promise<Sense[]> {
+  const known = looked.get(term);
+  if (known) return known;
+  const found = await lookUp(term);
+  looked.set(term, found);
+  return found;
+}
+
+async function lookUp(term: string): Promise<Sense[]> {
   wordpos ??= new WordPOS({});
   for (const form of baseForms(term)) {
     const found = await wordpos.lookup(form);

@@ -13,12 +13,19 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import damerauLevenshtein from 'damerau-levenshtein';
+import { LRUCache } from 'lru-cache';
 import nspell from 'nspell';
 
 const FREQUENT: string[] = JSON.parse(readFileSync(require.resolve('wordsninja/words-en.json'), 'utf8'));
 const RANK = new Map(FREQUENT.slice(0, 100_000).map((w, i) => [w, i]));
-/** Correction targets from the English list: the frequent words only. */
-const TARGETS = FREQUENT.slice(0, 40_000).filter((w) => /^[a-z]{4,}$/.test(w));
+/** Correction targets from the English list, the frequent words only, by length. */
+const TARGETS = new Map<number, string[]>();
+for (const w of FREQUENT.slice(0, 40_000)) {
+  if (!/^[a-z]{4,}$/.test(w)) continue;
+  if (!TARGETS.has(w.length)) TARGETS.set(w.length, []);
+  TARGETS.get(w.length)!.push(w);
+}
+const targetsNear = (length: number, limit: number) => Array.from({ length: 2 * limit + 1 }, (_, i) => TARGETS.get(length - limit + i) ?? []).flat();
 
 function hunspell(): ReturnType<typeof nspell> {
   // dictionary-en is an ES module that exports only its files' contents; read the files themselves.
@@ -49,13 +56,22 @@ function closest(word: string, candidates: Iterable<string>, limit: number): { w
 export class Speller {
   /** Words of the names on the market, with how many names hold each. */
   private readonly counts = new Map<string, number>();
+  /** Corrections made, until the inventory's words change. */
+  private readonly memo = new LRUCache<string, string>({ max: 10_000 });
 
   addWords(words: string[], delta: 1 | -1 = 1): void {
     for (const w of words) {
       const n = (this.counts.get(w) ?? 0) + delta;
       if (n > 0) this.counts.set(w, n);
       else this.counts.delete(w);
+      // A word's arrival or departure can change corrections.
+      if (n === 1 || n === 0) this.memo.clear();
     }
+  }
+
+  /** A word of the names on the market. */
+  isInventoryWord(word: string): boolean {
+    return this.counts.has(word);
   }
 
   isKnown(word: string): boolean {
@@ -65,12 +81,19 @@ export class Speller {
 
   /** The word as it was probably meant, or the word itself. */
   correct(word: string): string {
+    let corrected = this.memo.get(word);
+    if (corrected === undefined) this.memo.set(word, (corrected = this.compute(word)));
+    return corrected;
+  }
+
+  private compute(word: string): string {
     if (this.isKnown(word)) return word;
     const limit = maxEdits(word);
     if (limit === 0) return word;
     const inInventory = closest(word, this.counts.keys(), limit);
     if (inInventory?.edits === 1) return inInventory.word;
-    const english = closest(word, TARGETS, inInventory ? inInventory.edits - 1 : limit);
+    const englishLimit = inInventory ? inInventory.edits - 1 : limit;
+    const english = closest(word, targetsNear(word.length, englishLimit), englishLimit);
     return english?.word ?? inInventory?.word ?? word;
   }
 

@@ -19,27 +19,23 @@ export interface VectorIndex {
   readonly size: number;
 }
 
-/** Vectors by slot, one growable block. */
+/** Vectors by slot: references to the embedding cache's vectors, never copies. */
 export class VectorStore {
-  data = new Float32Array(1024 * DIMENSIONS);
+  private readonly vectors: Array<Float32Array | undefined> = [];
 
   get(slot: number): Float32Array {
-    return this.data.subarray(slot * DIMENSIONS, (slot + 1) * DIMENSIONS);
+    return this.vectors[slot]!;
   }
 
   set(slot: number, vector: Float32Array): void {
-    if ((slot + 1) * DIMENSIONS > this.data.length) {
-      const grown = new Float32Array(Math.max((slot + 1) * DIMENSIONS, Math.ceil(this.data.length * 1.5)));
-      grown.set(this.data);
-      this.data = grown;
-    }
-    this.data.set(vector, slot * DIMENSIONS);
+    this.vectors[slot] = vector;
   }
 
   dot(slot: number, query: Float32Array): number {
-    const v = this.data;
+    const v = this.vectors[slot];
+    if (!v) return 0;
     let dot = 0;
-    for (let d = 0, base = slot * DIMENSIONS; d < DIMENSIONS; d++) dot += v[base + d] * query[d];
+    for (let d = 0; d < DIMENSIONS; d++) dot += v[d] * query[d];
     return dot;
   }
 }
@@ -86,17 +82,15 @@ export class ExactIndex implements VectorIndex {
   }
 
   nearest(query: Float32Array, k: number): number[] {
-    const v = this.store.data;
     const scores = new Float32Array(this.end);
-    for (let slot = 0, base = 0; slot < this.end; slot++, base += DIMENSIONS) {
+    for (let slot = 0; slot < this.end; slot++) {
       if (!this.live[slot]) {
         scores[slot] = -Infinity;
         continue;
       }
+      const v = this.store.get(slot);
       let dot = 0;
-      for (let d = 0; d < DIMENSIONS; d += 4) {
-        dot += v[base + d] * query[d] + v[base + d + 1] * query[d + 1] + v[base + d + 2] * query[d + 2] + v[base + d + 3] * query[d + 3];
-      }
+      for (let d = 0; d < DIMENSIONS; d += 4) dot += v[d] * query[d] + v[d + 1] * query[d + 1] + v[d + 2] * query[d + 2] + v[d + 3] * query[d + 3];
       scores[slot] = dot;
     }
     return topK(scores, k);

@@ -1,0 +1,451 @@
+/**
+ * The in-memory search index following the inventory: spelling and WordNet expansion of the
+ * query, the xid-horizon sync, sales / delistings / price changes reaching search without a
+ * restart, and the two vector indexes (exact scan and HNSW graph) on their own.
+ *
+ * Names made here start with `zzsync` (live inventory) and leave the market when the file is
+ * done, so that other tests' live searches never see them.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import { importInventory, type InventoryRow } from '../../src/discovery/inventory';
+import { DIMENSIONS, Embedder } from '../../src/search/embedder';
+import { EmbeddingCache } from '../../src/search/embedding-cache';
+import { HybridSearch } from '../../src/search/hybrid-search';
+import { InventoryIndex } from '../../src/search/inventory-index';
+import { expansionWords } from '../../src/search/lexicon';
+import { cachedModelFiles } from '../../src/search/model-files';
+import { Speller } from '../../src/search/spelling';
+import { ExactIndex, HnswIndex, topK, VectorStore } from '../../src/search/vector-index';
+import { getStack, newPartner } from '../helpers/stack';
+
+type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
+type Client = Awaited<ReturnType<typeof newPartner>>['client'];
+
+async function search(client: Client, q: string): Promise<Hit[]> {
+  const res = await client.get<{ data: Hit[] }>(`/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`);
+  assert.equal(res.status, 200, res.text);
+  return res.body.data;
+}
+
+function listing(name: string, overrides: Partial<InventoryRow> = {}): InventoryRow {
+  return { name, category: 'general', buy_now_price_cents: 250_000, floor_price_cents: 100_000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2019, ...overrides };
+}
+
+/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A random unit vector of DIMENSIONS (Gaussian components, normalised). */
+function unitVector(random: () => number): Float32Array {
+  const v = new Float32Array(DIMENSIONS);
+  let norm = 0;
+  for (let d = 0; d < DIMENSIONS; d++) {
+    const g = Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+    v[d] = g;
+    norm += g * g;
+  }
+  norm = Math.sqrt(norm);
+  for (let d = 0; d < DIMENSIONS; d++) v[d] /= norm;
+  return v;
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let d = 0; d < a.length; d++) s += a[d] * b[d];
+  return s;
+}
+
+describe('search index: spelling and query expansion', () => {
+  it('Speller corrects typos towards the inventory words first, and leaves English words, names and short words alone', () => {
+    const speller = new Speller();
+    speller.addWords(['coffee', 'puppy', 'pup', 'restaurant', 'diamond']);
+    assert.equal(speller.correct('cofee'), 'coffee');
+    // Without the inventory words English alone says `pupa`: the inventory comes first.
+    assert.equal(new Speller().correct('pupy'), 'pupa');
+    assert.equal(speller.correct('pupy'), 'puppy');
+    assert.equal(speller.correct('restuarant'), 'restaurant');
+    assert.equal(speller.correct('dimond'), 'diamond');
+    for (const known of ['pinot', 'soccer', 'patisserie']) assert.equal(speller.correct(known), known);
+    assert.equal(speller.correctQuery('Solar  Pannels'), 'solar panels');
+    // `puq` is one edit from the inventory word `pup`, but 3-letter words are never corrected.
+    assert.equal(speller.isKnown('puq'), false);
+    assert.equal(speller.correct('puq'), 'puq');
+  });
+
+  it('Speller forgets a word once no name holds it', () => {
+    const speller = new Speller();
+    speller.addWords(['puppy']);
+    speller.addWords(['puppy']);
+    speller.addWords(['puppy'], -1);
+    assert.equal(speller.correct('pupy'), 'puppy', 'one name still holds it');
+    speller.addWords(['puppy'], -1);
+    assert.equal(speller.correct('pupy'), 'pupa');
+  });
+
+  it('expansionWords: synonyms and definition words of words and two-word phrases from WordNet', async () => {
+    const patisserie = await expansionWords(['patisserie']);
+    assert.ok(patisserie.has('bakery') && patisserie.has('pastry'), [...patisserie].join(' '));
+    assert.ok(!patisserie.has('patisserie'), 'the query word itself is left out');
+    const soccer = await expansionWords(['soccer']);
+    assert.ok(soccer.has('goal') || soccer.has('ball'), [...soccer].join(' '));
+    // `global_warming` is "an increase in the average temperature of the earth's atmosphere …";
+    // neither word alone gives `temperature` or `climatic`.
+    const phrase = await expansionWords(['global', 'warming']);
+    const alone = new Set([...(await expansionWords(['global'])), ...(await expansionWords(['warming']))]);
+    for (const w of ['temperature', 'atmosphere', 'climatic']) {
+      assert.ok(phrase.has(w), `${w} in ${[...phrase].join(' ')}`);
+      assert.ok(!alone.has(w), `${w} comes from the phrase only`);
+    }
+  });
+});
+
+describe('search index: following the inventory', () => {
+  const made: string[] = [];
+  let embedder: Embedder;
+
+  before(async () => {
+    const files = cachedModelFiles(getStack().config.toolCacheDir);
+    assert.ok(files, 'model files in the tool cache');
+    embedder = await Embedder.load(files);
+  });
+
+  async function put(rows: InventoryRow[]): Promise<void> {
+    made.push(...rows.map((r) => r.name));
+    await importInventory(getStack().dataSource, 'live', rows);
+  }
+
+  after(async () => {
+    // Off the market, so that later live searches in other files never meet them.
+    await getStack().dataSource.query(`UPDATE domains SET status = 'unlisted', updated_at = now() WHERE environment = 'live' AND name = ANY($1) AND status IN ('listed', 'reserved')`, [made]);
+  });
+
+  it('a sync sees a change made by a transaction that was still open during the previous sync', async () => {
+    const { dataSource } = getStack();
+    const a = 'zzsyncopenwriter.com';
+    const b = 'zzsynclatecomer.com';
+    await put([listing(a)]);
+    const index = new HybridSearch(dataSource, embedder, new EmbeddingCache()).index('live');
+    await index.load();
+    assert.notEqual(index.slot(a), undefined, 'A on the market after the first load');
+    assert.equal(index.slot(b), undefined);
+
+    const runner = dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.startTransaction();
+      // The sale's transaction takes its xid first, and commits last.
+      await runner.query(`UPDATE domains SET status = 'sold', updated_at = now() WHERE environment = 'live' AND name = $1`, [a]);
+      await put([listing(b)]); // another connection, a later xid, committed
+      await index.refresh();
+      assert.notEqual(index.slot(b), undefined, 'B, committed, is seen');
+      assert.notEqual(index.slot(a), undefined, 'the sale of A is not committed yet');
+      assert.ok(index.hasVector(index.slot(b)!), 'a few new names are embedded before refresh returns');
+      await runner.commitTransaction();
+    } finally {
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      await runner.release();
+    }
+    await index.refresh();
+    assert.equal(index.slot(a), undefined, 'the sale, committed after the previous sync began, is seen');
+    assert.notEqual(index.slot(b), undefined);
+  });
+
+  it('a sale, a delisting and a price change show in search results without a restart', async () => {
+    const { dataSource } = getStack();
+    const { client } = await newPartner({ environment: 'live', scopes: ['search'] });
+    const sold = 'zzsyncvelvetkayak.com';
+    const delisted = 'zzsyncmarbleorchid.com';
+    const repriced = 'zzsynccopperlantern.com';
+    await put([listing(sold), listing(delisted), listing(repriced, { buy_now_price_cents: 410_000 })]);
+
+    const find = async (name: string) => (await search(client, name.slice(0, name.indexOf('.')))).find((h) => h.name === name);
+    const before = await Promise.all([sold, delisted, repriced].map(find));
+    assert.deepEqual(
+      before.map((h) => h && { name: h.name, available: h.available, price: h.buy_now_price_cents }),
+      [
+        { name: sold, available: true, price: 250_000 },
+        { name: delisted, available: true, price: 250_000 },
+        { name: repriced, available: true, price: 410_000 },
+      ],
+    );
+
+    // A sale is marked the way src/orders/orders.ts marks it.
+    await dataSource.query(`UPDATE domains SET status = 'sold', reserved_by_quote_id = NULL, updated_at = now() WHERE environment = 'live' AND name = $1`, [sold]);
+    await put([listing(delisted, { status: 'unlisted' })]);
+    await put([listing(repriced, { buy_now_price_cents: 385_000, floor_price_cents: 300_000 })]);
+
+    assert.equal(await find(sold), undefined, 'a sold name leaves the results');
+    assert.equal(await find(delisted), undefined, 'a delisted name leaves the results');
+    const hit = await find(repriced);
+    assert.ok(hit, 'a repriced name stays');
+    assert.equal(hit.buy_now_price_cents, 385_000);
+    // And back: a delisted name listed again returns.
+    await put([listing(delisted)]);
+    assert.ok(await find(delisted), 'a name listed again shows again');
+  });
+});
+
+describe('search index: vector indexes', () => {
+  const N = 300;
+  let store: VectorStore;
+  let vectors: Float32Array[];
+  let tmp: string;
+
+  before(() => {
+    const random = seeded(20260501);
+    store = new VectorStore();
+    vectors = Array.from({ length: N }, () => unitVector(random));
+    vectors.forEach((v, slot) => store.set(slot, v));
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'index-sync-'));
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('VectorStore holds a vector per slot, far slots too, and dots a query with it', () => {
+    const s = new VectorStore();
+    const random = seeded(7);
+    const first = unitVector(random);
+    const far = unitVector(random);
+    s.set(0, first);
+    s.set(5000, far);
+    assert.deepEqual(s.get(0), first);
+    assert.deepEqual(s.get(5000), far);
+    assert.ok(Math.abs(s.dot(5000, far) - 1) < 1e-5);
+    assert.ok(Math.abs(s.dot(0, far) - dot(first, far)) < 1e-6);
+  });
+
+  it('topK: the k largest best first; NaN and -Infinity never win', () => {
+    const values = Float32Array.from([0.1, NaN, 0.9, -Infinity, 0.5, 0.9, -0.2, 0.7]);
+    assert.deepEqual(topK(values, 3), [2, 5, 7]);
+    assert.deepEqual(topK(values, 100), [2, 5, 7, 4, 0, 6]);
+    assert.deepEqual(topK(Float32Array.from([NaN, -Infinity]), 2), []);
+  });
+
+  it('ExactIndex: nearest best first, removed slots never returned, added slots found', () => {
+    const index = new ExactIndex(store);
+    for (let slot = 0; slot < N; slot++) index.add(slot);
+    assert.equal(index.size, N);
+    const query = vectors[17];
+    const expected = [...vectors.keys()].sort((x, y) => dot(vectors[y], query) - dot(vectors[x], query)).slice(0, 10);
+    const got = index.nearest(query, 10);
+    assert.equal(got[0], 17);
+    assert.deepEqual(got, expected);
+    const scores = got.map((s) => dot(vectors[s], query));
+    assert.deepEqual(scores, [...scores].sort((x, y) => y - x));
+
+    for (const slot of [17, 40, 41]) index.remove(slot);
+    index.remove(17); // twice: the size counts it once
+    assert.equal(index.size, N - 3);
+    for (const q of [17, 40, 41]) {
+      const all = index.nearest(vectors[q], N);
+      assert.equal(all.length, N - 3);
+      assert.ok(![17, 40, 41].some((s) => all.includes(s)), `removed slots absent when searching for ${q}`);
+    }
+    assert.deepEqual(index.nearest(query, 9), expected.slice(1));
+
+    // A new slot past the end, and a freed slot taken by another vector.
+    const random = seeded(99);
+    const fresh = unitVector(random);
+    const reused = unitVector(random);
+    store.set(N + 500, fresh);
+    index.add(N + 500);
+    store.set(40, reused);
+    index.add(40);
+    assert.deepEqual(index.nearest(fresh, 1), [N + 500]);
+    assert.deepEqual(index.nearest(reused, 1), [40]);
+    store.set(40, vectors[40]);
+  });
+
+  it('HnswIndex: built over the store, updated in place, saved and loaded', () => {
+    const random = seeded(4242);
+    const index = HnswIndex.build(store, [...vectors.keys()]);
+    assert.equal(index.size, N);
+    const sample = Array.from({ length: 40 }, (_, i) => (i * 7) % N);
+    for (const i of sample) assert.deepEqual(index.nearest(vectors[i], 1), [i], `nearest to its own vector: ${i}`);
+
+    // Removed: never returned, even when asking for everything.
+    index.remove(11);
+    index.remove(12);
+    assert.equal(index.size, N - 2);
+    for (const q of [11, 12, 13]) {
+      const all = index.nearest(vectors[q], N);
+      assert.ok(!all.includes(11) && !all.includes(12), `removed slots absent when searching for ${q}`);
+    }
+    assert.deepEqual(index.nearest(vectors[13], 1), [13]);
+
+    // Added: a slot past the end, a removed slot taken again, an existing slot with a new vector.
+    const fresh = unitVector(random);
+    const reused = unitVector(random);
+    const replaced = unitVector(random);
+    index.add(1000, fresh);
+    index.add(11, reused);
+    index.add(20, replaced);
+    assert.equal(index.size, N);
+    assert.deepEqual(index.nearest(fresh, 1), [1000]);
+    assert.deepEqual(index.nearest(reused, 1), [11]);
+    assert.deepEqual(index.nearest(replaced, 1), [20]);
+    assert.ok(!index.nearest(vectors[20], 5).includes(20), 'the old vector of a replaced slot is gone');
+
+    // Saved with the names of its slots, loaded back: same size, same answers.
+    const file = path.join(tmp, 'nested', 'live-test.usearch');
+    const names: Array<[string, string] | null> = Array.from({ length: 1001 }, (_, slot) => [`n${slot}.com`, `n ${slot}`]);
+    names[12] = null;
+    index.save(file, names);
+    const loaded = HnswIndex.load(file);
+    assert.ok(loaded, 'the saved graph loads');
+    assert.equal(loaded.index.size, index.size);
+    assert.deepEqual(loaded.names, names);
+    const queries = [...sample.map((i) => vectors[i]), fresh, reused, replaced, unitVector(random), unitVector(random)];
+    for (const q of queries) assert.deepEqual(loaded.index.nearest(q, 5), index.nearest(q, 5));
+    assert.ok(!loaded.index.nearest(vectors[12], N).includes(12), 'a slot removed before the save stays removed');
+
+    // The names file must describe this graph: a size that does not match means rebuild.
+    const namesFile = `${file}.names.json`;
+    const saved = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; names: unknown[] };
+    assert.equal(saved.size, index.size);
+    writeFileSync(namesFile, JSON.stringify({ ...saved, size: saved.size + 1 }));
+    assert.equal(HnswIndex.load(file), undefined);
+    writeFileSync(namesFile, '{"size": 3');
+    assert.equal(HnswIndex.load(file), undefined, 'a torn names file');
+    rmSync(namesFile);
+    assert.equal(HnswIndex.load(file), undefined, 'no names file');
+    assert.equal(HnswIndex.load(path.join(tmp, 'missing.usearch')), undefined, 'no graph');
+  });
+});
+
+/**
+ * InventoryIndex against a stand-in inventory and embedder, to control timing: the stand-in
+ * answers every sync with all its rows (re-applying an unchanged row is harmless), and embeds a
+ * text as a pseudo-random unit vector seeded by the text, optionally held back by a gate.
+ */
+describe('search index: embedding queue', () => {
+  class FakeInventory {
+    rows = new Map<string, { label: string; status: string; price: number }>();
+    list(name: string, status = 'listed'): void {
+      this.rows.set(name, { label: name.slice(0, name.indexOf('.')), status, price: 100_000 });
+    }
+    readonly dataSource = {
+      query: async (_sql: string, params: unknown[]) => {
+        const after = String(params[2]);
+        const rows = [...this.rows]
+          .filter(([name]) => name > after)
+          .sort(([x], [y]) => (x < y ? -1 : 1))
+          .map(([name, r]) => ({ horizon: '1', name, label: r.label, status: r.status, buy_now_price_cents: String(r.price), currency: 'USD' }));
+        return rows.length ? rows : [{ horizon: '1', name: null, label: null, status: null, buy_now_price_cents: null, currency: null }];
+      },
+    } as unknown as DataSource;
+  }
+
+  class FakeEmbedder {
+    gate: Promise<void> | undefined;
+    calls: string[][] = [];
+    static vector(text: string): Float32Array {
+      let h = 2166136261;
+      for (const c of text) h = Math.imul(h ^ c.charCodeAt(0), 16777619);
+      return unitVector(seeded(h));
+    }
+    async embed(texts: string[]): Promise<Float32Array[]> {
+      return this.embedAll(texts);
+    }
+    async embedAll(texts: string[]): Promise<Float32Array[]> {
+      this.calls.push(texts);
+      await this.gate;
+      return texts.map((t) => FakeEmbedder.vector(t));
+    }
+  }
+
+  const make = (inventory: FakeInventory, embedder: FakeEmbedder) =>
+    new InventoryIndex('live', inventory.dataSource, embedder as unknown as Embedder, new EmbeddingCache(), () => undefined);
+
+  async function until(condition: () => boolean, ms: number): Promise<boolean> {
+    const end = Date.now() + ms;
+    while (!condition() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    return condition();
+  }
+
+  it('a few new names have their vectors when refresh returns; a released slot is taken by the next new name', async () => {
+    const inventory = new FakeInventory();
+    inventory.list('alphaorchard.com');
+    inventory.list('betaharbor.com');
+    const index = make(inventory, new FakeEmbedder());
+    await index.load();
+    assert.equal(index.size, 2);
+    const alpha = index.slot('alphaorchard.com')!;
+    assert.deepEqual(index.nearest(FakeEmbedder.vector(index.slots[alpha]!.text), 1), [alpha]);
+
+    inventory.list('alphaorchard.com', 'sold');
+    inventory.list('gammacanyon.com');
+    await index.refresh();
+    assert.equal(index.slot('alphaorchard.com'), undefined);
+    const gamma = index.slot('gammacanyon.com')!;
+    assert.equal(gamma, alpha, 'the freed slot is reused');
+    assert.equal(index.pendingVectors, 0);
+    assert.deepEqual(index.nearest(FakeEmbedder.vector(index.slots[gamma]!.text), 1), [gamma]);
+    assert.ok(!index.postings.get('alpha')?.size, 'the sold name\'s words are gone from the postings');
+    assert.ok(index.postings.get('gamma')?.has(gamma));
+  });
+
+  it('names imported in bulk (more than a search waits for) are embedded in the background', async () => {
+    const inventory = new FakeInventory();
+    inventory.list('seedname.com');
+    const index = make(inventory, new FakeEmbedder());
+    await index.load();
+    for (let i = 0; i < 300; i++) inventory.list(`bulkname${String(i).padStart(3, '0')}.com`);
+    await index.refresh();
+    assert.equal(index.size, 301);
+    assert.ok(await until(() => index.pendingVectors === 0, 3000), `${index.pendingVectors} names still wait for their vector`);
+    // And a name listed after the bulk import is embedded like any other.
+    inventory.list('latecomer.com');
+    await index.refresh();
+    assert.ok(await until(() => index.hasVector(index.slot('latecomer.com')!), 3000), 'a later name gets its vector');
+  });
+
+  it('a slot freed and taken by a new name while its old name was being embedded gets the new name\'s vector', async () => {
+    const inventory = new FakeInventory();
+    inventory.list('steadyname.com');
+    const embedder = new FakeEmbedder();
+    const index = make(inventory, embedder);
+    await index.load();
+
+    // A new name is being embedded (the embedder is held)…
+    let release!: () => void;
+    embedder.gate = new Promise<void>((r) => (release = r));
+    const callsBefore = embedder.calls.length;
+    inventory.list('firstcomer.com');
+    const first = index.refresh();
+    assert.ok(await until(() => embedder.calls.length > callsBefore, 2000), 'the embedder is called');
+    // …when it is sold and another name is listed, taking its slot.
+    inventory.list('firstcomer.com', 'sold');
+    inventory.list('secondcomer.com');
+    const second = index.refresh();
+    assert.ok(await until(() => index.slot('secondcomer.com') !== undefined, 2000));
+    assert.equal(index.slot('firstcomer.com'), undefined);
+    release();
+    embedder.gate = undefined;
+
+    const outcomes = await Promise.allSettled([first, second]);
+    assert.deepEqual(
+      outcomes.map((o) => (o.status === 'rejected' ? `rejected: ${(o.reason as Error).message}` : o.status)),
+      ['fulfilled', 'fulfilled'],
+    );
+    await index.refresh();
+    const slot = index.slot('secondcomer.com')!;
+    assert.ok(await until(() => index.hasVector(slot), 2000));
+    const mine = FakeEmbedder.vector(index.slots[slot]!.text);
+    const stored = index.vectors.get(slot) as Float32Array | undefined;
+    assert.ok(stored, 'the new name has a vector in the store');
+    assert.ok(Math.abs(dot(stored, mine) - 1) < 1e-6, 'and it is its own vector, not the old name\'s');
+    assert.deepEqual(index.nearest(mine, 1), [slot]);
+  });
+});
