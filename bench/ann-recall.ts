@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
   const log = (m: string) => process.stderr.write(`${m}\n`);
-  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
+  const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
   const started = Date.now();
   const index = await search.load(environment);
   log(`index ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);

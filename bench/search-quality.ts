@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const rows = (await dataSource.query(`SELECT name FROM domains WHERE environment = 'sandbox' AND status IN ('listed', 'reserved')`)) as Array<{ name: string }>;
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
-  const hybrid = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.log`)), (m) => process.stderr.write(`${m}\n`));
+  const hybrid = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), (m) => process.stderr.write(`${m}\n`));
   await hybrid.load('sandbox');
   if (process.env.SIGNALS) {
     const dump = [];

@@ -94,7 +94,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
 export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void, environments: Environment[] = ['sandbox', 'live']): Promise<HybridSearch> {
   const files = await ensureModelFiles(config.toolCacheDir, log);
   const embedder = await Embedder.load(files);
-  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
+  const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
   for (const environment of environments) await search.load(environment);
   return search;
 }

@@ -62,7 +62,8 @@ export class HybridSearch implements DomainSearch {
   constructor(
     private readonly dataSource: DataSource,
     private readonly embedder: Embedder,
-    private readonly cache: EmbeddingCache,
+    /** One cache for all environments, or one per environment (each loads only its own vectors). */
+    private readonly caches: EmbeddingCache | ((environment: Environment) => EmbeddingCache),
     private readonly log: (m: string) => void = () => undefined,
     /** Where HNSW graphs of large inventories are saved; none means rebuild on each start. */
     private readonly indexDir?: string,
@@ -72,7 +73,7 @@ export class HybridSearch implements DomainSearch {
 
   index(environment: Environment): InventoryIndex {
     let index = this.indexes.get(environment);
-    if (!index) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, this.cache, this.log, this.indexDir)));
+    if (!index) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, typeof this.caches === 'function' ? this.caches(environment) : this.caches, this.log, this.indexDir)));
     return index;
   }
 
@@ -82,8 +83,11 @@ export class HybridSearch implements DomainSearch {
     await index.load();
     // The vectors of the names' words too (the `word` signal), so that no search waits for them.
     const words = [...index.postings.keys()];
-    if (words.some((w) => !this.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
-    await this.wordVectors(words);
+    if (words.some((w) => !index.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
+    await this.wordVectors(words, index.cache);
+    // Open the dictionaries now rather than in the first searches that need them.
+    index.speller.correctQuery('warmup');
+    await expansionWords(['warmup']);
     return index;
   }
 
@@ -99,16 +103,16 @@ export class HybridSearch implements DomainSearch {
     return vector;
   }
 
-  private async wordVectors(words: string[]): Promise<Float32Array[]> {
+  private async wordVectors(words: string[], cache: EmbeddingCache): Promise<Float32Array[]> {
     const missing = [...new Set(words.filter((w) => !this.words.has(w)))];
     if (missing.length) {
-      const uncached = missing.filter((w) => !this.cache.get(w));
+      const uncached = missing.filter((w) => !cache.get(w));
       if (uncached.length) {
         const vectors = await this.embedder.embedAll(uncached);
-        uncached.forEach((w, i) => this.cache.set(w, vectors[i]));
-        this.cache.save();
+        uncached.forEach((w, i) => cache.set(w, vectors[i]));
+        cache.save();
       }
-      for (const w of missing) this.words.set(w, this.cache.get(w)!);
+      for (const w of missing) this.words.set(w, cache.get(w)!);
     }
     return words.map((w) => this.words.get(w)!);
   }
@@ -139,7 +143,7 @@ export class HybridSearch implements DomainSearch {
       if (form && !expansion.has(form)) expansion.set(form, 0);
     }
     const expansionWordsList = [...expansion.keys()];
-    (await this.wordVectors(expansionWordsList)).forEach((v, i) => expansion.set(expansionWordsList[i], dot(v, queryVector)));
+    (await this.wordVectors(expansionWordsList, index.cache)).forEach((v, i) => expansion.set(expansionWordsList[i], dot(v, queryVector)));
     for (const [w] of [...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS)) {
       let taken = 0;
       for (const slot of index.postings.get(w) ?? []) {
@@ -153,7 +157,7 @@ export class HybridSearch implements DomainSearch {
       const entry = index.slots[slot];
       if (!entry) continue;
       let word = 0;
-      for (const v of await this.wordVectors(entry.words)) word = Math.max(word, dot(v, queryVector));
+      for (const v of await this.wordVectors(entry.words, index.cache)) word = Math.max(word, dot(v, queryVector));
       let expanded = 0;
       for (const w of entry.words) expanded = Math.max(expanded, expansion.get(w) ?? 0);
       const name = index.hasVector(slot) ? index.vectors.dot(slot, queryVector) : 0;

@@ -73,7 +73,7 @@ export class InventoryIndex {
     readonly environment: Environment,
     private readonly dataSource: DataSource,
     private readonly embedder: Embedder,
-    private readonly cache: EmbeddingCache,
+    readonly cache: EmbeddingCache,
     private readonly log: (m: string) => void,
     private readonly indexDir?: string,
   ) {}

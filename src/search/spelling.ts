@@ -13,6 +13,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import damerauLevenshtein from 'damerau-levenshtein';
+import { distance as levenshtein } from 'fastest-levenshtein';
 import { LRUCache } from 'lru-cache';
 import nspell from 'nspell';
 
@@ -46,6 +47,9 @@ function closest(word: string, candidates: Iterable<string>, limit: number): { w
   let best: { word: string; edits: number } | undefined;
   for (const c of candidates) {
     if (Math.abs(c.length - word.length) > limit) continue;
+    // Levenshtein (fast, bit-parallel) counts a transposition as two edits, so it is at most twice
+    // Damerau–Levenshtein: above twice the limit a word cannot be within it. A cheap filter first.
+    if (levenshtein(word, c) > 2 * limit) continue;
     const edits = damerauLevenshtein(word, c).steps;
     if (edits > limit) continue;
     if (!best || edits < best.edits || (edits === best.edits && rank(c) < rank(best.word))) best = { word: c, edits };

@@ -1,12 +1,12 @@
 /**
  * Nearest names to a query vector, over slots that come and go as the inventory changes.
- * Exact scan (dot products over every live slot) for small inventories — 4k names take ~1 ms;
+ * Exact search (SIMD brute force) for small inventories;
  * an HNSW graph (usearch) above ANN_THRESHOLD names, updated in place (add and remove by slot)
  * and saved in the data directory so a restart loads it instead of rebuilding.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Index, MetricKind, ScalarKind } from 'usearch';
+import { exactSearch, Index, MetricKind, ScalarKind, type Matches } from 'usearch';
 import { DIMENSIONS } from './embedder';
 
 export const ANN_THRESHOLD = 50_000;
@@ -40,60 +40,42 @@ export class VectorStore {
   }
 }
 
-/** Indices of the k largest values, best first (one pass with a small sorted buffer); NaN never wins. */
-export function topK(values: Float32Array, k: number): number[] {
-  const best: number[] = [];
-  for (let i = 0; i < values.length; i++) {
-    if (!(values[i] > -Infinity)) continue;
-    if (best.length === k && values[i] <= values[best[k - 1]]) continue;
-    let at = best.length === k ? k - 1 : best.length;
-    if (best.length < k) best.push(i);
-    while (at > 0 && values[best[at - 1]] < values[i]) {
-      best[at] = best[at - 1];
-      at--;
-    }
-    best[at] = i;
-  }
-  return best;
-}
-
+/**
+ * Exact nearest neighbours: usearch's SIMD brute force over a contiguous copy of the live
+ * vectors, rebuilt on the first search after a change (changes come in batches, searches often).
+ */
 export class ExactIndex implements VectorIndex {
-  private live = new Uint8Array(1024);
-  private end = 0;
-  size = 0;
+  private readonly live = new Set<number>();
+  private rows: number[] = [];
+  private matrix = new Float32Array(0);
+  private dirty = false;
 
   constructor(private readonly store: VectorStore) {}
 
+  get size(): number {
+    return this.live.size;
+  }
+
   /** The vector itself is read from the store. */
   add(slot: number): void {
-    if (slot >= this.live.length) {
-      const grown = new Uint8Array(Math.max(slot + 1, this.live.length * 2));
-      grown.set(this.live);
-      this.live = grown;
-    }
-    if (!this.live[slot]) this.size++;
-    this.live[slot] = 1;
-    this.end = Math.max(this.end, slot + 1);
+    this.live.add(slot);
+    this.dirty = true;
   }
 
   remove(slot: number): void {
-    if (this.live[slot]) this.size--;
-    this.live[slot] = 0;
+    if (this.live.delete(slot)) this.dirty = true;
   }
 
   nearest(query: Float32Array, k: number): number[] {
-    const scores = new Float32Array(this.end);
-    for (let slot = 0; slot < this.end; slot++) {
-      if (!this.live[slot]) {
-        scores[slot] = -Infinity;
-        continue;
-      }
-      const v = this.store.get(slot);
-      let dot = 0;
-      for (let d = 0; d < DIMENSIONS; d += 4) dot += v[d] * query[d] + v[d + 1] * query[d + 1] + v[d + 2] * query[d + 2] + v[d + 3] * query[d + 3];
-      scores[slot] = dot;
+    if (this.dirty) {
+      this.rows = [...this.live];
+      this.matrix = new Float32Array(this.rows.length * DIMENSIONS);
+      this.rows.forEach((slot, i) => this.matrix.set(this.store.get(slot), i * DIMENSIONS));
+      this.dirty = false;
     }
-    return topK(scores, k);
+    if (this.rows.length === 0) return [];
+    const found = exactSearch(this.matrix, query, DIMENSIONS, Math.min(k, this.rows.length), MetricKind.IP, 1) as Matches;
+    return Array.from(found.keys, (row) => this.rows[Number(row)]);
   }
 }
 

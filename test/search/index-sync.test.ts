@@ -19,7 +19,7 @@ import { InventoryIndex } from '../../src/search/inventory-index';
 import { expansionWords } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { Speller } from '../../src/search/spelling';
-import { ExactIndex, HnswIndex, topK, VectorStore } from '../../src/search/vector-index';
+import { ExactIndex, HnswIndex, VectorStore } from '../../src/search/vector-index';
 import { getStack, newPartner } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
@@ -223,13 +223,6 @@ describe('search index: vector indexes', () => {
     assert.deepEqual(s.get(5000), far);
     assert.ok(Math.abs(s.dot(5000, far) - 1) < 1e-5);
     assert.ok(Math.abs(s.dot(0, far) - dot(first, far)) < 1e-6);
-  });
-
-  it('topK: the k largest best first; NaN and -Infinity never win', () => {
-    const values = Float32Array.from([0.1, NaN, 0.9, -Infinity, 0.5, 0.9, -0.2, 0.7]);
-    assert.deepEqual(topK(values, 3), [2, 5, 7]);
-    assert.deepEqual(topK(values, 100), [2, 5, 7, 4, 0, 6]);
-    assert.deepEqual(topK(Float32Array.from([NaN, -Infinity]), 2), []);
   });
 
   it('ExactIndex: nearest best first, removed slots never returned, added slots found', () => {
