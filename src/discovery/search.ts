@@ -7,7 +7,7 @@ import type { Environment } from '../config';
 
 export const MAX_RESULTS = 5;
 /** Names one pre-filter condition may contribute to the scoring. */
-const PROBE_LIMIT = 500;
+const PROBE_LIMIT = 200;
 
 export interface SearchHit {
   name: string;
@@ -16,6 +16,13 @@ export interface SearchHit {
   currency: string;
   /** Relevance in [0, 1], best first. */
   score: number;
+}
+
+export interface KeywordOptions {
+  /** Query words that may be misspelt, to be matched by trigram word similarity too (default: all). */
+  fuzzy?: (word: string) => boolean;
+  /** Other words to look for in labels in place of a query word (letters only), e.g. `jewel` for `jewelry`. */
+  variants?: (word: string) => string[];
 }
 
 export interface DomainSearch {
@@ -37,11 +44,13 @@ export class KeywordSearch implements DomainSearch {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * `fuzzy` says which query words may be misspelt and so need the trigram word-similarity probe
-   * (by default all of them): the hybrid search has already corrected the query against the
-   * inventory's words, and a word the inventory holds is found exactly by LIKE.
+   * By default every query word may be misspelt and gets a trigram word-similarity probe. The
+   * hybrid search has corrected the query already: it probes only the words it could not place
+   * (neither the inventory's nor English), and looks for the inventory's variants of the others
+   * (`jewel` for `jewelry`) with LIKE, which the trigram index answers far faster at 1M names.
    */
-  async search(environment: Environment, query: string, limit = MAX_RESULTS, fuzzy: (word: string) => boolean = () => true): Promise<SearchHit[]> {
+  async search(environment: Environment, query: string, limit = MAX_RESULTS, options: KeywordOptions = {}): Promise<SearchHit[]> {
+    const { fuzzy = () => true, variants = () => [] } = options;
     const words = queryWords(query);
     if (words.length === 0) return [];
     const joined = words.join('');
@@ -60,9 +69,14 @@ export class KeywordSearch implements DomainSearch {
     for (const w of new Set([joined, ...words.filter((w) => w.length >= 3)])) {
       params.push(`%${w.replace(/[\\%_]/g, '\\$&')}%`);
       prefilter.push(probe(`label LIKE $${params.length}`));
-      if (w.length >= 4 && (w === joined ? words.some(fuzzy) : fuzzy(w))) {
+      // The joined words of a phrase are long, and slow to match by similarity; each word is probed.
+      if (w.length >= 4 && fuzzy(w) && (w !== joined || words.length === 1)) {
         params.push(w);
         prefilter.push(probe(`label %> $${params.length}`));
+      }
+      for (const v of w === joined && words.length > 1 ? [] : variants(w)) {
+        params.push(`%${v}%`);
+        prefilter.push(probe(`label LIKE $${params.length}`));
       }
     }
     const rows = (await this.dataSource.query(

@@ -122,10 +122,10 @@ export class HybridSearch implements DomainSearch {
     const index = this.index(environment);
     // The speller as of the last sync is good enough; the sync runs alongside the query's embedding.
     const corrected = index.speller.correctQuery(query) || query.toLowerCase();
-    const fuzzy = (w: string) => !index.speller.isInventoryWord(w);
+    const fuzzy = (w: string) => !index.speller.isKnown(w);
     const [queryVector, keywordHits] = await Promise.all([
       this.queryVector(corrected),
-      this.keyword.search(environment, corrected, CANDIDATES, fuzzy),
+      this.keyword.search(environment, corrected, CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }),
       index.refresh(),
     ]);
 

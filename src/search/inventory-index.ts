@@ -139,19 +139,20 @@ export class InventoryIndex {
     const saved = first && this.indexFile ? HnswIndex.load(this.indexFile) : undefined;
     if (saved) this.adopt(saved.index, saved.names);
     for (;;) {
-      // On the first read only names on the market matter; later, a name leaving the market must be seen too.
+      // The first read takes every name on the market (in name order, by the unique index); later
+      // ones, the rows changed since, including names that left the market.
       const rows = (await this.dataSource.query(
         `SELECT h.horizon::text AS horizon, d.name, d.label, d.status, d.buy_now_price_cents, d.currency
          FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
-         LEFT JOIN domains d ON d.environment = $1 AND d.changed_xid >= $2::xid8 AND d.name > $3
-           ${first ? `AND d.status IN ('listed', 'reserved')` : ''}
+         LEFT JOIN domains d ON d.environment = $1 AND d.name > $2 AND
+           ${first ? `d.status IN ('listed', 'reserved')` : `d.changed_xid >= $3::xid8`}
          ORDER BY d.name LIMIT ${PAGE}`,
-        [this.environment, this.horizon ?? '0', after],
+        first ? [this.environment, after] : [this.environment, after, this.horizon],
       )) as Row[];
       horizon ??= rows[0].horizon;
       const changed = rows.filter((r): r is Row & { name: string } => r.name !== null);
       await this.apply(changed);
-      if (first && rows.length === PAGE) this.log(`  ${this.environment}: ${this.size} names read`);
+      if (first && rows.length === PAGE && this.size % 100_000 < PAGE) this.log(`  ${this.environment}: ${this.size} names read`);
       if (changed.length < PAGE) break;
       after = changed[changed.length - 1].name;
     }

@@ -62,6 +62,7 @@ export class Speller {
   private readonly counts = new Map<string, number>();
   /** Corrections made, until the inventory's words change. */
   private readonly memo = new LRUCache<string, string>({ max: 10_000 });
+  private readonly variantMemo = new LRUCache<string, string[]>({ max: 10_000 });
 
   addWords(words: string[], delta: 1 | -1 = 1): void {
     for (const w of words) {
@@ -69,7 +70,8 @@ export class Speller {
       if (n > 0) this.counts.set(w, n);
       else this.counts.delete(w);
       // A word's arrival or departure can change corrections.
-      if (n === 1 || n === 0) this.memo.clear();
+      if ((n === 1 || n === 0) && this.memo.size > 0) this.memo.clear();
+      if ((n === 1 || n === 0) && this.variantMemo.size > 0) this.variantMemo.clear();
     }
   }
 
@@ -99,6 +101,28 @@ export class Speller {
     const englishLimit = inInventory ? inInventory.edits - 1 : limit;
     const english = closest(word, targetsNear(word.length, englishLimit), englishLimit);
     return english?.word ?? inInventory?.word ?? word;
+  }
+
+  /**
+   * Words of the inventory that share the word's stem: a common beginning of at least 5 letters
+   * covering all of the shorter word but 2 letters at most (`jewel` for `jewelry`, `furnish` for
+   * `furniture`, `program` for `programming`). None for a word of the inventory itself.
+   */
+  variants(word: string): string[] {
+    if (word.length < 5 || this.counts.has(word)) return [];
+    let found = this.variantMemo.get(word);
+    if (!found) {
+      found = [];
+      const stem = word.slice(0, 5);
+      for (const w of this.counts.keys()) {
+        if (w.length < 5 || !w.startsWith(stem)) continue;
+        let common = 5;
+        while (common < Math.min(w.length, word.length) && w[common] === word[common]) common++;
+        if (common >= Math.min(w.length, word.length) - 2) found.push(w);
+      }
+      this.variantMemo.set(word, found);
+    }
+    return found;
   }
 
   /** The query with each word corrected; words are lower-case letters and digits. */

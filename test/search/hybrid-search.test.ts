@@ -56,6 +56,18 @@ describe('hybrid semantic search', () => {
     assert.ok((await search(client, 'cryptocurrency')).slice(0, 3).every((h) => /crypto|coin|token|chain/.test(h.name)));
   });
 
+  it('meaning through WordNet: "patisserie" finds bakeries, "soccer" finds goal and ball names', async () => {
+    const patisserie = await search(client, 'patisserie');
+    assert.ok(patisserie.slice(0, 3).every((h) => /bakery|pastry|croissant|bake|bread/.test(h.name)), JSON.stringify(patisserie));
+    const soccer = await search(client, 'soccer');
+    assert.ok(soccer.slice(0, 3).some((h) => /goal|ball|league/.test(h.name)), JSON.stringify(soccer));
+  });
+
+  it('typo in a phrase: each word is corrected, "morgage calculater" finds mortgage names', async () => {
+    const hits = await search(client, 'morgage calculater');
+    assert.match(hits[0].name, /mortgage/, JSON.stringify(hits));
+  });
+
   it('typo: "cofee" and "crytpo" find the intended word', async () => {
     assert.match((await search(client, 'cofee'))[0].name, /coffee/);
     assert.match((await search(client, 'crytpo'))[0].name, /crypto/);

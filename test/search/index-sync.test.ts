@@ -330,7 +330,7 @@ describe('search index: embedding queue', () => {
     }
     readonly dataSource = {
       query: async (_sql: string, params: unknown[]) => {
-        const after = String(params[2]);
+        const after = String(params[1]);
         const rows = [...this.rows]
           .filter(([name]) => name > after)
           .sort(([x], [y]) => (x < y ? -1 : 1))

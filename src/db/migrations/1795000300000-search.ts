@@ -30,6 +30,7 @@ export class Search1795000300000 implements MigrationInterface {
       const onMarket = `environment = '${environment}' AND status IN ('listed', 'reserved')`;
       await q.query(`CREATE INDEX domains_${environment}_label_trgm_idx ON domains USING gin (label gin_trgm_ops) WHERE ${onMarket}`);
       await q.query(`CREATE INDEX domains_${environment}_document_idx ON domains USING gin (search_document) WHERE ${onMarket}`);
+      await q.query(`CREATE INDEX domains_${environment}_label_idx ON domains (label) WHERE ${onMarket}`);
     }
   }
 
@@ -37,6 +38,7 @@ export class Search1795000300000 implements MigrationInterface {
     for (const environment of ['sandbox', 'live']) {
       await q.query(`DROP INDEX domains_${environment}_label_trgm_idx`);
       await q.query(`DROP INDEX domains_${environment}_document_idx`);
+      await q.query(`DROP INDEX domains_${environment}_label_idx`);
     }
     await q.query(`CREATE INDEX domains_label_trgm_idx ON domains USING gin (label gin_trgm_ops)`);
     await q.query(`CREATE INDEX domains_search_document_idx ON domains USING gin (search_document)`);
