@@ -73,7 +73,7 @@ export class HybridSearch implements DomainSearch {
 
   index(environment: Environment): InventoryIndex {
     let index = this.indexes.get(environment);
-    if (!index) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, typeof this.caches === 'function' ? this.caches(environment) : this.caches, this.log, this.indexDir)));
+    if (!index || index.failed) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, typeof this.caches === 'function' ? this.caches(environment) : this.caches, this.log, this.indexDir)));
     return index;
   }
 

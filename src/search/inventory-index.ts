@@ -132,10 +132,23 @@ export class InventoryIndex {
     await this.embedQueued();
   }
 
+  /** Set when the first read failed half-way: the owner starts afresh with a new index. */
+  failed = false;
+
   private async sync(): Promise<void> {
+    try {
+      await this.read();
+    } catch (err) {
+      if (this.horizon === undefined) this.failed = true;
+      throw err;
+    }
+  }
+
+  private async read(): Promise<void> {
     const first = this.horizon === undefined;
     let horizon: string | undefined;
     let after = '';
+    let read = 0;
     const saved = first && this.indexFile ? HnswIndex.load(this.indexFile) : undefined;
     if (saved) this.adopt(saved.index, saved.names);
     for (;;) {
@@ -152,7 +165,8 @@ export class InventoryIndex {
       horizon ??= rows[0].horizon;
       const changed = rows.filter((r): r is Row & { name: string } => r.name !== null);
       await this.apply(changed);
-      if (first && rows.length === PAGE && this.size % 100_000 < PAGE) this.log(`  ${this.environment}: ${this.size} names read`);
+      read += changed.length;
+      if (first && changed.length === PAGE && read % 100_000 < PAGE) this.log(`  ${this.environment}: ${read} names read`);
       if (changed.length < PAGE) break;
       after = changed[changed.length - 1].name;
     }
