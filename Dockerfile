@@ -15,7 +15,10 @@ RUN npx tsc -p tsconfig.json && TOOL_CACHE_DIR=/app/.tools node dist/src/tempora
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production TOOL_CACHE_DIR=/app/.tools DATA_DIR=/tmp/partner-api
+# DATA_DIR holds the search index's embeddings and HNSW graph: a volume in docker-compose.yml, so
+# that a restart neither re-embeds the inventory nor rebuilds the graph.
+ENV NODE_ENV=production TOOL_CACHE_DIR=/app/.tools DATA_DIR=/var/lib/partner-api
+RUN mkdir -p /var/lib/partner-api && chown node:node /var/lib/partner-api
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/.tools/all-MiniLM-L6-v2-onnx-int8 ./.tools/all-MiniLM-L6-v2-onnx-int8

