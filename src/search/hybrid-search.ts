@@ -12,7 +12,8 @@
  *   expansion = cosine(query, w) when a word w of the label is among the query's WordNet
  *               expansions (synonyms and definition words), else 0   "patisserie" → "pastry"
  *   semantic  = clamp((max(name, word) + 0.3·expansion − 0.15) / 0.55, 0, 1)
- *   score     = clamp(max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available, 0, 1)
+ *   raw       = max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available
+ *   score     = raw up to 0.8, above it 0.8 + 0.2·tanh((raw − 0.8) / 0.2): always below 1, order kept
  * so a name that matches both the words and the meaning beats one that matches either. The
  * weights were tuned on the `tune` half of data/search-queries.json and checked on the other.
  */
@@ -48,8 +49,14 @@ export function semanticScore(cosine: number): number {
 export function rerank(s: Signals): number {
   const semantic = semanticScore(Math.max(s.name, s.word) + 0.3 * s.expansion);
   // A strong keyword or typo match stands on its own.
-  const score = Math.max(s.keyword, 0.5 * s.keyword + 0.55 * semantic + 0.15 * s.keyword * semantic) + (s.available ? 0.01 : 0);
-  return Math.min(1, Math.max(0, score));
+  const raw = Math.max(s.keyword, 0.5 * s.keyword + 0.55 * semantic + 0.15 * s.keyword * semantic) + (s.available ? 0.01 : 0);
+  return squash(raw);
+}
+
+/** The identity up to 0.8, then bent smoothly below 1, so that strong matches keep their order rather than all reading 1. */
+export function squash(raw: number): number {
+  if (raw <= 0.8) return Math.max(0, raw);
+  return 0.8 + 0.2 * Math.tanh((raw - 0.8) / 0.2);
 }
 
 export class HybridSearch implements DomainSearch {
