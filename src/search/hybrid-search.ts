@@ -1,8 +1,8 @@
 /**
  * Hybrid search: candidates from keywords (Postgres full text + trigram, the KeywordSearch
- * ranker), from the name vectors (MiniLM cosine, exact scan or HNSW) and from the words of the
- * names (the names holding the query's WordNet expansions), merged and reranked by one
- * documented scorer. The query is spell-corrected against the inventory's words
+ * ranker), from the name vectors (MiniLM cosine, exact scan or HNSW, for the query and for the
+ * query with its WordNet definitions) and from the words of the names (the names holding the
+ * query's WordNet expansions), merged and reranked by one documented scorer. The query is spell-corrected against the inventory's words
  * and English first (`cofee` → `coffee`), so a typo is searched like the word it meant.
  *
  * For each candidate name:
@@ -11,7 +11,9 @@
  *   word      = max over the label's words of cosine(query, word)  "caffeine" · "espresso"
  *   expansion = cosine(query, w) when a word w of the label is among the query's WordNet
  *               expansions (synonyms and definition words), else 0   "patisserie" → "pastry"
- *   semantic  = clamp((max(name, word) + 0.3·expansion − 0.15) / 0.55, 0, 1)
+ *   gloss     = the best of name and word for the query followed by its WordNet definitions
+ *               ("patisserie: a bakery specializing in French pastry"), 0 when WordNet has none
+ *   semantic  = clamp((max(name, word, gloss − 0.05) + 0.3·expansion − 0.15) / 0.55, 0, 1)
  *   raw       = max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available
  *   score     = raw up to 0.8, above it 0.8 + 0.2·tanh((raw − 0.8) / 0.2): always below 1, order kept
  * so a name that matches both the words and the meaning beats one that matches either. The
@@ -24,9 +26,11 @@ import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '.
 import { DIMENSIONS, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { InventoryIndex } from './inventory-index';
-import { baseForms, expansionWords } from './lexicon';
+import { baseForms, expansionWords, glossedQuery } from './lexicon';
 
 const CANDIDATES = 50;
+/** Names nearest the query with its WordNet definitions. */
+const GLOSS_CANDIDATES = 20;
 /** The query's WordNet expansions whose names become candidates, and how many names each. */
 const EXPANSIONS = 8;
 const PER_EXPANSION = 40;
@@ -39,6 +43,9 @@ export interface Signals {
   word: number;
   /** The weight of the name's best word among the query's WordNet expansions (0 if none). */
   expansion: number;
+  /** cosine(query with its WordNet definitions, segmented label), or of its best word; 0 without definitions. */
+  glossName: number;
+  glossWord: number;
   available: boolean;
 }
 
@@ -47,7 +54,7 @@ export function semanticScore(cosine: number): number {
 }
 
 export function rerank(s: Signals): number {
-  const semantic = semanticScore(Math.max(s.name, s.word) + 0.3 * s.expansion);
+  const semantic = semanticScore(Math.max(s.name, s.word, Math.max(s.glossName, s.glossWord) - 0.05) + 0.3 * s.expansion);
   // A strong keyword or typo match stands on its own.
   const raw = Math.max(s.keyword, 0.5 * s.keyword + 0.55 * semantic + 0.15 * s.keyword * semantic) + (s.available ? 0.01 : 0);
   return squash(raw);
@@ -142,6 +149,9 @@ export class HybridSearch implements DomainSearch {
       if (slot !== undefined) keywordOf.set(slot, hit.score);
     }
     const slots = new Set<number>([...keywordOf.keys(), ...index.nearest(queryVector, CANDIDATES)]);
+    const glossed = await glossedQuery(corrected.split(' '));
+    const glossVector = glossed ? await this.queryVector(glossed) : undefined;
+    if (glossVector) for (const slot of index.nearest(glossVector, GLOSS_CANDIDATES)) slots.add(slot);
 
     // WordNet expansions that are words of the inventory, weighed by their similarity to the query.
     const expansion = new Map<string, number>();
@@ -164,11 +174,16 @@ export class HybridSearch implements DomainSearch {
       const entry = index.slots[slot];
       if (!entry) continue;
       let word = 0;
-      for (const v of await this.wordVectors(entry.words, index.cache)) word = Math.max(word, dot(v, queryVector));
+      let glossWord = 0;
+      for (const v of await this.wordVectors(entry.words, index.cache)) {
+        word = Math.max(word, dot(v, queryVector));
+        if (glossVector) glossWord = Math.max(glossWord, dot(v, glossVector));
+      }
+      const glossName = glossVector && index.hasVector(slot) ? index.vectors.dot(slot, glossVector) : 0;
       let expanded = 0;
       for (const w of entry.words) expanded = Math.max(expanded, expansion.get(w) ?? 0);
       const name = index.hasVector(slot) ? index.vectors.dot(slot, queryVector) : 0;
-      candidates.push({ slot, signals: { keyword: keywordOf.get(slot) ?? 0, name, word, expansion: expanded, available: entry.available } });
+      candidates.push({ slot, signals: { keyword: keywordOf.get(slot) ?? 0, name, word, expansion: expanded, glossName, glossWord, available: entry.available } });
     }
     return { index, candidates };
   }

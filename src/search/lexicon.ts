@@ -80,3 +80,23 @@ export async function expansionWords(words: string[]): Promise<Set<string>> {
   for (const w of words) out.delete(w);
   return out;
 }
+
+/**
+ * The query with the first definition of each of its words or two-word phrases that WordNet
+ * knows (`patisserie` → "patisserie: a bakery specializing in French pastry"), or undefined when
+ * it knows none: a second text to embed, closer to the words names are made of.
+ */
+export async function glossedQuery(words: string[]): Promise<string | undefined> {
+  const phrases = words.slice(1).map((w, i) => `${words[i]}_${w}`);
+  const terms = [...phrases, ...words].filter((t) => t.length >= 3);
+  const found = await Promise.all(terms.map((t) => senses(t)));
+  const covered = new Set<string>();
+  const definitions: string[] = [];
+  terms.forEach((term, i) => {
+    const parts = term.split('_');
+    if (!found[i].length || parts.every((p) => covered.has(p))) return;
+    parts.forEach((p) => covered.add(p));
+    definitions.push(found[i][0].def.trim());
+  });
+  return definitions.length ? `${words.join(' ')}: ${definitions.join('; ')}` : undefined;
+}
