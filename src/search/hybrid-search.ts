@@ -32,8 +32,8 @@ const CANDIDATES = 50;
 /** Names nearest the query with its WordNet definitions. */
 const GLOSS_CANDIDATES = 20;
 /** The query's WordNet expansions whose names become candidates, and how many names each. */
-const EXPANSIONS = 8;
-const PER_EXPANSION = 40;
+const EXPANSIONS = 6;
+const PER_EXPANSION = 20;
 /** Below this a candidate is noise, not a weak match. */
 const MIN_SCORE = 0.18;
 
@@ -137,8 +137,9 @@ export class HybridSearch implements DomainSearch {
     // The speller as of the last sync is good enough; the sync runs alongside the query's embedding.
     const corrected = index.speller.correctQuery(query) || query.toLowerCase();
     const fuzzy = (w: string) => !index.speller.isKnown(w);
-    const [queryVector, keywordHits] = await Promise.all([
+    const [queryVector, glossVector, keywordHits] = await Promise.all([
       this.queryVector(corrected),
+      glossedQuery(corrected.split(' ')).then((glossed) => (glossed ? this.queryVector(glossed) : undefined)),
       this.keyword.search(environment, corrected, CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }),
       index.refresh(),
     ]);
@@ -149,8 +150,6 @@ export class HybridSearch implements DomainSearch {
       if (slot !== undefined) keywordOf.set(slot, hit.score);
     }
     const slots = new Set<number>([...keywordOf.keys(), ...index.nearest(queryVector, CANDIDATES)]);
-    const glossed = await glossedQuery(corrected.split(' '));
-    const glossVector = glossed ? await this.queryVector(glossed) : undefined;
     if (glossVector) for (const slot of index.nearest(glossVector, GLOSS_CANDIDATES)) slots.add(slot);
 
     // WordNet expansions that are words of the inventory, weighed by their similarity to the query.

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { importInventory } from '../../src/discovery/inventory';
 import { cosine, Embedder } from '../../src/search/embedder';
+import { rerank, squash } from '../../src/search/hybrid-search';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { segmentLabel } from '../../src/search/segment';
 import { getStack, newPartner } from '../helpers/stack';
@@ -38,6 +39,21 @@ describe('hybrid semantic search', () => {
     } finally {
       globalThis.fetch = realFetch;
     }
+  });
+
+  it('the scorer: words and meaning together beat either alone, scores stay in [0, 1) and keep their order', () => {
+    const signals = { keyword: 0, name: 0, word: 0, expansion: 0, glossName: 0, glossWord: 0, available: true };
+    const exact = rerank({ ...signals, keyword: 1, name: 0.8, word: 0.8 });
+    const contained = rerank({ ...signals, keyword: 0.83, name: 0.8, word: 0.8 });
+    const wordsOnly = rerank({ ...signals, keyword: 0.83 });
+    const meaningOnly = rerank({ ...signals, name: 0.8, word: 0.8 });
+    assert.ok(exact > contained && contained > wordsOnly && contained > meaningOnly, JSON.stringify({ exact, contained, wordsOnly, meaningOnly }));
+    assert.ok(exact < 1 && meaningOnly > 0);
+    assert.ok(rerank({ ...signals, name: 0.5, expansion: 0.5 }) > rerank({ ...signals, name: 0.5 }), 'a WordNet expansion adds');
+    assert.ok(rerank({ ...signals, available: false, name: 0.5 }) < rerank({ ...signals, name: 0.5 }), 'available first among equals');
+    const xs = [0, 0.5, 0.79, 0.8, 0.81, 1, 1.2, 2];
+    assert.deepEqual(xs.map(squash), [...xs.map(squash)].sort((a, b) => a - b));
+    assert.ok(Math.abs(squash(0.8 + 1e-9) - 0.8) < 1e-6 && squash(2) < 1);
   });
 
   it('segments run-together labels into words', async () => {
