@@ -47,9 +47,9 @@ async function main(): Promise<void> {
   if (process.env.SIGNALS) {
     const dump = [];
     for (const query of queries) {
-      const { index, candidates } = await hybrid.candidates('sandbox', query.q);
+      const candidates = await hybrid.candidates('sandbox', query.q);
       const ideal = rows.map((r) => grade(r.name, query)).sort((a, b) => b - a).slice(0, 5);
-      dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: index.slots[c.slot]!.name, grade: grade(index.slots[c.slot]!.name, query) })) });
+      dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: c.entry.name, grade: grade(c.entry.name, query) })) });
     }
     writeFileSync(process.env.SIGNALS, JSON.stringify(dump));
   }

@@ -1,40 +1,59 @@
 /**
- * Embeddings of domain texts, kept on disk between runs (one file per model in the data
- * directory) so a restart does not re-embed the inventory. The file is an append-only log of
- * records `[u16 text byte length][text, UTF-8][384 × float32]`: new vectors are appended as they
- * are made (a 1M-name inventory takes tens of minutes to embed, and a crash keeps what was done),
- * and a torn last record is ignored on load. Loaded vectors are views into one buffer.
+ * Embeddings of domain texts, kept on disk between runs (one file per model and environment in
+ * the data directory) so a restart does not re-embed the inventory. The file is an append-only
+ * log of records `[u16 text byte length][text, UTF-8][384 × float32]`: new vectors are appended
+ * as they are made (a 1M-name inventory takes tens of minutes to embed, and a crash keeps what
+ * was done). The file is read in chunks (it passes 1.5 GB at a million names), and a torn last
+ * record, left by a process that died while appending, is cut off before anything is appended.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { DIMENSIONS } from './embedder';
 
 const VECTOR_BYTES = DIMENSIONS * 4;
+const CHUNK = 64 * 1024 * 1024;
 
 export class EmbeddingCache {
   private readonly vectors = new Map<string, Float32Array>();
   private pending: Buffer[] = [];
 
   constructor(private readonly file?: string) {
-    if (file && existsSync(file)) this.load(readFileSync(file));
+    if (file && existsSync(file)) this.load(file);
   }
 
-  private load(buf: Buffer): void {
-    const records: Array<{ text: string; at: number }> = [];
-    let at = 0;
-    while (at + 2 <= buf.length) {
-      const textLength = buf.readUInt16LE(at);
-      const end = at + 2 + textLength + VECTOR_BYTES;
-      if (end > buf.length) break; // torn tail: the process died while appending
-      records.push({ text: buf.toString('utf8', at + 2, at + 2 + textLength), at: at + 2 + textLength });
-      at = end;
+  private load(file: string): void {
+    const fd = openSync(file, 'r');
+    let carry = Buffer.alloc(0);
+    let complete = 0; // bytes of the file up to the end of the last whole record
+    try {
+      for (;;) {
+        const chunk = Buffer.allocUnsafe(CHUNK);
+        const read = readSync(fd, chunk, 0, CHUNK, null);
+        if (read === 0) break;
+        const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
+        let at = 0;
+        const records: Array<{ text: string; vectorAt: number }> = [];
+        while (at + 2 <= buf.length) {
+          const textLength = buf.readUInt16LE(at);
+          const end = at + 2 + textLength + VECTOR_BYTES;
+          if (end > buf.length) break;
+          records.push({ text: buf.toString('utf8', at + 2, at + 2 + textLength), vectorAt: at + 2 + textLength });
+          at = end;
+        }
+        // The chunk's vectors copied into one aligned block, each a view of it.
+        const block = new Float32Array(records.length * DIMENSIONS);
+        const bytes = new Uint8Array(block.buffer);
+        records.forEach((r, i) => {
+          bytes.set(buf.subarray(r.vectorAt, r.vectorAt + VECTOR_BYTES), i * VECTOR_BYTES);
+          this.vectors.set(r.text, block.subarray(i * DIMENSIONS, (i + 1) * DIMENSIONS));
+        });
+        complete += at;
+        carry = Buffer.from(buf.subarray(at));
+      }
+    } finally {
+      closeSync(fd);
     }
-    const all = new Float32Array(records.length * DIMENSIONS);
-    const bytes = new Uint8Array(all.buffer);
-    records.forEach((r, i) => {
-      bytes.set(buf.subarray(r.at, r.at + VECTOR_BYTES), i * VECTOR_BYTES);
-      this.vectors.set(r.text, all.subarray(i * DIMENSIONS, (i + 1) * DIMENSIONS));
-    });
+    if (carry.length) truncateSync(file, complete);
   }
 
   get(text: string): Float32Array | undefined {

@@ -25,7 +25,7 @@ import type { Environment } from '../config';
 import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '../discovery/search';
 import { DIMENSIONS, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
-import { InventoryIndex } from './inventory-index';
+import { InventoryIndex, type Entry } from './inventory-index';
 import { baseForms, expansionWords, glossedQuery } from './lexicon';
 
 const CANDIDATES = 50;
@@ -131,35 +131,38 @@ export class HybridSearch implements DomainSearch {
     return words.map((w) => this.words.get(w)!);
   }
 
-  /** The candidates for a query with the signals the scorer weighs. */
-  async candidates(environment: Environment, query: string): Promise<{ index: InventoryIndex; candidates: Array<{ slot: number; signals: Signals }> }> {
+  /**
+   * The candidates for a query with the signals the scorer weighs. Everything that waits (the
+   * sync, embeddings, Postgres, WordNet) happens first; the candidates are then gathered and
+   * scored without a pause, so a sync running meanwhile cannot hand a slot to another name
+   * half-way through.
+   */
+  async candidates(environment: Environment, query: string): Promise<Array<{ entry: Entry; signals: Signals }>> {
     const index = this.index(environment);
     // The speller as of the last sync is good enough; the sync runs alongside the query's embedding.
     const corrected = index.speller.correctQuery(query) || query.toLowerCase();
+    const words = corrected.split(' ');
     const fuzzy = (w: string) => !index.speller.isKnown(w);
-    const [queryVector, glossVector, keywordHits] = await Promise.all([
+    const [queryVector, glossVector, keywordHits, expansionTerms] = await Promise.all([
       this.queryVector(corrected),
-      glossedQuery(corrected.split(' ')).then((glossed) => (glossed ? this.queryVector(glossed) : undefined)),
+      glossedQuery(words).then((glossed) => (glossed ? this.queryVector(glossed) : undefined)),
       this.keyword.search(environment, corrected, CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }),
+      expansionWords(words),
       index.refresh(),
     ]);
+    // WordNet expansions that are words of the inventory, weighed by their similarity to the query.
+    const forms = [...new Set([...expansionTerms].map((w) => baseForms(w).find((f) => index.postings.has(f))).filter((f): f is string => f !== undefined))];
+    const expansion = new Map<string, number>();
+    (await this.wordVectors(forms, index.cache)).forEach((v, i) => expansion.set(forms[i], dot(v, queryVector)));
 
-    const keywordOf = new Map<number, number>();
+    // From here on, no await.
+    const keywordOf = new Map(keywordHits.map((h) => [h.name, h.score]));
+    const slots = new Set<number>(index.nearest(queryVector, CANDIDATES));
     for (const hit of keywordHits) {
       const slot = index.slot(hit.name);
-      if (slot !== undefined) keywordOf.set(slot, hit.score);
+      if (slot !== undefined) slots.add(slot);
     }
-    const slots = new Set<number>([...keywordOf.keys(), ...index.nearest(queryVector, CANDIDATES)]);
     if (glossVector) for (const slot of index.nearest(glossVector, GLOSS_CANDIDATES)) slots.add(slot);
-
-    // WordNet expansions that are words of the inventory, weighed by their similarity to the query.
-    const expansion = new Map<string, number>();
-    for (const w of await expansionWords(corrected.split(' '))) {
-      const form = baseForms(w).find((f) => index.postings.has(f));
-      if (form && !expansion.has(form)) expansion.set(form, 0);
-    }
-    const expansionWordsList = [...expansion.keys()];
-    (await this.wordVectors(expansionWordsList, index.cache)).forEach((v, i) => expansion.set(expansionWordsList[i], dot(v, queryVector)));
     for (const [w] of [...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS)) {
       let taken = 0;
       for (const slot of index.postings.get(w) ?? []) {
@@ -167,37 +170,41 @@ export class HybridSearch implements DomainSearch {
         slots.add(slot);
       }
     }
-
-    const candidates: Array<{ slot: number; signals: Signals }> = [];
+    const candidates: Array<{ entry: Entry; signals: Signals }> = [];
+    const unseen = new Set<string>();
     for (const slot of slots) {
       const entry = index.slots[slot];
       if (!entry) continue;
       let word = 0;
       let glossWord = 0;
-      for (const v of await this.wordVectors(entry.words, index.cache)) {
+      let expanded = 0;
+      for (const w of entry.words) {
+        const v = this.words.get(w);
+        if (!v) {
+          unseen.add(w);
+          continue;
+        }
         word = Math.max(word, dot(v, queryVector));
         if (glossVector) glossWord = Math.max(glossWord, dot(v, glossVector));
+        expanded = Math.max(expanded, expansion.get(w) ?? 0);
       }
-      const glossName = glossVector && index.hasVector(slot) ? index.vectors.dot(slot, glossVector) : 0;
-      let expanded = 0;
-      for (const w of entry.words) expanded = Math.max(expanded, expansion.get(w) ?? 0);
-      const name = index.hasVector(slot) ? index.vectors.dot(slot, queryVector) : 0;
-      candidates.push({ slot, signals: { keyword: keywordOf.get(slot) ?? 0, name, word, expansion: expanded, glossName, glossWord, available: entry.available } });
+      const hasVector = index.hasVector(slot);
+      const name = hasVector ? index.vectors.dot(slot, queryVector) : 0;
+      const glossName = glossVector && hasVector ? index.vectors.dot(slot, glossVector) : 0;
+      candidates.push({ entry, signals: { keyword: keywordOf.get(entry.name) ?? 0, name, word, expansion: expanded, glossName, glossWord, available: entry.available } });
     }
-    return { index, candidates };
+    // Words of names listed since start-up: embedded for the searches that follow.
+    if (unseen.size) void this.wordVectors([...unseen], index.cache).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
+    return candidates;
   }
 
   async search(environment: Environment, query: string, limit = MAX_RESULTS): Promise<SearchHit[]> {
-    const { index, candidates } = await this.candidates(environment, query);
-    return candidates
-      .map(({ slot, signals }) => ({ slot, score: rerank(signals) }))
+    return (await this.candidates(environment, query))
+      .map(({ entry, signals }) => ({ entry, score: rerank(signals) }))
       .filter((c) => c.score >= MIN_SCORE)
-      .sort((a, b) => b.score - a.score || index.slots[a.slot]!.name.length - index.slots[b.slot]!.name.length)
+      .sort((a, b) => b.score - a.score || a.entry.name.length - b.entry.name.length)
       .slice(0, limit)
-      .map(({ slot, score }) => {
-        const e = index.slots[slot]!;
-        return { name: e.name, available: e.available, buyNowPriceCents: e.buyNowPriceCents, currency: e.currency, score: Math.round(score * 10_000) / 10_000 };
-      });
+      .map(({ entry, score }) => ({ name: entry.name, available: entry.available, buyNowPriceCents: entry.buyNowPriceCents, currency: entry.currency, score: Math.round(score * 10_000) / 10_000 }));
   }
 }
 

@@ -4,7 +4,7 @@
  * an HNSW graph (usearch) above ANN_THRESHOLD names, updated in place (add and remove by slot)
  * and saved in the data directory so a restart loads it instead of rebuilding.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { exactSearch, Index, MetricKind, ScalarKind, type Matches } from 'usearch';
 import { DIMENSIONS } from './embedder';
@@ -110,25 +110,35 @@ export class HnswIndex implements VectorIndex {
    */
   static load(file: string): { index: HnswIndex; names: Array<[string, string] | null> } | undefined {
     const namesFile = `${file}.names.json`;
-    if (!existsSync(file) || !existsSync(namesFile)) return undefined;
+    if (!existsSync(namesFile)) return undefined;
     try {
-      const { size, names } = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; names: Array<[string, string] | null> };
+      const saved = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; graph?: string; names: Array<[string, string] | null> };
+      const graph = path.join(path.dirname(file), saved.graph ?? path.basename(file));
+      if (!existsSync(graph)) return undefined;
       const index = HnswIndex.create();
-      index.load(file);
-      if (Number(index.size()) !== size) return undefined;
-      return { index: new HnswIndex(index), names };
+      index.load(graph);
+      if (Number(index.size()) !== saved.size) return undefined;
+      return { index: new HnswIndex(index), names: saved.names };
     } catch {
       return undefined;
     }
   }
 
-  /** Saves the graph, then the names of its slots (each written aside and renamed into place). */
+  /**
+   * Saves the graph under a new name, then the names of its slots, which name that graph (written
+   * aside and renamed into place), then removes older graphs: a crash at any point leaves a names
+   * file and the very graph it was written with.
+   */
   save(file: string, names: Array<[string, string] | null>): void {
-    mkdirSync(path.dirname(file), { recursive: true });
-    this.index.save(`${file}.tmp`);
-    renameSync(`${file}.tmp`, file);
-    writeFileSync(`${file}.names.json.tmp`, JSON.stringify({ size: this.size, names }));
+    const dir = path.dirname(file);
+    mkdirSync(dir, { recursive: true });
+    const graph = `${path.basename(file)}.${Date.now().toString(36)}`;
+    this.index.save(path.join(dir, graph));
+    writeFileSync(`${file}.names.json.tmp`, JSON.stringify({ size: this.size, graph, names }));
     renameSync(`${file}.names.json.tmp`, `${file}.names.json`);
+    for (const old of readdirSync(dir)) {
+      if ((old === path.basename(file) || old.startsWith(`${path.basename(file)}.`)) && old !== graph && !old.startsWith(`${path.basename(file)}.names.json`)) rmSync(path.join(dir, old), { force: true });
+    }
   }
 
   get size(): number {

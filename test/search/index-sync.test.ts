@@ -7,7 +7,7 @@
  * done, so that other tests' live searches never see them.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -260,7 +260,7 @@ describe('search index: vector indexes', () => {
     store.set(40, vectors[40]);
   });
 
-  it('HnswIndex: built over the store, updated in place, saved and loaded', () => {
+  it('HnswIndex: built over the store, updated in place, saved and loaded', async () => {
     const random = seeded(4242);
     const index = HnswIndex.build(store, [...vectors.keys()]);
     assert.equal(index.size, N);
@@ -302,6 +302,14 @@ describe('search index: vector indexes', () => {
     const queries = [...sample.map((i) => vectors[i]), fresh, reused, replaced, unitVector(random), unitVector(random)];
     for (const q of queries) assert.deepEqual(loaded.index.nearest(q, 5), index.nearest(q, 5));
     assert.ok(!loaded.index.nearest(vectors[12], N).includes(12), 'a slot removed before the save stays removed');
+
+    // Saved again: the graph goes to a new file, the names file names it, the older graph is removed.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    index.save(file, names);
+    const graphs = readdirSync(path.dirname(file)).filter((f) => !f.includes('.names.json'));
+    assert.equal(graphs.length, 1, graphs.join(', '));
+    assert.equal((JSON.parse(readFileSync(`${file}.names.json`, 'utf8')) as { graph: string }).graph, graphs[0]);
+    assert.ok(HnswIndex.load(file));
 
     // The names file must describe this graph: a size that does not match means rebuild.
     const namesFile = `${file}.names.json`;
