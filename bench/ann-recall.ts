@@ -10,9 +10,8 @@ import path from 'node:path';
 import { loadConfig, type Environment } from '../src/config';
 import { openProjectDatabase } from '../src/main/runtime';
 import { Embedder } from '../src/search/embedder';
-import { EmbeddingCache } from '../src/search/embedding-cache';
-import { HybridSearch } from '../src/search/hybrid-search';
-import { ensureModelFiles, MODEL_ID } from '../src/search/model-files';
+import { startSearch } from '../src/main/services';
+import { ensureModelFiles } from '../src/search/model-files';
 import { segmentLabel } from '../src/search/segment';
 import { ANN_THRESHOLD, ExactIndex } from '../src/search/vector-index';
 
@@ -22,9 +21,8 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
   const log = (m: string) => process.stderr.write(`${m}\n`);
-  const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
   const started = Date.now();
-  const index = await search.load(environment);
+  const index = (await startSearch(config, dataSource, log, [environment])).index(environment);
   log(`index ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const live = index.slots.flatMap((e, slot) => (e && index.hasVector(slot) ? [slot] : []));
   const n = live.length;

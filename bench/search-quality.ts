@@ -11,10 +11,7 @@ import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { KeywordSearch, type DomainSearch } from '../src/discovery/search';
 import { openProjectDatabase } from '../src/main/runtime';
-import { Embedder } from '../src/search/embedder';
-import { EmbeddingCache } from '../src/search/embedding-cache';
-import { HybridSearch } from '../src/search/hybrid-search';
-import { ensureModelFiles, MODEL_ID } from '../src/search/model-files';
+import { startSearch } from '../src/main/services';
 
 interface LabelledQuery {
   kind: string;
@@ -41,9 +38,7 @@ async function main(): Promise<void> {
   const { queries } = JSON.parse(readFileSync(path.join(config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: LabelledQuery[] };
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const rows = (await dataSource.query(`SELECT name FROM domains WHERE environment = 'sandbox' AND status IN ('listed', 'reserved')`)) as Array<{ name: string }>;
-  const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
-  const hybrid = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), (m) => process.stderr.write(`${m}\n`));
-  await hybrid.load('sandbox');
+  const hybrid = await startSearch(config, dataSource, (m) => process.stderr.write(`${m}\n`), ['sandbox']);
   if (process.env.SIGNALS) {
     const dump = [];
     for (const query of queries) {

@@ -8,7 +8,7 @@
  */
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, truncateSync } from 'node:fs';
 import path from 'node:path';
-import { DIMENSIONS } from './embedder';
+import { DIMENSIONS, type Embedder } from './embedder';
 
 const VECTOR_BYTES = DIMENSIONS * 4;
 const CHUNK = 64 * 1024 * 1024;
@@ -72,6 +72,15 @@ export class EmbeddingCache {
 
   get size(): number {
     return this.vectors.size;
+  }
+
+  /** Embeds the texts the cache lacks and appends them to the log; then every one of `texts` is in the cache. */
+  async fill(texts: string[], embedder: Embedder): Promise<void> {
+    const missing = [...new Set(texts.filter((t) => !this.vectors.has(t)))];
+    if (missing.length === 0) return;
+    const vectors = await embedder.embedAll(missing);
+    missing.forEach((t, i) => this.set(t, vectors[i]));
+    this.save();
   }
 
   /** Appends the vectors set since the last save. */

@@ -23,7 +23,7 @@ import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '../discovery/search';
-import { DIMENSIONS, type Embedder } from './embedder';
+import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { InventoryIndex, type Entry } from './inventory-index';
 import { baseForms, expansionWords, glossedQuery } from './lexicon';
@@ -120,12 +120,7 @@ export class HybridSearch implements DomainSearch {
   private async wordVectors(words: string[], cache: EmbeddingCache): Promise<Float32Array[]> {
     const missing = [...new Set(words.filter((w) => !this.words.has(w)))];
     if (missing.length) {
-      const uncached = missing.filter((w) => !cache.get(w));
-      if (uncached.length) {
-        const vectors = await this.embedder.embedAll(uncached);
-        uncached.forEach((w, i) => cache.set(w, vectors[i]));
-        cache.save();
-      }
+      await cache.fill(missing, this.embedder);
       for (const w of missing) this.words.set(w, cache.get(w)!);
     }
     return words.map((w) => this.words.get(w)!);
@@ -153,7 +148,7 @@ export class HybridSearch implements DomainSearch {
     // WordNet expansions that are words of the inventory, weighed by their similarity to the query.
     const forms = [...new Set([...expansionTerms].map((w) => baseForms(w).find((f) => index.postings.has(f))).filter((f): f is string => f !== undefined))];
     const expansion = new Map<string, number>();
-    (await this.wordVectors(forms, index.cache)).forEach((v, i) => expansion.set(forms[i], dot(v, queryVector)));
+    (await this.wordVectors(forms, index.cache)).forEach((v, i) => expansion.set(forms[i], cosine(v, queryVector)));
 
     // From here on, no await.
     const keywordOf = new Map(keywordHits.map((h) => [h.name, h.score]));
@@ -184,8 +179,8 @@ export class HybridSearch implements DomainSearch {
           unseen.add(w);
           continue;
         }
-        word = Math.max(word, dot(v, queryVector));
-        if (glossVector) glossWord = Math.max(glossWord, dot(v, glossVector));
+        word = Math.max(word, cosine(v, queryVector));
+        if (glossVector) glossWord = Math.max(glossWord, cosine(v, glossVector));
         expanded = Math.max(expanded, expansion.get(w) ?? 0);
       }
       const hasVector = index.hasVector(slot);
@@ -206,10 +201,4 @@ export class HybridSearch implements DomainSearch {
       .slice(0, limit)
       .map(({ entry, score }) => ({ name: entry.name, available: entry.available, buyNowPriceCents: entry.buyNowPriceCents, currency: entry.currency, score: Math.round(score * 10_000) / 10_000 }));
   }
-}
-
-function dot(a: Float32Array, b: Float32Array): number {
-  let sum = 0;
-  for (let d = 0; d < DIMENSIONS; d++) sum += a[d] * b[d];
-  return sum;
 }

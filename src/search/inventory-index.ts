@@ -264,12 +264,7 @@ export class InventoryIndex {
     while (this.queue.size > 0) {
       const slots = [...this.queue].slice(0, EMBED_CHUNK);
       const texts = slots.map((s) => this.slots[s]!.text);
-      const missing = [...new Set(texts.filter((t) => !this.cache.get(t)))];
-      if (missing.length) {
-        const vectors = await this.embedder.embedAll(missing);
-        missing.forEach((t, i) => this.cache.set(t, vectors[i]));
-        this.cache.save();
-      }
+      await this.cache.fill(texts, this.embedder);
       for (const [i, slot] of slots.entries()) {
         // While we embedded, the name may have left the market (no longer queued), or its slot
         // been taken by another name (queued again, with another text: the next round has it).

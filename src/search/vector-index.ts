@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { exactSearch, Index, MetricKind, ScalarKind, type Matches } from 'usearch';
-import { DIMENSIONS } from './embedder';
+import { cosine, DIMENSIONS } from './embedder';
 
 export const ANN_THRESHOLD = 50_000;
 
@@ -33,10 +33,7 @@ export class VectorStore {
 
   dot(slot: number, query: Float32Array): number {
     const v = this.vectors[slot];
-    if (!v) return 0;
-    let dot = 0;
-    for (let d = 0; d < DIMENSIONS; d++) dot += v[d] * query[d];
-    return dot;
+    return v ? cosine(v, query) : 0;
   }
 }
 
