@@ -2,15 +2,18 @@
  * createActivities(deps): every piece of I/O the workflows need. Workflows import only the type
  * `Activities`, so no database or network code can reach the workflow sandbox.
  */
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
-import type { OrderStatus } from '../workflows/messages';
+import { REFUND_NOT_ALLOWED, type OrderStatus, type TransferMode } from '../workflows/messages';
+import { LessThan } from 'typeorm';
 import { affectedCount } from '../src/db/query';
+import { Order } from '../src/db/entities/order';
 import { advanceOrder, type TransitionResult } from '../src/orders/fulfilment';
+import { grantRefund, RefundNotAllowed, type RefundView } from '../src/orders/refunds';
 import { expireQuote } from '../src/orders/quotes';
 import { markWorkflowStarted } from '../src/orders/orders';
-import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder } from '../src/orders/registrar';
+import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder, type TransferState } from '../src/orders/registrar';
 import { startOrderFulfilment, type WorkflowStarter } from '../src/orders/start-workflows';
 import { SecretBox } from '../src/auth/secret-box';
 import type { Environment } from '../src/config';
@@ -23,24 +26,23 @@ export interface ActivityDeps {
   masterKey: Buffer;
   /** Starts workflows (the recovery sweep); absent in tests that do not need it. */
   workflows?: WorkflowStarter;
-  /** Registrar adapter per environment; sandbox by default for both until a live adapter exists. */
-  registrars?: { sandbox: RegistrarPort; live: RegistrarPort };
+  /**
+   * Registrar adapter per environment. Sandbox defaults to the simulator; live has none unless one
+   * is given here, and its transfers then wait for operators (never for a simulation).
+   */
+  registrars?: { sandbox?: RegistrarPort; live?: RegistrarPort };
 }
 
 export function createActivities(deps: ActivityDeps) {
-  const sandbox = new SandboxRegistrar(deps.dataSource);
-  const registrars = deps.registrars ?? { sandbox, live: sandbox };
+  const registrars: Partial<Record<Environment, RegistrarPort>> = { sandbox: deps.registrars?.sandbox ?? new SandboxRegistrar(deps.dataSource), live: deps.registrars?.live };
   const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey) };
 
   async function transferOrder(orderId: string): Promise<{ order: TransferOrder; registrar: RegistrarPort }> {
-    const [row] = (await deps.dataSource.query('SELECT id, domain, external_payment_ref, environment FROM orders WHERE id = $1', [orderId])) as Array<{
-      id: string;
-      domain: string;
-      external_payment_ref: string;
-      environment: 'sandbox' | 'live';
-    }>;
+    const row = await deps.dataSource.getRepository(Order).findOne({ select: { id: true, domain: true, externalPaymentRef: true, environment: true }, where: { id: orderId } });
     if (!row) throw ApplicationFailure.nonRetryable(`order ${orderId} does not exist`, 'TransferRejected');
-    return { order: { orderId: row.id, domain: row.domain, externalPaymentRef: row.external_payment_ref }, registrar: registrars[row.environment] };
+    const registrar = registrars[row.environment];
+    if (!registrar) throw ApplicationFailure.nonRetryable(`no registrar adapter is configured for ${row.environment}`, 'TransferRejected');
+    return { order: { orderId: row.id, domain: row.domain, externalPaymentRef: row.externalPaymentRef }, registrar };
   }
 
   /** Runs a registrar call; a TransferRejected becomes a non-retryable failure of that type. */
@@ -82,8 +84,39 @@ export function createActivities(deps: ActivityDeps) {
       return registrarCall(input.orderId, (r, o, a) => r.checkTransfer(o, a));
     },
 
-    async cancelTransfer(input: { orderId: string }): Promise<void> {
-      await registrarCall(input.orderId, (r, o, a) => r.cancelTransfer(o, a));
+    async cancelTransfer(input: { orderId: string }): Promise<TransferState> {
+      return registrarCall(input.orderId, (r, o, a) => r.cancelTransfer(o, a));
+    },
+
+    /** Whether a registrar adapter carries the order's transfer out, or operators by hand. */
+    async transferMode(input: { orderId: string }): Promise<TransferMode> {
+      const order = await deps.dataSource.getRepository(Order).findOneOrFail({ select: { id: true, environment: true }, where: { id: input.orderId } });
+      return registrars[order.environment] ? 'registrar' : 'operator';
+    },
+
+    /** Records the refund the workflow granted; a refusal by the database's rules is final. */
+    async grantRefund(input: { orderId: string; refundPublicId: string; reason: string | null; at: string }): Promise<RefundView> {
+      try {
+        const { refund, created, event } = await grantRefund(deps.dataSource, input);
+        if (created && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, event.partnerId, event.environment);
+        return refund;
+      } catch (err) {
+        if (err instanceof RefundNotAllowed) throw ApplicationFailure.nonRetryable(err.message, REFUND_NOT_ALLOWED);
+        throw err;
+      }
+    },
+
+    /**
+     * A live transfer is waiting for an operator: a WARN line in the worker's log (alerting
+     * watches for `operator_action_needed`), next to the workflow's current details in the UI.
+     */
+    async remindOperators(input: { orderId: string; orderPublicId: string; reminder: number; refundRequested: boolean }): Promise<void> {
+      log.warn('operator_action_needed: a live transfer waits for its outcome', {
+        order_id: input.orderPublicId,
+        reminder: input.reminder,
+        refund_requested: input.refundRequested,
+        command: `npm run --silent admin -- order transfer-completed|transfer-failed ${input.orderPublicId} --json`,
+      });
     },
 
     async nextEventsToDeliver(input: { partnerId: string; environment: Environment; limit: number }): Promise<Array<{ id: string; seq: number }>> {
@@ -111,13 +144,14 @@ export function createActivities(deps: ActivityDeps) {
     /** Starts fulfilment for orders whose workflow was never started; returns how many. */
     async startUnstartedFulfilments(input: { olderThanSeconds: number }): Promise<number> {
       if (!deps.workflows) return 0;
-      const rows = (await deps.dataSource.query(
-        `SELECT id, public_id, partner_id, environment, domain FROM orders
-         WHERE NOT workflow_started AND created_at < now() - make_interval(secs => $1) ORDER BY created_at LIMIT 100`,
-        [input.olderThanSeconds],
-      )) as Array<{ id: string; public_id: string; partner_id: string; environment: 'sandbox' | 'live'; domain: string }>;
+      const rows = await deps.dataSource.getRepository(Order).find({
+        select: { id: true, publicId: true, partnerId: true, environment: true, domain: true },
+        where: { workflowStarted: false, createdAt: LessThan(new Date(Date.now() - input.olderThanSeconds * 1000)) },
+        order: { createdAt: 'ASC' },
+        take: 100,
+      });
       for (const row of rows) {
-        await startOrderFulfilment(deps.workflows, { orderId: row.id, orderPublicId: row.public_id, partnerId: row.partner_id, environment: row.environment, domain: row.domain });
+        await startOrderFulfilment(deps.workflows, { orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
         await markWorkflowStarted(deps.dataSource, row.id);
       }
       return rows.length;

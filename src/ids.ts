@@ -7,3 +7,6 @@ export function publicId(prefix: 'quo' | 'ord' | 'ref' | 'evt' | 'txn' | 'trf'):
 
 /** A UUID version 4 (nonces, idempotency keys), any case. */
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/** Any UUID (row ids inside cursors). */
+export const UUID_ANY = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -2,7 +2,7 @@
  * Names shared by workflows and the API: workflow ids, signals, order statuses. Imported by both
  * sides, so it holds no I/O and nothing from src/.
  */
-import { defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /**
  * Order statuses in their order. An order starts at PAYMENT_RECORDED (the partner has charged its
@@ -25,8 +25,46 @@ export const orderWorkflowId = (orderPublicId: string) => `order:${orderPublicId
 
 /** The order recorded for this quote: the reservation ends with the sale, not with the timer. */
 export const quoteConsumedSignal = defineSignal('quoteConsumed');
-/** The order was refunded: stop the transfer. */
-export const refundRequestedSignal = defineSignal('refundRequested');
+
+/** A partner asks to refund the order; the workflow decides (CONTRACT §6). */
+export interface RefundRequest {
+  /** The id the refund gets if granted (chosen by the first caller). */
+  refundPublicId: string;
+  reason: string | null;
+}
+
+export type RefundDecision = { granted: true; refundPublicId: string } | { granted: false; reason: string };
+
+/**
+ * Sent with the fixed Update id REFUND_UPDATE_ID: an order has at most one refund, so a second
+ * request attaches to the first one's decision instead of asking again.
+ */
+export const refundUpdate = defineUpdate<RefundDecision, [RefundRequest]>('refund');
+export const REFUND_UPDATE_ID = 'refund';
+
+/** Failure types a refund Update's validator rejects with. */
+export const REFUND_NOT_ALLOWED = 'RefundNotAllowed';
+export const ORDER_ENDED = 'OrderEnded';
+
+/** An operator records the outcome of a transfer carried out by hand (live, no registrar adapter). */
+export interface TransferOutcome {
+  outcome: 'completed' | 'failed';
+  reason: string | null;
+}
+export const transferOutcomeUpdate = defineUpdate<OrderFulfilmentResult, [TransferOutcome]>('recordTransferOutcome');
+export const NOT_AWAITING_OPERATOR = 'NotAwaitingOperator';
+
+/** How the order's transfer is carried out: by a registrar adapter, or by operators by hand. */
+export type TransferMode = 'registrar' | 'operator';
+
+/** The live state of an order's fulfilment, for operators (Temporal UI "Queries") and the API. */
+export interface FulfilmentState {
+  status: OrderStatus;
+  mode: TransferMode | null;
+  awaitingOperator: boolean;
+  refund: { refundPublicId: string; reason: string | null; requestedAt: string; decision: RefundDecision | null } | null;
+}
+export const fulfilmentStateQuery = defineQuery<FulfilmentState>('state');
 
 export interface QuoteReservationInput {
   quotePublicId: string;

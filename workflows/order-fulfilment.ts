@@ -1,27 +1,59 @@
 /**
- * Fulfilment of a sold domain (id `order:<public_id>`): the hand-over an aftermarket sale needs.
+ * Fulfilment of a sold domain (id `order:<public_id>`): the hand-over an aftermarket sale needs,
+ * and the one place that decides refunds, because it is the one place that knows where the
+ * transfer stands.
  *
  *   PAYMENT_RECORDED   the partner charged its buyer; the order is recorded (by the API)
  *   DOMAIN_LOCKED      the name is locked at the seller's registrar so nothing changes it
  *   TRANSFER_INITIATED the auth code is obtained and the transfer to the buyer requested
- *   TRANSFER_PENDING   the registry is processing; polled every 15 s, backing off to hourly
+ *   TRANSFER_PENDING   the registry is processing; polled every 15 s, backing off to hourly.
+ *                      Without a registrar adapter (live, today) the order goes here at once and
+ *                      waits for an operator's recordTransferOutcome Update (BusinessStatus
+ *                      AWAITING_OPERATOR), reminding operators after 1 hour and then every 24 hours
  *   TRANSFER_COMPLETED the registry confirmed; the sale is booked (transaction + ledger)
  *   TRANSFER_FAILED    the registry rejected it, or did not confirm within 5 days
- *   REFUNDED           a refund won before completion; the transfer is stopped
+ *   REFUNDED           a refund was granted; the name is back on the market if the order held it
  *
- * Registrar calls are retried with back-off (transient failures show as activity attempts in the
- * Temporal UI); a rejection is final. Each status change is one activity that moves the order
- * only from the status it expects, so a refund that got there first makes the step a no-op and
- * the workflow stops the transfer instead.
+ * Refunds arrive as the `refund` Update. Before a transfer is requested the refund is granted at
+ * once. While one is in flight the registrar is asked to cancel and the refund is granted only
+ * once it confirms; if the registry completed first, the order completes and the refund is
+ * refused. Registrar calls are retried with back-off (attempts show in the Temporal UI); a
+ * rejection is final.
  */
-import { ActivityFailure, ApplicationFailure, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { refundRequestedSignal, type OrderFulfilmentInput, type OrderFulfilmentResult, type OrderStatus } from './messages';
+import {
+  fulfilmentStateQuery,
+  NOT_AWAITING_OPERATOR,
+  ORDER_ENDED,
+  REFUND_NOT_ALLOWED,
+  refundUpdate,
+  transferOutcomeUpdate,
+  type OrderFulfilmentInput,
+  type OrderFulfilmentResult,
+  type OrderStatus,
+  type RefundDecision,
+  type RefundRequest,
+  type TransferMode,
+  type TransferOutcome,
+} from './messages';
 import { BusinessStatus } from './search-attributes';
 
 export const TRANSFER_DEADLINE_MS = 5 * 24 * 60 * 60 * 1000;
 const FIRST_POLL_MS = 15_000;
 const MAX_POLL_MS = 60 * 60 * 1000;
+export const FIRST_OPERATOR_REMINDER_MS = 60 * 60 * 1000;
+export const OPERATOR_REMINDER_EVERY_MS = 24 * 60 * 60 * 1000;
 
 const registrar = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -29,7 +61,7 @@ const registrar = proxyActivities<Activities>({
 });
 const orders = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: [REFUND_NOT_ALLOWED] },
 });
 
 function rejection(err: unknown): string | undefined {
@@ -38,58 +70,174 @@ function rejection(err: unknown): string | undefined {
 }
 
 export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Promise<OrderFulfilmentResult> {
-  const { orderId } = input;
-  let refundRequested = false;
-  setHandler(refundRequestedSignal, () => {
-    refundRequested = true;
-  });
+  const { orderId, orderPublicId } = input;
+  let status: OrderStatus = 'PAYMENT_RECORDED';
+  let mode: TransferMode | null = null;
+  let locked = false;
+  let awaitingOperator = false;
+  let operatorOutcome: TransferOutcome | undefined;
+  let ended = false;
+  let result: OrderFulfilmentResult | undefined;
+  let refund: (RefundRequest & { requestedAt: string; decision?: RefundDecision }) | undefined;
+  const refundPending = () => refund !== undefined && refund.decision === undefined;
 
-  /** Moves the order to `to` with this workflow's clock; false when the order is elsewhere (refunded). */
+  setHandler(fulfilmentStateQuery, () => ({
+    status,
+    mode,
+    awaitingOperator,
+    refund: refund ? { refundPublicId: refund.refundPublicId, reason: refund.reason, requestedAt: refund.requestedAt, decision: refund.decision ?? null } : null,
+  }));
+
+  setHandler(
+    refundUpdate,
+    async (request) => {
+      const ask = (refund ??= { ...request, requestedAt: new Date().toISOString() });
+      await condition(() => ask.decision !== undefined);
+      return ask.decision!;
+    },
+    {
+      validator: (_request: RefundRequest) => {
+        if (refund) return; // asked before: the handler answers that decision
+        if (status === 'TRANSFER_COMPLETED') {
+          throw ApplicationFailure.nonRetryable(`order ${orderPublicId} reached TRANSFER_COMPLETED; refunds are possible only before that`, REFUND_NOT_ALLOWED);
+        }
+        if (ended) throw ApplicationFailure.nonRetryable(`fulfilment of order ${orderPublicId} has ended (${status})`, ORDER_ENDED);
+      },
+    },
+  );
+
+  setHandler(
+    transferOutcomeUpdate,
+    async (outcome) => {
+      operatorOutcome = outcome;
+      await condition(() => ended);
+      return result!;
+    },
+    {
+      validator: (outcome) => {
+        if (!awaitingOperator || operatorOutcome) {
+          const why = mode === 'registrar' ? 'its transfer runs through a registrar' : `it is ${status}`;
+          throw ApplicationFailure.nonRetryable(`order ${orderPublicId} is not waiting for an operator: ${why}`, NOT_AWAITING_OPERATOR);
+        }
+        if (outcome?.outcome !== 'completed' && outcome?.outcome !== 'failed') {
+          throw ApplicationFailure.nonRetryable('outcome must be "completed" or "failed"', NOT_AWAITING_OPERATOR);
+        }
+      },
+    },
+  );
+
+  const show = (businessStatus: string) => upsertSearchAttributes([{ key: BusinessStatus, value: businessStatus }]);
+
+  /** Moves the order to `to` with this workflow's clock. */
   const advance = async (to: OrderStatus, detail?: string): Promise<OrderStatus> => {
-    const result = await orders.advanceOrder({ orderId, to, at: new Date().toISOString(), detail });
-    upsertSearchAttributes([{ key: BusinessStatus, value: result.status }]);
-    return result.status;
+    status = (await orders.advanceOrder({ orderId, to, at: new Date().toISOString(), detail })).status;
+    show(status);
+    return status;
   };
-  const stopped = async (status: OrderStatus): Promise<OrderFulfilmentResult> => {
-    if (status === 'REFUNDED') await registrar.cancelTransfer({ orderId });
+
+  const grant = async (): Promise<OrderFulfilmentResult> => {
+    const ask = refund!;
+    try {
+      const granted = await orders.grantRefund({ orderId, refundPublicId: ask.refundPublicId, reason: ask.reason, at: new Date().toISOString() });
+      ask.decision = { granted: true, refundPublicId: granted.refund_id };
+      status = 'REFUNDED';
+      show(status);
+    } catch (err) {
+      if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === REFUND_NOT_ALLOWED)) throw err;
+      ask.decision = { granted: false, reason: err.cause.message };
+    }
     return { status };
   };
+
+  const complete = async (): Promise<OrderFulfilmentResult> => ({ status: await advance('TRANSFER_COMPLETED') });
+
+  /** The transfer cannot go on; whatever the registry still holds is released first. */
   const fail = async (reason: string): Promise<OrderFulfilmentResult> => {
-    const status = await advance('TRANSFER_FAILED', reason);
-    if (status !== 'TRANSFER_FAILED') return stopped(status);
-    await registrar.cancelTransfer({ orderId });
-    return { status, reason };
+    if (mode === 'registrar' && locked && (await registrar.cancelTransfer({ orderId })) === 'completed') return complete();
+    return { status: await advance('TRANSFER_FAILED', reason), reason };
   };
 
-  try {
+  /** A refund asked while the name may be moving: stop the registry first, then decide. */
+  const stopForRefund = async (): Promise<OrderFulfilmentResult> => {
+    if (mode === 'registrar' && locked) {
+      let state = await registrar.cancelTransfer({ orderId });
+      for (let pollMs = FIRST_POLL_MS; state === 'pending'; pollMs = Math.min(pollMs * 2, MAX_POLL_MS)) {
+        await sleep(pollMs);
+        state = await registrar.checkTransfer({ orderId });
+      }
+      if (state === 'completed') return complete();
+    }
+    return grant();
+  };
+
+  /** No registrar adapter: operators carry the transfer out by hand and record its outcome. */
+  const byOperator = async (): Promise<OrderFulfilmentResult> => {
+    await advance('TRANSFER_PENDING', "carried out by the service's operators");
+    awaitingOperator = true;
+    show('AWAITING_OPERATOR');
+    let reminders = 0;
+    let refundAnnounced = false;
+    for (;;) {
+      setCurrentDetails(
+        `Waiting for an operator to record this transfer's outcome (Update recordTransferOutcome, or npm run admin -- order transfer-completed|transfer-failed ${orderPublicId}).` +
+          (refundPending() ? ' A refund was requested: if the transfer was stopped, record transfer-failed and the refund is granted.' : ''),
+      );
+      const woken = await condition(() => operatorOutcome !== undefined || (refundPending() && !refundAnnounced), reminders === 0 ? FIRST_OPERATOR_REMINDER_MS : OPERATOR_REMINDER_EVERY_MS);
+      if (operatorOutcome) break;
+      if (woken) refundAnnounced = true;
+      else reminders++;
+      await orders.remindOperators({ orderId, orderPublicId, reminder: reminders, refundRequested: refundPending() });
+    }
+    awaitingOperator = false;
+    setCurrentDetails('');
+    if (operatorOutcome!.outcome === 'completed') return complete();
+    if (refundPending()) return grant();
+    return fail(operatorOutcome!.reason ?? 'the operators recorded the transfer as failed');
+  };
+
+  /** Every path ends here: a refund still waiting is decided by how the transfer ended. */
+  const finish = async (outcome: OrderFulfilmentResult): Promise<OrderFulfilmentResult> => {
+    if (refundPending()) {
+      if (outcome.status === 'TRANSFER_COMPLETED') refund!.decision = { granted: false, reason: `the registry completed the transfer of order ${orderPublicId} first` };
+      else outcome = await grant();
+    }
+    result = outcome;
+    ended = true;
+    await condition(allHandlersFinished);
+    return outcome;
+  };
+
+  const run = async (): Promise<OrderFulfilmentResult> => {
+    mode = await orders.transferMode({ orderId });
+    if (refundPending()) return grant();
+    if (mode === 'operator') return byOperator();
+
     await registrar.lockDomain({ orderId });
-    let status = await advance('DOMAIN_LOCKED');
-    if (status !== 'DOMAIN_LOCKED') return stopped(status);
+    locked = true;
+    await advance('DOMAIN_LOCKED');
+    if (refundPending()) return stopForRefund();
 
     const transferRef = await registrar.requestTransfer({ orderId });
-    status = await advance('TRANSFER_INITIATED', `transfer ${transferRef}`);
-    if (status !== 'TRANSFER_INITIATED') return stopped(status);
-    status = await advance('TRANSFER_PENDING');
-    if (status !== 'TRANSFER_PENDING') return stopped(status);
+    await advance('TRANSFER_INITIATED', `transfer ${transferRef}`);
+    await advance('TRANSFER_PENDING');
 
     const deadline = Date.now() + TRANSFER_DEADLINE_MS;
     let pollMs = FIRST_POLL_MS;
     for (let polls = 0; ; polls++) {
-      // A refund signal ends the wait at once; otherwise poll the registry.
-      if (await condition(() => refundRequested, pollMs)) break;
+      if (await condition(refundPending, pollMs)) return stopForRefund();
       const state = await registrar.checkTransfer({ orderId });
-      if (state === 'completed') break;
+      if (state === 'completed') return complete();
       if (state === 'rejected' || state === 'cancelled') return fail(`the registry reported the transfer ${state}`);
       if (Date.now() >= deadline) return fail('the registry did not confirm the transfer within 5 days');
       if (polls >= 8) pollMs = Math.min(pollMs * 2, MAX_POLL_MS);
     }
+  };
 
-    status = await advance('TRANSFER_COMPLETED');
-    if (status !== 'TRANSFER_COMPLETED') return stopped(status);
-    return { status };
+  try {
+    return await finish(await run());
   } catch (err) {
     const reason = rejection(err);
-    if (reason) return fail(reason);
+    if (reason) return finish(await fail(reason));
     throw err;
   }
 }

@@ -14,6 +14,7 @@ import type { Partner } from '../db/entities/partner';
 import { importInventory, parseInventoryCsv } from '../discovery/inventory';
 import { createPartner, findOrCreatePartner, findPartnerByName, listPartners } from '../partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../main/runtime';
+import { recordTransferOutcome } from './orders';
 
 interface Session {
   dataSource: DataSource;
@@ -180,6 +181,22 @@ credential
       output(o.json, credentialJson(c), `${keyId}: ${perSecond === null ? 'environment default' : `${perSecond}/s`}`);
     }),
   );
+
+const order = program.command('order').description('orders and their transfers');
+for (const outcome of ['completed', 'failed'] as const) {
+  order
+    .command(`transfer-${outcome}`)
+    .description(`record that a live transfer carried out by hand ${outcome === 'completed' ? 'completed' : 'failed'}`)
+    .argument('<public_id>', 'the order, ord_…')
+    .option('--reason <text>', 'why (shown as the order\'s failure reason when it failed)')
+    .option('--json', 'JSON output: the order after the change')
+    .action(async (publicId: string, o) =>
+      withSession(async ({ dataSource }) => {
+        const view = await recordTransferOutcome(loadConfig(), dataSource, publicId, { outcome, reason: o.reason ?? null });
+        output(o.json, view, `${view.public_id}: ${view.status}`);
+      }),
+    );
+}
 
 program
   .command('inventory')

@@ -2,14 +2,38 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { Credential } from './entities/credential';
 import { Domain } from './entities/domain';
+import { IdempotencyKey } from './entities/idempotency-key';
+import { LedgerEntry } from './entities/ledger-entry';
+import { Order } from './entities/order';
+import { OrderTimelineEntry } from './entities/order-timeline-entry';
 import { Partner } from './entities/partner';
+import { EventCounter, PartnerEvent } from './entities/partner-event';
+import { Quote } from './entities/quote';
+import { Refund } from './entities/refund';
+import { SaleTransaction } from './entities/sale-transaction';
+import { SandboxTransfer } from './entities/sandbox-transfer';
 import { Foundation1795000000000 } from './migrations/1795000000000-foundation';
 import { Orders1795000100000 } from './migrations/1795000100000-orders';
 import { Webhooks1795000200000 } from './migrations/1795000200000-webhooks';
 import { Search1795000300000 } from './migrations/1795000300000-search';
+import { OrderIntegrity1795000400000 } from './migrations/1795000400000-order-integrity';
 
-export const entities = [Partner, Credential, Domain];
-export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000, Search1795000300000];
+export const entities = [
+  Partner,
+  Credential,
+  Domain,
+  Quote,
+  Order,
+  OrderTimelineEntry,
+  IdempotencyKey,
+  Refund,
+  PartnerEvent,
+  EventCounter,
+  SaleTransaction,
+  LedgerEntry,
+  SandboxTransfer,
+];
+export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000, Search1795000300000, OrderIntegrity1795000400000];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */
 export function createDataSource(url: string, options: { poolSize?: number } = {}): DataSource {

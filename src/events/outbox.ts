@@ -5,6 +5,7 @@
  */
 import type { EntityManager } from 'typeorm';
 import type { Environment } from '../config';
+import { EventCounter, PartnerEvent } from '../db/entities/partner-event';
 import { publicId } from '../ids';
 
 export type EventType =
@@ -31,16 +32,41 @@ export interface NewEvent {
  * keeps each partner's `partner_seq` in commit order (see the webhooks migration).
  */
 export async function appendEvent(manager: EntityManager, event: NewEvent): Promise<boolean> {
-  const [{ last_seq: seq }] = (await manager.query(
-    `INSERT INTO event_counters (partner_id, environment, last_seq) VALUES ($1, $2, 1)
-     ON CONFLICT (partner_id, environment) DO UPDATE SET last_seq = event_counters.last_seq + 1
-     RETURNING last_seq`,
-    [event.partnerId, event.environment],
-  )) as Array<{ last_seq: string }>;
-  const rows = (await manager.query(
-    `INSERT INTO events (id, partner_id, environment, type, data, dedupe_key, partner_seq, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp()) ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq`,
-    [publicId('evt'), event.partnerId, event.environment, event.type, JSON.stringify(event.data), event.dedupeKey, seq],
-  )) as unknown[];
-  return rows.length === 1;
+  const partnerSeq = await nextPartnerSeq(manager, event.partnerId, event.environment);
+  const inserted = await manager
+    .createQueryBuilder()
+    .insert()
+    .into(PartnerEvent)
+    .values({
+      id: publicId('evt'),
+      partnerId: event.partnerId,
+      environment: event.environment,
+      type: event.type,
+      data: event.data as object,
+      dedupeKey: event.dedupeKey,
+      partnerSeq,
+      createdAt: () => 'clock_timestamp()',
+    })
+    .orIgnore()
+    .returning(['seq'])
+    .execute();
+  return (inserted.raw as unknown[]).length === 1;
+}
+
+/** Takes the partner's next sequence number; the counter row stays locked until commit. */
+async function nextPartnerSeq(manager: EntityManager, partnerId: string, environment: Environment): Promise<string> {
+  const bump = () =>
+    manager
+      .createQueryBuilder()
+      .update(EventCounter)
+      .set({ lastSeq: () => 'last_seq + 1' })
+      .where('partner_id = :partnerId AND environment = :environment', { partnerId, environment })
+      .returning('last_seq')
+      .execute();
+  let bumped = await bump();
+  if ((bumped.raw as unknown[]).length === 0) {
+    await manager.createQueryBuilder().insert().into(EventCounter).values({ partnerId, environment, lastSeq: '0' }).orIgnore().execute();
+    bumped = await bump();
+  }
+  return (bumped.raw as Array<{ last_seq: string }>)[0].last_seq;
 }

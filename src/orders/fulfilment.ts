@@ -1,16 +1,20 @@
 /**
  * Order status changes made by the fulfilment workflow's activities. Each is one transaction
  * that moves the order only from the statuses it expects, appends the timeline entry (with the
- * workflow's own time) and the event, so a retried activity changes nothing twice and a refund
- * that got there first wins.
+ * workflow's own time) and the event, so a retried activity changes nothing twice.
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OrderStatus } from '../../workflows/messages';
-import { modifiedRows } from '../db/query';
+import type { Environment } from '../config';
+import { Domain } from '../db/entities/domain';
+import { LedgerEntry } from '../db/entities/ledger-entry';
+import { Order } from '../db/entities/order';
+import { OrderTimelineEntry } from '../db/entities/order-timeline-entry';
+import { SaleTransaction } from '../db/entities/sale-transaction';
 import { appendEvent, type EventType } from '../events/outbox';
 import { publicId } from '../ids';
 import { commissionCents } from '../money';
-import { loadOrderView, type OrderRow } from './order-view';
+import { loadOrderView } from './order-view';
 
 const EVENT_FOR: Partial<Record<OrderStatus, EventType>> = {
   DOMAIN_LOCKED: 'transfer.domain_locked',
@@ -20,11 +24,11 @@ const EVENT_FOR: Partial<Record<OrderStatus, EventType>> = {
   TRANSFER_FAILED: 'transfer.failed',
 };
 
-/** The statuses each status may be entered from. */
+/** The statuses each status may be entered from (an operator-run transfer goes straight to pending). */
 const ENTERED_FROM: Partial<Record<OrderStatus, OrderStatus[]>> = {
   DOMAIN_LOCKED: ['PAYMENT_RECORDED'],
   TRANSFER_INITIATED: ['DOMAIN_LOCKED'],
-  TRANSFER_PENDING: ['TRANSFER_INITIATED'],
+  TRANSFER_PENDING: ['TRANSFER_INITIATED', 'PAYMENT_RECORDED'],
   TRANSFER_COMPLETED: ['TRANSFER_PENDING'],
   TRANSFER_FAILED: ['PAYMENT_RECORDED', 'DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING'],
 };
@@ -35,41 +39,41 @@ export interface TransitionResult {
   /** True when this call (or an earlier try of it) made the change. */
   applied: boolean;
   /** Whose event history the change wrote to, so the caller can wake its webhook delivery. */
-  event?: { partnerId: string; environment: 'sandbox' | 'live' };
+  event?: { partnerId: string; environment: Environment };
 }
 
-export async function loadOrderForUpdate(tx: EntityManager, orderId: string): Promise<OrderRow> {
-  const [row] = (await tx.query('SELECT * FROM orders WHERE id = $1 FOR UPDATE', [orderId])) as OrderRow[];
-  if (!row) throw new Error(`order ${orderId} does not exist`);
-  return row;
+export async function loadOrderForUpdate(tx: EntityManager, orderId: string): Promise<Order> {
+  return tx.getRepository(Order).createQueryBuilder('o').setLock('pessimistic_write').where('o.id = :orderId', { orderId }).getOneOrFail();
+}
+
+/** Puts the name back on the market if, and only if, this order still holds it. */
+export async function releaseName(tx: EntityManager, order: Order): Promise<boolean> {
+  const result = await tx.getRepository(Domain).update({ id: order.domainId, heldByOrderId: order.id }, { status: 'listed', heldByOrderId: null });
+  return (result.affected ?? 0) > 0;
+}
+
+/** Writes a new status with its timeline entry; returns the updated order. */
+export async function writeStatus(tx: EntityManager, order: Order, to: OrderStatus, at: string, detail: string | null): Promise<Order> {
+  const changes = { status: to, failureReason: to === 'TRANSFER_FAILED' ? (detail ?? 'transfer failed') : order.failureReason, updatedAt: new Date() };
+  await tx.getRepository(Order).update({ id: order.id }, changes);
+  await tx.getRepository(OrderTimelineEntry).createQueryBuilder().insert().values({ orderId: order.id, status: to, at: new Date(at), detail }).orIgnore().execute();
+  return Object.assign(order, changes);
 }
 
 export async function advanceOrder(dataSource: DataSource, input: { orderId: string; to: OrderStatus; at: string; detail?: string }): Promise<TransitionResult> {
   return dataSource.transaction(async (tx) => {
     const order = await loadOrderForUpdate(tx, input.orderId);
-    const event = { partnerId: order.partner_id, environment: order.environment };
+    const event = { partnerId: order.partnerId, environment: order.environment };
     if (order.status === input.to) return { status: order.status, applied: true, event };
     if (!ENTERED_FROM[input.to]?.includes(order.status)) return { status: order.status, applied: false };
 
-    const [updated] = await modifiedRows<OrderRow>(tx, `UPDATE orders SET status = $2, failure_reason = $3, updated_at = now() WHERE id = $1 RETURNING *`, [
-      order.id,
-      input.to,
-      input.to === 'TRANSFER_FAILED' ? (input.detail ?? 'transfer failed') : null,
-    ]);
-    await tx.query(`INSERT INTO order_timeline (order_id, status, at, detail) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
-      order.id,
-      input.to,
-      input.at,
-      input.detail ?? null,
-    ]);
+    const updated = await writeStatus(tx, order, input.to, input.at, input.detail ?? null);
     if (input.to === 'TRANSFER_COMPLETED') await recordSale(tx, updated, input.at);
-    if (input.to === 'TRANSFER_FAILED') {
-      await tx.query(`UPDATE domains SET status = 'listed', updated_at = now() WHERE id = $1 AND status = 'sold'`, [order.domain_id]);
-    }
+    if (input.to === 'TRANSFER_FAILED') await releaseName(tx, updated);
     const type = EVENT_FOR[input.to];
     if (type) {
       await appendEvent(tx, {
-        partnerId: order.partner_id,
+        partnerId: order.partnerId,
         environment: order.environment,
         type,
         data: await loadOrderView(tx, updated),
@@ -81,34 +85,42 @@ export async function advanceOrder(dataSource: DataSource, input: { orderId: str
 }
 
 /**
- * The sale becomes a transaction with its ledger entries (CONTRACT §8): for a partner-collected
- * sale the partner keeps its commission and owes the service the rest.
+ * The sale becomes a transaction with its ledger entries (CONTRACT §8), at the rate fixed on the
+ * order when it was recorded: for a partner-collected sale the partner keeps its commission and
+ * owes the service the rest.
  */
-async function recordSale(tx: EntityManager, order: OrderRow, at: string): Promise<void> {
-  const [partner] = (await tx.query('SELECT commission_partner_collected_bps, commission_service_collected_bps FROM partners WHERE id = $1', [order.partner_id])) as Array<{
-    commission_partner_collected_bps: number;
-    commission_service_collected_bps: number;
-  }>;
-  const gross = Number(order.sale_price_cents);
-  const bps = order.payment_model === 'partner_collected' ? partner.commission_partner_collected_bps : partner.commission_service_collected_bps;
-  const commission = commissionCents(gross, bps);
-  const [txn] = (await tx.query(
-    `INSERT INTO transactions (public_id, partner_id, environment, order_id, domain, payment_model, gross_cents, commission_cents, currency, occurred_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (order_id) DO NOTHING RETURNING id`,
-    [publicId('txn'), order.partner_id, order.environment, order.id, order.domain, order.payment_model, gross, commission, order.currency, at],
-  )) as Array<{ id: string }>;
+async function recordSale(tx: EntityManager, order: Order, at: string): Promise<void> {
+  const gross = order.salePriceCents;
+  const commission = commissionCents(gross, order.commissionBps);
+  const inserted = await tx
+    .getRepository(SaleTransaction)
+    .createQueryBuilder()
+    .insert()
+    .values({
+      publicId: publicId('txn'),
+      partnerId: order.partnerId,
+      environment: order.environment,
+      orderId: order.id,
+      domain: order.domain,
+      paymentModel: order.paymentModel,
+      grossCents: gross,
+      commissionCents: commission,
+      currency: order.currency,
+      occurredAt: new Date(at),
+    })
+    .orIgnore()
+    .returning(['id'])
+    .execute();
+  const txn = (inserted.raw as Array<{ id: string }>)[0];
   if (!txn) return;
-  const entries =
-    order.payment_model === 'partner_collected'
+  const entries: Array<[string, number]> =
+    order.paymentModel === 'partner_collected'
       ? [
           ['partner_owes_service', gross - commission],
           ['partner_commission_retained', commission],
         ]
       : [['service_owes_partner', commission]];
-  for (const [account, amount] of entries) {
-    await tx.query(
-      `INSERT INTO ledger_entries (partner_id, environment, transaction_id, account, amount_cents, currency) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [order.partner_id, order.environment, txn.id, account, amount, order.currency],
-    );
-  }
+  await tx.getRepository(LedgerEntry).insert(
+    entries.map(([account, amountCents]) => ({ partnerId: order.partnerId, environment: order.environment, transactionId: txn.id, account, amountCents, currency: order.currency })),
+  );
 }

@@ -11,9 +11,15 @@ import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError, errorBody, type ErrorCode } from '../api/errors';
+import { Domain } from '../db/entities/domain';
+import { IdempotencyKey } from '../db/entities/idempotency-key';
+import { Order } from '../db/entities/order';
+import { OrderTimelineEntry } from '../db/entities/order-timeline-entry';
+import { Partner } from '../db/entities/partner';
+import { Quote } from '../db/entities/quote';
 import { appendEvent } from '../events/outbox';
 import { publicId } from '../ids';
-import { loadOrderView, type OrderRow, type OrderView } from './order-view';
+import { loadOrderView, type OrderView } from './order-view';
 
 export interface OrderRequest {
   quote_id: string;
@@ -45,28 +51,25 @@ export async function recordOrder(
   input: { partnerId: string; environment: Environment; idempotencyKey: string; body: OrderRequest; requestId: string },
 ): Promise<RecordedAnswer> {
   const hash = requestHash(input.body);
+  const keyOf = { partnerId: input.partnerId, environment: input.environment, key: input.idempotencyKey };
   return dataSource.transaction(async (tx) => {
-    await tx.query(
-      `INSERT INTO idempotency_keys (partner_id, environment, key, operation, request_hash) VALUES ($1, $2, $3, 'create_order', $4)
-       ON CONFLICT DO NOTHING`,
-      [input.partnerId, input.environment, input.idempotencyKey, hash],
-    );
-    const [claim] = (await tx.query(
-      `SELECT k.request_hash, k.response_status, k.response_body, o.id AS order_id, o.public_id AS order_public_id
-       FROM idempotency_keys k LEFT JOIN orders o ON o.id = k.order_id
-       WHERE k.partner_id = $1 AND k.environment = $2 AND k.key = $3 FOR UPDATE OF k`,
-      [input.partnerId, input.environment, input.idempotencyKey],
-    )) as Array<{ request_hash: string; response_status: number | null; response_body: unknown; order_id: string | null; order_public_id: string | null }>;
-    if (claim.request_hash !== hash) {
+    const keys = tx.getRepository(IdempotencyKey);
+    await keys.createQueryBuilder().insert().values({ ...keyOf, operation: 'create_order', requestHash: hash }).orIgnore().execute();
+    const claim = await keys
+      .createQueryBuilder('k')
+      .setLock('pessimistic_write')
+      .where('k.partner_id = :partnerId AND k.environment = :environment AND k.key = :key', keyOf)
+      .getOneOrFail();
+    if (claim.requestHash !== hash) {
       throw new ApiError('conflict', 'this Idempotency-Key was used with a different request body');
     }
-    if (claim.response_status !== null) {
-      const body = claim.response_body as { error?: { request_id?: string } };
+    if (claim.responseStatus !== null) {
+      const body = claim.responseBody as { error?: { request_id?: string }; public_id?: string };
       return {
-        status: claim.response_status,
+        status: claim.responseStatus,
         body,
         replayed: true,
-        order: claim.order_id ? { id: claim.order_id, publicId: claim.order_public_id! } : undefined,
+        order: claim.orderId ? { id: claim.orderId, publicId: body.public_id! } : undefined,
         originalRequestId: body?.error?.request_id,
       };
     }
@@ -75,69 +78,80 @@ export async function recordOrder(
     let body: unknown;
     let order: { id: string; publicId: string } | undefined;
     try {
-      const view = await createOrderRow(tx, input);
+      const created = await createOrderRow(tx, input);
       status = 201;
-      body = view.view;
-      order = { id: view.id, publicId: view.view.public_id };
+      body = created.view;
+      order = { id: created.id, publicId: created.view.public_id };
     } catch (err) {
       if (!(err instanceof ContractError)) throw err;
-      const e = new ApiError(err.code, err.message);
-      status = e.status;
+      status = new ApiError(err.code, err.message).status;
       body = errorBody(err.code, err.message, input.requestId);
     }
-    await tx.query(
-      `UPDATE idempotency_keys SET response_status = $4, response_body = $5, order_id = $6 WHERE partner_id = $1 AND environment = $2 AND key = $3`,
-      [input.partnerId, input.environment, input.idempotencyKey, status, JSON.stringify(body), order?.id ?? null],
-    );
+    await keys.update(keyOf, { responseStatus: status, responseBody: body as object, orderId: order?.id ?? null });
     return { status, body, replayed: false, order };
   });
 }
 
-async function createOrderRow(
-  tx: EntityManager,
-  input: { partnerId: string; environment: Environment; body: OrderRequest },
-): Promise<{ id: string; view: OrderView }> {
-  const [quote] = (await tx.query(`SELECT id, status, domain_id, domain, currency FROM quotes WHERE public_id = $1 AND partner_id = $2 AND environment = $3 FOR UPDATE`, [
-    input.body.quote_id,
-    input.partnerId,
-    input.environment,
-  ])) as Array<{ id: string; status: string; domain_id: string; domain: string; currency: string }>;
+async function createOrderRow(tx: EntityManager, input: { partnerId: string; environment: Environment; body: OrderRequest }): Promise<{ id: string; view: OrderView }> {
+  const { entities, raw } = await tx
+    .getRepository(Quote)
+    .createQueryBuilder('q')
+    // The database's clock decides lateness: an order must not ride on a quote whose timer is late.
+    .addSelect('q.expires_at <= now()', 'past_expiry')
+    .setLock('pessimistic_write')
+    .where('q.public_id = :quoteId AND q.partner_id = :partnerId AND q.environment = :environment', {
+      quoteId: input.body.quote_id,
+      partnerId: input.partnerId,
+      environment: input.environment,
+    })
+    .getRawAndEntities<{ past_expiry: boolean }>();
+  const quote = entities[0];
   if (!quote) throw new ContractError('not_found', `no quote ${input.body.quote_id}`);
-  if (quote.status === 'expired') throw new ContractError('quote_expired', `quote ${input.body.quote_id} is past its 10-minute window`);
+  if (quote.status === 'expired' || raw[0].past_expiry) throw new ContractError('quote_expired', `quote ${input.body.quote_id} is past its 10-minute window`);
   if (quote.status === 'consumed') throw new ContractError('conflict', `quote ${input.body.quote_id} has already been used by an order`);
 
-  const [domain] = (await tx.query('SELECT buy_now_price_cents, currency FROM domains WHERE id = $1 FOR UPDATE', [quote.domain_id])) as Array<{
-    buy_now_price_cents: string;
-    currency: string;
-  }>;
-  const listingPrice = Number(domain.buy_now_price_cents);
-  if (input.body.sale_price_cents !== listingPrice) {
-    throw new ContractError('price_mismatch', `sale_price_cents ${input.body.sale_price_cents} differs from the listing price ${listingPrice} ${domain.currency}`);
+  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: quote.domainId }).getOneOrFail();
+  if (input.body.sale_price_cents !== domain.buyNowPriceCents) {
+    throw new ContractError('price_mismatch', `sale_price_cents ${input.body.sale_price_cents} differs from the listing price ${domain.buyNowPriceCents} ${domain.currency}`);
   }
+  const partner = await tx.getRepository(Partner).findOneByOrFail({ id: input.partnerId });
 
-  const [row] = (await tx.query(
-    `INSERT INTO orders (public_id, partner_id, environment, quote_id, domain_id, domain, sale_price_cents, currency, external_payment_ref, payment_model, status)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'partner_collected', 'PAYMENT_RECORDED') RETURNING *`,
-    [publicId('ord'), input.partnerId, input.environment, quote.id, quote.domain_id, quote.domain, listingPrice, domain.currency, input.body.external_payment_ref],
-  )) as OrderRow[];
-  await tx.query(`INSERT INTO order_timeline (order_id, status, at) VALUES ($1, 'PAYMENT_RECORDED', $2)`, [row.id, row.created_at]);
-  await tx.query(`UPDATE quotes SET status = 'consumed', closed_at = now() WHERE id = $1`, [quote.id]);
-  await tx.query(`UPDATE domains SET status = 'sold', reserved_by_quote_id = NULL, updated_at = now() WHERE id = $1`, [quote.domain_id]);
-  const view = await loadOrderView(tx, row);
-  await appendEvent(tx, { partnerId: input.partnerId, environment: input.environment, type: 'order.created', data: view, dedupeKey: `order:${row.id}:created` });
-  return { id: row.id, view };
+  const orders = tx.getRepository(Order);
+  const order = await orders.save(
+    orders.create({
+      publicId: publicId('ord'),
+      partnerId: input.partnerId,
+      environment: input.environment,
+      quoteId: quote.id,
+      domainId: quote.domainId,
+      domain: quote.domain,
+      salePriceCents: domain.buyNowPriceCents,
+      currency: domain.currency,
+      externalPaymentRef: input.body.external_payment_ref,
+      paymentModel: 'partner_collected',
+      commissionBps: partner.commissionPartnerCollectedBps,
+      status: 'PAYMENT_RECORDED',
+      failureReason: null,
+    }),
+  );
+  await tx.getRepository(OrderTimelineEntry).insert({ orderId: order.id, status: 'PAYMENT_RECORDED', at: order.createdAt, detail: null });
+  await tx.getRepository(Quote).update({ id: quote.id }, { status: 'consumed', closedAt: () => 'now()' });
+  await tx.getRepository(Domain).update({ id: domain.id }, { status: 'sold', reservedByQuoteId: null, heldByOrderId: order.id });
+  const view = await loadOrderView(tx, order);
+  await appendEvent(tx, { partnerId: input.partnerId, environment: input.environment, type: 'order.created', data: view, dedupeKey: `order:${order.id}:created` });
+  return { id: order.id, view };
 }
 
 export async function markWorkflowStarted(dataSource: DataSource, orderId: string): Promise<void> {
-  await dataSource.query('UPDATE orders SET workflow_started = true WHERE id = $1 AND NOT workflow_started', [orderId]);
+  await dataSource.getRepository(Order).update({ id: orderId, workflowStarted: false }, { workflowStarted: true });
+}
+
+export async function findOrderRow(manager: EntityManager, partnerId: string, environment: Environment, orderPublicId: string): Promise<Order | null> {
+  return manager.getRepository(Order).findOneBy({ publicId: orderPublicId, partnerId, environment });
 }
 
 export async function findOrder(dataSource: DataSource, partnerId: string, environment: Environment, orderPublicId: string): Promise<OrderView | undefined> {
-  const [row] = (await dataSource.query('SELECT * FROM orders WHERE public_id = $1 AND partner_id = $2 AND environment = $3', [
-    orderPublicId,
-    partnerId,
-    environment,
-  ])) as OrderRow[];
+  const row = await findOrderRow(dataSource.manager, partnerId, environment, orderPublicId);
   return row ? loadOrderView(dataSource.manager, row) : undefined;
 }
 
@@ -147,34 +161,38 @@ export interface OrderFilter {
   from?: Date;
   to?: Date;
   limit: number;
-  cursor?: { createdAt: Date; id: string };
+  /** The last row of the previous page: its creation time to the microsecond, as Postgres prints it, and its id. */
+  cursor?: { createdAt: string; id: string };
 }
 
-/** Newest first, keyset-paginated on (created_at, id). */
+/**
+ * Newest first, keyset-paginated on (created_at, id). The cursor carries created_at at
+ * Postgres' own precision (microseconds), not a JavaScript Date's milliseconds, so rows created
+ * within one millisecond are neither skipped nor repeated.
+ */
 export async function listOrders(
   dataSource: DataSource,
   partnerId: string,
   environment: Environment,
   filter: OrderFilter,
-): Promise<{ data: OrderView[]; next: { createdAt: Date; id: string } | null }> {
-  const where = ['partner_id = $1', 'environment = $2'];
-  const params: unknown[] = [partnerId, environment];
-  const add = (clause: string, value: unknown) => {
-    params.push(value);
-    where.push(clause.replace('?', `$${params.length}`));
-  };
-  if (filter.status) add('status = ?', filter.status);
-  if (filter.domain) add('domain = ?', filter.domain);
-  if (filter.from) add('created_at >= ?', filter.from);
-  if (filter.to) add('created_at < ?', filter.to);
-  if (filter.cursor) {
-    params.push(filter.cursor.createdAt, filter.cursor.id);
-    where.push(`(created_at, id) < ($${params.length - 1}, $${params.length})`);
-  }
-  params.push(filter.limit + 1);
-  const rows = (await dataSource.query(`SELECT * FROM orders WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params)) as OrderRow[];
-  const page = rows.slice(0, filter.limit);
+): Promise<{ data: OrderView[]; next: { createdAt: string; id: string } | null }> {
+  const q = dataSource
+    .getRepository(Order)
+    .createQueryBuilder('o')
+    .addSelect(`to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, 'cursor_at')
+    .where('o.partner_id = :partnerId AND o.environment = :environment', { partnerId, environment });
+  if (filter.status) q.andWhere('o.status = :status', { status: filter.status });
+  if (filter.domain) q.andWhere('o.domain = :domain', { domain: filter.domain });
+  if (filter.from) q.andWhere('o.created_at >= :from', { from: filter.from });
+  if (filter.to) q.andWhere('o.created_at < :to', { to: filter.to });
+  if (filter.cursor) q.andWhere('(o.created_at, o.id) < (CAST(:cursorAt AS timestamptz), CAST(:cursorId AS uuid))', { cursorAt: filter.cursor.createdAt, cursorId: filter.cursor.id });
+  const { entities, raw } = await q
+    .orderBy('o.created_at', 'DESC')
+    .addOrderBy('o.id', 'DESC')
+    .limit(filter.limit + 1)
+    .getRawAndEntities<{ cursor_at: string }>();
+  const page = entities.slice(0, filter.limit);
   const data = await Promise.all(page.map((r) => loadOrderView(dataSource.manager, r)));
   const last = page[page.length - 1];
-  return { data, next: rows.length > filter.limit && last ? { createdAt: last.created_at, id: last.id } : null };
+  return { data, next: entities.length > filter.limit && last ? { createdAt: raw[filter.limit - 1].cursor_at, id: last.id } : null };
 }

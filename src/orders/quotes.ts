@@ -1,32 +1,20 @@
 /**
  * Quotes: a firm price and a 10-minute reservation. The reservation is taken here, in one
  * transaction; it ends when the quote's workflow timer fires (expireQuote) or when an order
- * consumes the quote. Nothing here compares clocks: Temporal's timer decides expiry.
+ * consumes the quote.
  */
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
+import { Domain } from '../db/entities/domain';
+import { Quote } from '../db/entities/quote';
 import { publicId } from '../ids';
 
 export const QUOTE_RESERVATION_MS = 10 * 60 * 1000;
 
-export interface QuoteRow {
-  id: string;
-  publicId: string;
-  partnerId: string;
-  environment: Environment;
-  domainId: string;
-  domain: string;
-  priceCents: number;
-  currency: string;
-  status: 'active' | 'consumed' | 'expired';
-  createdAt: Date;
-  expiresAt: Date;
-}
-
 /** Answers 404 / 409 before any work when the name cannot be quoted; reserveQuote re-checks under lock. */
 export async function checkQuotable(dataSource: DataSource, environment: Environment, domain: string): Promise<void> {
-  const [row] = (await dataSource.query('SELECT status FROM domains WHERE environment = $1 AND name = $2', [environment, domain])) as Array<{ status: string }>;
+  const row = await dataSource.getRepository(Domain).findOne({ select: { id: true, status: true }, where: { environment, name: domain } });
   quotableOrThrow(domain, row?.status);
 }
 
@@ -40,33 +28,32 @@ function quotableOrThrow(domain: string, status: string | undefined): void {
 export async function reserveQuote(
   dataSource: DataSource,
   input: { quotePublicId: string; partnerId: string; environment: Environment; domain: string; now: Date },
-): Promise<QuoteRow> {
+): Promise<Quote> {
   return dataSource.transaction(async (tx) => {
-    const [domain] = (await tx.query(
-      'SELECT id, status, buy_now_price_cents, currency FROM domains WHERE environment = $1 AND name = $2 FOR UPDATE',
-      [input.environment, input.domain],
-    )) as Array<{ id: string; status: string; buy_now_price_cents: string; currency: string }>;
+    const domain = await tx
+      .getRepository(Domain)
+      .createQueryBuilder('d')
+      .setLock('pessimistic_write')
+      .where('d.environment = :environment AND d.name = :name', { environment: input.environment, name: input.domain })
+      .getOne();
     quotableOrThrow(input.domain, domain?.status);
-    const expiresAt = new Date(input.now.getTime() + QUOTE_RESERVATION_MS);
-    const [quote] = (await tx.query(
-      `INSERT INTO quotes (public_id, partner_id, environment, domain_id, domain, price_cents, currency, status, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9) RETURNING id`,
-      [input.quotePublicId, input.partnerId, input.environment, domain.id, input.domain, domain.buy_now_price_cents, domain.currency, input.now, expiresAt],
-    )) as Array<{ id: string }>;
-    await tx.query(`UPDATE domains SET status = 'reserved', reserved_by_quote_id = $2, updated_at = now() WHERE id = $1`, [domain.id, quote.id]);
-    return {
-      id: quote.id,
-      publicId: input.quotePublicId,
-      partnerId: input.partnerId,
-      environment: input.environment,
-      domainId: domain.id,
-      domain: input.domain,
-      priceCents: Number(domain.buy_now_price_cents),
-      currency: domain.currency,
-      status: 'active',
-      createdAt: input.now,
-      expiresAt,
-    };
+    const quote = await tx.getRepository(Quote).save(
+      tx.getRepository(Quote).create({
+        publicId: input.quotePublicId,
+        partnerId: input.partnerId,
+        environment: input.environment,
+        domainId: domain!.id,
+        domain: input.domain,
+        priceCents: domain!.buyNowPriceCents,
+        currency: domain!.currency,
+        status: 'active',
+        createdAt: input.now,
+        expiresAt: new Date(input.now.getTime() + QUOTE_RESERVATION_MS),
+        closedAt: null,
+      }),
+    );
+    await tx.getRepository(Domain).update({ id: domain!.id }, { status: 'reserved', reservedByQuoteId: quote.id });
+    return quote;
   });
 }
 
@@ -80,12 +67,12 @@ export function newQuotePublicId(): string {
  */
 export async function expireQuote(dataSource: DataSource, quotePublicId: string): Promise<'expired' | 'consumed' | 'absent'> {
   return dataSource.transaction(async (tx) => {
-    const [quote] = (await tx.query('SELECT id, status FROM quotes WHERE public_id = $1 FOR UPDATE', [quotePublicId])) as Array<{ id: string; status: string }>;
+    const quote = await tx.getRepository(Quote).createQueryBuilder('q').setLock('pessimistic_write').where('q.public_id = :quotePublicId', { quotePublicId }).getOne();
     if (!quote) return 'absent';
     if (quote.status === 'consumed') return 'consumed';
     if (quote.status === 'active') {
-      await tx.query(`UPDATE quotes SET status = 'expired', closed_at = now() WHERE id = $1`, [quote.id]);
-      await tx.query(`UPDATE domains SET status = 'listed', reserved_by_quote_id = NULL, updated_at = now() WHERE reserved_by_quote_id = $1 AND status = 'reserved'`, [quote.id]);
+      await tx.getRepository(Quote).update({ id: quote.id }, { status: 'expired', closedAt: () => 'now()' });
+      await tx.getRepository(Domain).update({ reservedByQuoteId: quote.id, status: 'reserved' }, { status: 'listed', reservedByQuoteId: null });
     }
     return 'expired';
   });

@@ -1,83 +1,90 @@
 /**
- * Refunds of partner-collected orders, only before TRANSFER_COMPLETED. The decision is one
- * transaction on the order's row lock, the same lock the transfer's last step takes, so a refund
- * racing completion has exactly one winner: the refund (order REFUNDED, domain listed again) or
- * the completion (422 refund_not_allowed).
+ * Refunds of partner-collected orders (CONTRACT §6). The order's fulfilment workflow decides
+ * (workflows/order-fulfilment.ts): it grants a refund only when no transfer is under way or the
+ * registrar confirmed that it stopped one. Granting is this one transaction: the refund row,
+ * the order REFUNDED, the name back on the market if this order still holds it, the event.
  */
-import type { DataSource } from 'typeorm';
-import type { Environment } from '../config';
-import { ApiError } from '../api/errors';
-import { modifiedRows } from '../db/query';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { OrderStatus } from '../../workflows/messages';
+import { Order } from '../db/entities/order';
+import { Refund } from '../db/entities/refund';
 import { appendEvent } from '../events/outbox';
-import { publicId } from '../ids';
-import { loadOrderView, type OrderRow } from './order-view';
+import { loadOrderForUpdate, releaseName, writeStatus } from './fulfilment';
+import { loadOrderView } from './order-view';
 
 export interface RefundView {
   refund_id: string;
   order_id: string;
-  status: 'succeeded';
+  /** `pending` only while the registrar has not yet confirmed that the transfer stopped. */
+  status: 'succeeded' | 'pending';
   amount_cents: number;
   currency: string;
   reason: string | null;
   created_at: string;
 }
 
-interface RefundRow {
-  public_id: string;
-  amount_cents: string;
-  currency: string;
-  reason: string | null;
-  status: 'succeeded';
-  created_at: Date;
-}
-
-function view(row: RefundRow, orderPublicId: string): RefundView {
+export function refundView(refund: Refund, orderPublicId: string): RefundView {
   return {
-    refund_id: row.public_id,
+    refund_id: refund.publicId,
     order_id: orderPublicId,
-    status: row.status,
-    amount_cents: Number(row.amount_cents),
-    currency: row.currency,
-    reason: row.reason,
-    created_at: row.created_at.toISOString(),
+    status: refund.status,
+    amount_cents: refund.amountCents,
+    currency: refund.currency,
+    reason: refund.reason,
+    created_at: refund.createdAt.toISOString(),
   };
 }
 
-export async function requestRefund(
+/** Statuses from which a granted refund may end the order. */
+const REFUNDABLE: readonly OrderStatus[] = ['PAYMENT_RECORDED', 'DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_FAILED'];
+
+export class RefundNotAllowed extends Error {
+  readonly name = 'RefundNotAllowed';
+}
+
+export async function findRefund(manager: EntityManager, orderId: string): Promise<Refund | null> {
+  return manager.getRepository(Refund).findOneBy({ orderId });
+}
+
+/**
+ * Records a refund the workflow granted (or, for an order whose transfer failed, the API).
+ * Retried safely: an order that already has its refund answers that refund.
+ */
+export async function grantRefund(
   dataSource: DataSource,
-  input: { partnerId: string; environment: Environment; orderPublicId: string; reason?: string; at?: Date },
-): Promise<{ refund: RefundView; created: boolean; orderId: string }> {
+  input: { orderId: string; refundPublicId: string; reason: string | null; at: string },
+): Promise<{ refund: RefundView; created: boolean; event: { partnerId: string; environment: Order['environment'] } }> {
   return dataSource.transaction(async (tx) => {
-    const [order] = (await tx.query('SELECT * FROM orders WHERE public_id = $1 AND partner_id = $2 AND environment = $3 FOR UPDATE', [
-      input.orderPublicId,
-      input.partnerId,
-      input.environment,
-    ])) as OrderRow[];
-    if (!order) throw new ApiError('not_found', `no order ${input.orderPublicId}`);
-    const [existing] = (await tx.query('SELECT * FROM refunds WHERE order_id = $1', [order.id])) as RefundRow[];
-    if (existing) return { refund: view(existing, order.public_id), created: false, orderId: order.id };
-    if (order.payment_model !== 'partner_collected') {
-      throw new ApiError('refund_not_allowed', 'only partner-collected orders are refunded through this endpoint');
-    }
-    if (order.status === 'TRANSFER_COMPLETED') {
-      throw new ApiError('refund_not_allowed', `order ${order.public_id} reached TRANSFER_COMPLETED; refunds are possible only before that`);
-    }
-    const at = input.at ?? new Date();
-    const [refund] = (await tx.query(
-      `INSERT INTO refunds (public_id, order_id, partner_id, amount_cents, currency, reason, status, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'succeeded', $7) RETURNING *`,
-      [publicId('ref'), order.id, order.partner_id, order.sale_price_cents, order.currency, input.reason ?? null, at],
-    )) as RefundRow[];
-    const [updated] = await modifiedRows<OrderRow>(tx, `UPDATE orders SET status = 'REFUNDED', updated_at = now() WHERE id = $1 RETURNING *`, [order.id]);
-    await tx.query(`INSERT INTO order_timeline (order_id, status, at, detail) VALUES ($1, 'REFUNDED', $2, $3) ON CONFLICT DO NOTHING`, [order.id, at, input.reason ?? null]);
-    await tx.query(`UPDATE domains SET status = 'listed', updated_at = now() WHERE id = $1 AND status = 'sold'`, [order.domain_id]);
+    const order = await loadOrderForUpdate(tx, input.orderId);
+    const event = { partnerId: order.partnerId, environment: order.environment };
+    const existing = await findRefund(tx, order.id);
+    if (existing) return { refund: refundView(existing, order.publicId), created: false, event };
+    if (!REFUNDABLE.includes(order.status)) throw new RefundNotAllowed(`order ${order.publicId} is ${order.status}; it cannot be refunded`);
+
+    const refund = await tx.getRepository(Refund).save(
+      tx.getRepository(Refund).create({
+        publicId: input.refundPublicId,
+        orderId: order.id,
+        partnerId: order.partnerId,
+        amountCents: order.salePriceCents,
+        currency: order.currency,
+        reason: input.reason,
+        status: 'succeeded',
+        createdAt: new Date(input.at),
+      }),
+    );
+    const updated = await writeStatus(tx, order, 'REFUNDED', input.at, input.reason);
+    // After a failed transfer the name was listed again and may have been sold since: only a
+    // name this order still holds goes back on the market.
+    await releaseName(tx, updated);
+    const view = refundView(refund, order.publicId);
     await appendEvent(tx, {
-      partnerId: order.partner_id,
+      partnerId: order.partnerId,
       environment: order.environment,
       type: 'order.refunded',
-      data: { ...(await loadOrderView(tx, updated)), refund: view(refund, order.public_id) },
+      data: { ...(await loadOrderView(tx, updated)), refund: view },
       dedupeKey: `order:${order.id}:REFUNDED`,
     });
-    return { refund: view(refund, order.public_id), created: true, orderId: order.id };
+    return { refund: view, created: true, event };
   });
 }

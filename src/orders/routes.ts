@@ -1,15 +1,16 @@
 /** Partner-collected sales (spec "Partner-collected orders", CONTRACT §6): quotes, orders, refunds. */
 import type { DataSource } from 'typeorm';
-import { UUID_V4 } from '../ids';
+import { UUID_ANY, UUID_V4 } from '../ids';
 import { ApiError } from '../api/errors';
 import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
+import { Partner } from '../db/entities/partner';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
-import { ORDER_STATUSES, orderWorkflowId, refundRequestedSignal } from '../../workflows/messages';
+import { ORDER_STATUSES } from '../../workflows/messages';
 import { findOrder, listOrders, markWorkflowStarted, recordOrder } from './orders';
 import { checkQuotable, newQuotePublicId, reserveQuote } from './quotes';
 import type { QuoteTokenSigner } from './quote-token';
-import { requestRefund } from './refunds';
+import { REFUND_DECISION_WAIT_MS, requestRefund } from './refund-requests';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { cancelQuoteReservation, signalQuoteConsumed, startOrderFulfilment, startQuoteReservation, type WorkflowStarter } from './start-workflows';
 
@@ -47,7 +48,7 @@ const Refund = z
   .object({
     refund_id: z.string(),
     order_id: z.string(),
-    status: z.literal('succeeded'),
+    status: z.enum(['succeeded', 'pending']).openapi({ description: '`pending` (with 202) while the registrar has not yet confirmed that the transfer stopped' }),
     amount_cents: Cents,
     currency: Currency,
     reason: z.string().nullable(),
@@ -62,8 +63,8 @@ export interface OrderDeps {
 }
 
 async function requireMerchantOfRecord(dataSource: DataSource, partnerId: string): Promise<void> {
-  const [partner] = (await dataSource.query('SELECT merchant_of_record FROM partners WHERE id = $1', [partnerId])) as Array<{ merchant_of_record: boolean }>;
-  if (!partner?.merchant_of_record) {
+  const partner = await dataSource.getRepository(Partner).findOne({ select: { id: true, merchantOfRecord: true }, where: { id: partnerId } });
+  if (!partner?.merchantOfRecord) {
     throw new ApiError('merchant_of_record_required', 'this partner is not merchant of record; sell through hosted checkout (POST /checkout-session)');
   }
 }
@@ -174,6 +175,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       errors: ['validation_error'],
       handler: async ({ query, auth }) => {
         const cursor = query.cursor ? decodeCursor<{ c: string; i: string }>(query.cursor, ['c', 'i']) : undefined;
+        if (cursor && (Number.isNaN(Date.parse(cursor.c)) || !UUID_ANY.test(cursor.i))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
         if (query.cursor && !cursor) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
         const page = await listOrders(dataSource, auth.partnerId, auth.environment, {
           status: query.status,
@@ -181,9 +183,9 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
           from: query.from,
           to: query.to,
           limit: query.limit,
-          cursor: cursor ? { createdAt: new Date(cursor.c), id: cursor.i } : undefined,
+          cursor: cursor ? { createdAt: cursor.c, id: cursor.i } : undefined,
         });
-        return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ c: page.next.createdAt.toISOString(), i: page.next.id }) : null } };
+        return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ c: page.next.createdAt, i: page.next.id }) : null } };
       },
     }),
     defineRoute({
@@ -210,18 +212,13 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       tag: 'Orders',
       summary: 'Refund a partner-collected order before TRANSFER_COMPLETED',
       description:
-        'Stops the transfer, lists the domain again and ends the order REFUNDED. At or after TRANSFER_COMPLETED it is 422 `refund_not_allowed`. Asking again for a refunded order answers the existing refund with 200.',
+        `The order's fulfilment workflow decides. Before a transfer is requested the refund is granted at once (201). While a transfer is in flight the registrar is asked to cancel it and the refund is granted only once the registrar confirms (201); if the registry completed the transfer first, the answer is 422 \`refund_not_allowed\` and the order is TRANSFER_COMPLETED. The request waits up to ${REFUND_DECISION_WAIT_MS / 1000} s for that decision; when it takes longer the answer is 202 with the refund \`pending\`, the outcome follows as the \`order.refunded\` event (or \`transfer.completed\`), and asking again answers the same refund. An order that already has its refund answers it with 200. A refunded order's name goes back on the market only if the order still holds it (after a failed transfer it was listed again and may have been sold since).`,
       body: z.object({ order_id: z.string().min(1).max(100), reason: z.string().trim().max(500).optional() }),
-      response: { status: 201, description: 'the refund (200 when it already existed)', schema: Refund },
-      errors: ['validation_error', 'not_found', 'refund_not_allowed'],
+      response: { status: 201, description: 'the refund (200 when it already existed, 202 while pending)', schema: Refund },
+      errors: ['validation_error', 'not_found', 'refund_not_allowed', 'conflict', 'service_unavailable'],
       handler: async ({ body, auth }) => {
-        const { refund, created } = await requestRefund(dataSource, { partnerId: auth.partnerId, environment: auth.environment, orderPublicId: body.order_id, reason: body.reason });
-        if (created) {
-          // Best effort: the workflow's next step also finds the order refunded and stops.
-          await workflows.client.workflow.getHandle(orderWorkflowId(body.order_id)).signal(refundRequestedSignal).catch(() => undefined);
-          await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
-        }
-        return { status: created ? 201 : 200, body: refund };
+        const answer = await requestRefund({ dataSource, workflows }, { partnerId: auth.partnerId, environment: auth.environment, orderPublicId: body.order_id, reason: body.reason ?? null });
+        return { status: answer.status, body: answer.refund };
       },
     }),
   ];

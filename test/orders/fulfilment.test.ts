@@ -4,6 +4,8 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
 import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { Partner } from '../../src/db/entities/partner';
 import { getStack, listen, newPartner } from '../helpers/stack';
 import { buy, count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 
@@ -140,15 +142,39 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     assert.equal(await count('SELECT 1 FROM transactions WHERE partner_id = $1', [partnerId]), 1);
   });
 
-  it('the recovery sweep starts a fulfilment nobody started', async () => {
+  it('the recovery sweep starts the fulfilment of an order whose workflow was never started', async () => {
     const s = getStack();
+    // An API that reaches Temporal for quotes but dies before starting any order's workflow.
+    const dyingClient = {
+      workflow: {
+        start: (fn: Parameters<Client['workflow']['start']>[0], options: Parameters<Client['workflow']['start']>[1]) =>
+          options.workflowId.startsWith('order:') ? Promise.reject(new Error('process died')) : s.env.client.workflow.start(fn, options),
+        getHandle: (id: string) => s.env.client.workflow.getHandle(id),
+      },
+    } as unknown as Client;
+    const baseUrl = await listen(createApp({ ...s.appDeps, workflows: { client: dyingClient, taskQueue: s.taskQueue } }));
+    const { client } = await newPartner({ baseUrl });
+    const domain = await freshDomain();
+    const q = await quote(client, domain.name);
+    assert.equal(q.status, 201, q.text);
+    assert.equal((await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_orphan', sale_price_cents: q.body.price_cents })).status, 500);
+    const [orphan] = (await s.dataSource.query(`SELECT public_id FROM orders WHERE quote_id = (SELECT id FROM quotes WHERE public_id = $1)`, [q.body.quote_id])) as Array<{ public_id: string }>;
+    await assert.rejects(s.env.client.workflow.getHandle(`order:${orphan.public_id}`).describe(), WorkflowNotFoundError);
+
+    await s.dataSource.query(`UPDATE orders SET created_at = created_at - interval '1 minute' WHERE public_id = $1`, [orphan.public_id]);
     const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: s.env.client, taskQueue: s.taskQueue } });
-    const { client } = await newPartner();
-    const o = await buy(client);
-    await fulfilmentResult(o.public_id);
-    // An order recorded by a process that died before starting anything:
-    await s.dataSource.query(`UPDATE orders SET workflow_started = false, created_at = created_at - interval '1 minute' WHERE public_id = $1`, [o.public_id]);
     assert.ok((await activities.startUnstartedFulfilments({ olderThanSeconds: 30 })) >= 1);
-    assert.equal(await count('SELECT 1 FROM orders WHERE public_id = $1 AND workflow_started', [o.public_id]), 1);
+    assert.equal((await fulfilmentResult(orphan.public_id)).status, 'TRANSFER_COMPLETED');
+    assert.equal(await count('SELECT 1 FROM orders WHERE public_id = $1 AND workflow_started', [orphan.public_id]), 1);
+  });
+
+  it('the commission rate is fixed when the order is recorded: a rate change before completion does not rewrite the sale', async () => {
+    const s = getStack();
+    const { client, partnerId } = await newPartner();
+    const o = await buy(client);
+    await s.dataSource.getRepository(Partner).update({ id: partnerId }, { commissionPartnerCollectedBps: 3000 });
+    assert.equal((await fulfilmentResult(o.public_id)).status, 'TRANSFER_COMPLETED');
+    const [txn] = (await s.dataSource.query('SELECT commission_cents FROM transactions WHERE partner_id = $1', [partnerId])) as Array<{ commission_cents: string }>;
+    assert.equal(Number(txn.commission_cents), Math.floor((o.sale_price_cents * 1500) / 10_000));
   });
 });

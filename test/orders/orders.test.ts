@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { Domain } from '../../src/db/entities/domain';
+import { Order } from '../../src/db/entities/order';
 import { randomUUID } from 'node:crypto';
 import { getStack, newPartner } from '../helpers/stack';
 import { buy, count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
@@ -159,5 +161,48 @@ describe('orders: recording a partner-collected sale (CONTRACT §6)', () => {
     const neither = await newPartner({ scopes: ['report'] });
     assert.equal((await neither.client.get('/api/partner/v1/orders')).status, 403);
     await fulfilmentResult(o.public_id);
+  });
+
+  it('pages exactly, with limit=1, through orders created within one millisecond (microsecond timestamps, equal timestamps)', async () => {
+    const s = getStack();
+    const { client, partnerId } = await newPartner();
+    const domain = await s.dataSource.getRepository(Domain).findOneByOrFail({ environment: 'sandbox', name: (await freshDomain()).name });
+    const stamps = ['.123000', '.123401', '.123402', '.123402', '.123403', '.123999'].map((us) => `2026-03-01T10:00:00${us}Z`);
+    for (const [i, at] of stamps.entries()) {
+      await s.dataSource
+        .getRepository(Order)
+        .createQueryBuilder()
+        .insert()
+        .values({
+          publicId: `ord_samems${i}${randomUUID().slice(0, 8)}`,
+          partnerId,
+          environment: 'sandbox',
+          quoteId: null,
+          domainId: domain.id,
+          domain: domain.name,
+          salePriceCents: 100,
+          currency: 'USD',
+          externalPaymentRef: 'pay_fixture',
+          paymentModel: 'partner_collected',
+          commissionBps: 1500,
+          status: 'TRANSFER_FAILED',
+          failureReason: 'fixture',
+          workflowStarted: true,
+          createdAt: () => `'${at}'::timestamptz`,
+        })
+        .execute();
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; text: string; body: { data: OrderBody[]; next_cursor: string | null } } = await client.get(`/api/partner/v1/orders?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(page.status, 200, page.text);
+      assert.ok(page.body.data.length <= 1);
+      seen.push(...page.body.data.map((o) => o.public_id));
+      cursor = page.body.next_cursor;
+    } while (cursor && seen.length <= stamps.length);
+    const expected = (await s.dataSource.query('SELECT public_id FROM orders WHERE partner_id = $1 ORDER BY created_at DESC, id DESC', [partnerId])) as Array<{ public_id: string }>;
+    assert.deepEqual(seen, expected.map((r) => r.public_id));
+    assert.equal(seen.length, stamps.length);
   });
 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Quote } from '../../src/db/entities/quote';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { createPartner } from '../../src/partners/partners';
 import { SCOPES } from '../../src/auth/scopes';
@@ -82,5 +83,21 @@ describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () =
     assert.equal((o.body as unknown as { error: { code: string } }).error.code, 'quote_expired');
     const availability = await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain.name}`);
     assert.equal(availability.body.available, true);
+  });
+
+  it('a quote past its expires_at on the database clock is 422 quote_expired even while its timer is late; the timer still releases the name', async () => {
+    const s = getStack();
+    const { client } = await newPartner();
+    const domain = await freshDomain();
+    const q = await quote(client, domain.name);
+    // The worker is behind: the 10-minute timer has not fired, but the database's clock is past the quote.
+    await s.dataSource.getRepository(Quote).update({ publicId: q.body.quote_id }, { createdAt: () => "now() - interval '11 minutes'", expiresAt: () => "now() - interval '1 minute'" });
+    const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_late_timer', sale_price_cents: q.body.price_cents });
+    assert.equal(o.status, 422, o.text);
+    assert.equal((o.body as unknown as { error: { code: string } }).error.code, 'quote_expired');
+    assert.equal((await s.dataSource.getRepository(Quote).findOneByOrFail({ publicId: q.body.quote_id })).status, 'active', 'the timer, not the API, ends the reservation');
+    assert.equal((await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain.name}`)).body.available, false);
+    assert.equal(await quoteResult(q.body.quote_id), 'expired');
+    assert.equal((await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain.name}`)).body.available, true);
   });
 });

@@ -1,16 +1,44 @@
 import assert from 'node:assert/strict';
-import { advanceOrder } from '../../src/orders/fulfilment';
-import { requestRefund } from '../../src/orders/refunds';
-import { ApiError } from '../../src/api/errors';
-import { getStack, newPartner } from '../helpers/stack';
-import { buy, count, fulfilmentResult, type OrderBody } from '../helpers/orders';
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { createApp } from '../../src/api/app';
+import { getStack, listen, newPartner } from '../helpers/stack';
+import { buy, count, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
+import type { PartnerClient } from '../../src/client/partner-client';
 
 type RefundBody = { refund_id: string; order_id: string; status: string; amount_cents: number; currency: string; created_at: string };
 
-describe('refunds of partner-collected orders (only before TRANSFER_COMPLETED)', () => {
-  it('before completion: 201, the transfer stops, the domain is listed again and the order ends REFUNDED; asking again answers the same refund with 200', async () => {
-    const { client } = await newPartner();
+async function orderState(client: PartnerClient, publicId: string): Promise<OrderBody> {
+  return (await client.get<OrderBody>(`/api/partner/v1/orders/${publicId}`)).body;
+}
+
+async function untilStatus(client: PartnerClient, publicId: string, status: string): Promise<void> {
+  for (let i = 0; i < 400 && (await orderState(client, publicId)).status !== status; i++) await new Promise((r) => setTimeout(r, 25));
+  assert.equal((await orderState(client, publicId)).status, status);
+}
+
+async function available(client: PartnerClient, domain: string): Promise<boolean> {
+  return (await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain}`)).body.available;
+}
+
+async function eventTypes(orderPublicId: string): Promise<string[]> {
+  const rows = (await getStack().dataSource.query(`SELECT type FROM events WHERE data->>'public_id' = $1 ORDER BY seq`, [orderPublicId])) as Array<{ type: string }>;
+  return rows.map((r) => r.type);
+}
+
+async function registryState(orderPublicId: string): Promise<string | undefined> {
+  const [row] = (await getStack().dataSource.query('SELECT t.state FROM sandbox_registrar_transfers t JOIN orders o ON o.id = t.order_id WHERE o.public_id = $1', [orderPublicId])) as Array<{
+    state: string;
+  }>;
+  return row?.state;
+}
+
+describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
+  it('a transfer in flight is cancelled first: once the registrar confirms, 201, REFUNDED, the name back on sale, no sale booked; asking again answers the same refund with 200', async () => {
+    const { client, partnerId } = await newPartner();
     const o = await buy(client, 'pay_stall_transfer_refund');
+    await untilStatus(client, o.public_id, 'TRANSFER_PENDING');
     const res = await client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id, reason: 'buyer changed their mind' });
     assert.equal(res.status, 201, res.text);
     assert.match(res.body.refund_id, /^ref_/);
@@ -20,20 +48,107 @@ describe('refunds of partner-collected orders (only before TRANSFER_COMPLETED)',
     assert.equal(res.body.status, 'succeeded');
 
     assert.deepEqual(await fulfilmentResult(o.public_id), { status: 'REFUNDED' });
-    const after = (await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body;
+    const after = await orderState(client, o.public_id);
     assert.equal(after.status, 'REFUNDED');
     assert.equal(after.timeline.at(-1)?.status, 'REFUNDED');
-    assert.equal((await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${o.domain}`)).body.available, true);
-    const [transfer] = (await getStack().dataSource.query(
-      'SELECT t.state FROM sandbox_registrar_transfers t JOIN orders o ON o.id = t.order_id WHERE o.public_id = $1',
-      [o.public_id],
-    )) as Array<{ state: string }>;
-    assert.ok(!transfer || transfer.state === 'cancelled', `transfer ${transfer?.state}`);
+    assert.equal(await available(client, o.domain), true);
+    assert.equal(await registryState(o.public_id), 'cancelled');
+    assert.equal(await count('SELECT 1 FROM transactions WHERE partner_id = $1', [partnerId]), 0);
+    assert.deepEqual(await eventTypes(o.public_id), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'order.refunded']);
 
     const again = await client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id });
     assert.equal(again.status, 200);
     assert.deepEqual(again.body, res.body);
+    assert.equal(await count('SELECT 1 FROM refunds WHERE partner_id = $1', [partnerId]), 1);
+  });
+
+  it('the registry completing the transfer before the cancellation lands: 422 refund_not_allowed, and order, refund rows, name, sale and events all say completed', async () => {
+    const { client, partnerId } = await newPartner();
+    // Sandbox input complete_on_cancel: the registry holds the transfer and completes it exactly as the cancellation arrives.
+    const o = await buy(client, 'pay_complete_on_cancel_1');
+    await untilStatus(client, o.public_id, 'TRANSFER_PENDING');
+    const res = await client.post<{ error: { code: string; message: string } }>('/api/partner/v1/refunds', { order_id: o.public_id });
+    assert.equal(res.status, 422, res.text);
+    assert.equal(res.body.error.code, 'refund_not_allowed');
+    assert.match(res.body.error.message, /completed the transfer/);
+
+    assert.deepEqual(await fulfilmentResult(o.public_id), { status: 'TRANSFER_COMPLETED' });
+    assert.equal((await orderState(client, o.public_id)).status, 'TRANSFER_COMPLETED');
+    assert.equal(await registryState(o.public_id), 'completed');
+    assert.equal(await count('SELECT 1 FROM refunds WHERE partner_id = $1', [partnerId]), 0);
+    assert.equal(await available(client, o.domain), false);
+    assert.equal(await count('SELECT 1 FROM transactions WHERE partner_id = $1', [partnerId]), 1);
+    assert.equal(await count('SELECT 1 FROM ledger_entries WHERE partner_id = $1', [partnerId]), 2);
+    assert.deepEqual(await eventTypes(o.public_id), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'transfer.completed']);
+    // Asking again is refused the same way, by the order's status.
+    assert.equal((await client.post('/api/partner/v1/refunds', { order_id: o.public_id })).status, 422);
+  });
+
+  it('a refund that reaches the workflow before the registrar was asked anything is granted without a registrar call', async () => {
+    const s = getStack();
+    const taskQueue = `refund-early-${randomUUID()}`;
+    const baseUrl = await listen(createApp({ ...s.appDeps, workflows: { client: s.env.client, taskQueue } }));
+    const { client } = await newPartner({ baseUrl });
+    // No worker yet on this queue: the order is recorded and its workflow waits to run.
+    const o = await buy(client);
+    const refund = client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id });
+    await new Promise((r) => setTimeout(r, 300));
+    const worker = await Worker.create({
+      connection: s.env.nativeConnection,
+      taskQueue,
+      workflowBundle: s.workflowBundle,
+      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey }),
+    });
+    await worker.runUntil(async () => {
+      const res = await refund;
+      assert.equal(res.status, 201, res.text);
+      assert.deepEqual(await fulfilmentResult(o.public_id), { status: 'REFUNDED' });
+    });
+    assert.deepEqual((await orderState(client, o.public_id)).timeline.map((t) => t.status), ['PAYMENT_RECORDED', 'REFUNDED']);
+    assert.equal(await registryState(o.public_id), undefined, 'the registrar was never asked to transfer');
+    assert.equal(await available(client, o.domain), true);
+  });
+
+  it('two refund requests racing for one order make one refund: one 201, the other the same refund', async () => {
+    const { client, partnerId } = await newPartner();
+    const o = await buy(client, 'pay_stall_transfer_double');
+    await untilStatus(client, o.public_id, 'TRANSFER_PENDING');
+    const [a, b] = await Promise.all([
+      client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id }),
+      client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id }),
+    ]);
+    assert.deepEqual([a.status, b.status].sort(), [200, 201]);
+    assert.equal(a.body.refund_id, b.body.refund_id);
+    assert.equal(await count('SELECT 1 FROM refunds WHERE partner_id = $1', [partnerId]), 1);
     assert.equal(await count(`SELECT 1 FROM events WHERE type = 'order.refunded' AND data->>'public_id' = $1`, [o.public_id]), 1);
+  });
+
+  it('a failed order is refunded without touching its name, which another partner has bought since', async () => {
+    const first = await newPartner();
+    const failed = await buy(first.client, 'pay_fail_transfer_then_refund');
+    assert.equal((await fulfilmentResult(failed.public_id)).status, 'TRANSFER_FAILED');
+    assert.equal(await available(first.client, failed.domain), true, 'the failure put the name back on sale');
+
+    const second = await newPartner();
+    const q = await quote(second.client, failed.domain);
+    assert.equal(q.status, 201, q.text);
+    const resale = await order(second.client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_stall_transfer_resale', sale_price_cents: q.body.price_cents });
+    assert.equal(resale.status, 201, resale.text);
+
+    const res = await first.client.post<RefundBody>('/api/partner/v1/refunds', { order_id: failed.public_id });
+    assert.equal(res.status, 201, res.text);
+    assert.equal((await orderState(first.client, failed.public_id)).status, 'REFUNDED');
+    assert.equal(await available(first.client, failed.domain), false, "the second buyer's sale stands");
+    const [holder] = (await getStack().dataSource.query('SELECT o.public_id FROM domains d JOIN orders o ON o.id = d.held_by_order_id WHERE d.name = $1 AND d.environment = $2', [
+      failed.domain,
+      'sandbox',
+    ])) as Array<{ public_id: string }>;
+    assert.equal(holder.public_id, resale.body.public_id);
+    assert.notEqual((await orderState(second.client, resale.body.public_id)).status, 'REFUNDED');
+    // The holder's own refund does put it back on sale.
+    await untilStatus(second.client, resale.body.public_id, 'TRANSFER_PENDING');
+    assert.equal((await second.client.post('/api/partner/v1/refunds', { order_id: resale.body.public_id })).status, 201);
+    assert.equal(await available(first.client, failed.domain), true);
   });
 
   it('at or after TRANSFER_COMPLETED it is 422 refund_not_allowed', async () => {
@@ -53,32 +168,5 @@ describe('refunds of partner-collected orders (only before TRANSFER_COMPLETED)',
     assert.equal((await client.post('/api/partner/v1/refunds', { order_id: 'ord_nope' })).status, 404);
     assert.equal((await client.post('/api/partner/v1/refunds', {})).status, 400);
     await fulfilmentResult(theirs.public_id);
-  });
-
-  it('a refund racing the last transfer step has exactly one winner, and the refund caller learns which', async () => {
-    const s = getStack();
-    for (let round = 0; round < 8; round++) {
-      const { client, partnerId } = await newPartner();
-      const o = await buy(client, 'pay_stall_transfer_race');
-      // Let the workflow reach TRANSFER_PENDING, then race the two final moves directly.
-      for (let i = 0; i < 200 && (await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body.status !== 'TRANSFER_PENDING'; i++) {
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      const [{ id }] = (await s.dataSource.query('SELECT id FROM orders WHERE public_id = $1', [o.public_id])) as Array<{ id: string }>;
-      const [completion, refund] = await Promise.allSettled([
-        advanceOrder(s.dataSource, { orderId: id, to: 'TRANSFER_COMPLETED', at: new Date().toISOString() }),
-        requestRefund(s.dataSource, { partnerId, environment: 'sandbox', orderPublicId: o.public_id }),
-      ]);
-      assert.equal(completion.status, 'fulfilled');
-      const completed = completion.status === 'fulfilled' && completion.value.status === 'TRANSFER_COMPLETED';
-      const refunded = refund.status === 'fulfilled';
-      assert.notEqual(completed, refunded, 'exactly one of them wins');
-      if (!refunded) assert.equal(((refund as PromiseRejectedResult).reason as ApiError).code, 'refund_not_allowed');
-      const final = (await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body.status;
-      assert.equal(final, completed ? 'TRANSFER_COMPLETED' : 'REFUNDED');
-      assert.equal(await count('SELECT 1 FROM transactions WHERE partner_id = $1', [partnerId]), completed ? 1 : 0);
-      assert.equal(await count('SELECT 1 FROM refunds WHERE partner_id = $1', [partnerId]), refunded ? 1 : 0);
-      await s.env.client.workflow.getHandle(`order:${o.public_id}`).terminate('race test done');
-    }
   });
 });

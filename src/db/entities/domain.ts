@@ -43,6 +43,14 @@ export class Domain {
   @Column({ type: 'text' })
   status: DomainStatus;
 
+  /** The quote whose reservation holds the name while it is `reserved`. */
+  @Column({ name: 'reserved_by_quote_id', type: 'uuid', nullable: true })
+  reservedByQuoteId: string | null;
+
+  /** The order that holds the name while it is `sold`; only it may put the name back on the market. */
+  @Column({ name: 'held_by_order_id', type: 'uuid', nullable: true })
+  heldByOrderId: string | null;
+
   @Column({ name: 'active_site', type: 'boolean', default: false })
   activeSite: boolean;
 

@@ -1,0 +1,42 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import type { Environment } from '../../config';
+import { centsColumn } from '../columns';
+
+export type TransactionPaymentModel = 'partner_collected' | 'service_collected' | 'brokerage';
+
+/** One sale through a partner (CONTRACT §8), booked when its transfer completed. */
+@Entity({ name: 'transactions' })
+export class SaleTransaction {
+  @PrimaryGeneratedColumn('uuid')
+  id: string;
+
+  @Column({ name: 'public_id', type: 'text', unique: true })
+  publicId: string;
+
+  @Column({ name: 'partner_id', type: 'uuid' })
+  partnerId: string;
+
+  @Column({ type: 'text' })
+  environment: Environment;
+
+  @Column({ name: 'order_id', type: 'uuid', unique: true })
+  orderId: string;
+
+  @Column({ type: 'text' })
+  domain: string;
+
+  @Column({ name: 'payment_model', type: 'text' })
+  paymentModel: TransactionPaymentModel;
+
+  @Column({ name: 'gross_cents', ...centsColumn })
+  grossCents: number;
+
+  @Column({ name: 'commission_cents', ...centsColumn })
+  commissionCents: number;
+
+  @Column({ type: 'char', length: 3 })
+  currency: string;
+
+  @Column({ name: 'occurred_at', type: 'timestamptz' })
+  occurredAt: Date;
+}
