@@ -12,6 +12,8 @@ import { Quote } from './entities/quote';
 import { Refund } from './entities/refund';
 import { SaleTransaction } from './entities/sale-transaction';
 import { SandboxTransfer } from './entities/sandbox-transfer';
+import { WebhookDelivery } from './entities/webhook-delivery';
+import { WebhookEndpoint } from './entities/webhook-endpoint';
 import { Foundation1795000000000 } from './migrations/1795000000000-foundation';
 import { Orders1795000100000 } from './migrations/1795000100000-orders';
 import { Webhooks1795000200000 } from './migrations/1795000200000-webhooks';
@@ -32,6 +34,8 @@ export const entities = [
   SaleTransaction,
   LedgerEntry,
   SandboxTransfer,
+  WebhookEndpoint,
+  WebhookDelivery,
 ];
 export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000, Search1795000300000, OrderIntegrity1795000400000];
 

@@ -33,11 +33,18 @@ export async function createPartner(dataSource: DataSource, name: string, terms:
 export async function findOrCreatePartner(dataSource: DataSource, name: string): Promise<{ partner: Partner; created: boolean }> {
   const existing = await findPartnerByName(dataSource, name);
   if (existing) return { partner: existing, created: false };
-  await dataSource.query(
-    `INSERT INTO partners (name, commission_partner_collected_bps, commission_service_collected_bps, commission_brokerage_bps)
-     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`,
-    [name, DEFAULT_COMMISSION_BPS.partnerCollected, DEFAULT_COMMISSION_BPS.serviceCollected, DEFAULT_COMMISSION_BPS.brokerage],
-  );
+  await dataSource
+    .getRepository(Partner)
+    .createQueryBuilder()
+    .insert()
+    .values({
+      name,
+      commissionPartnerCollectedBps: DEFAULT_COMMISSION_BPS.partnerCollected,
+      commissionServiceCollectedBps: DEFAULT_COMMISSION_BPS.serviceCollected,
+      commissionBrokerageBps: DEFAULT_COMMISSION_BPS.brokerage,
+    })
+    .orIgnore()
+    .execute();
   const partner = await findPartnerByName(dataSource, name);
   if (!partner) throw new Error(`partner ${name} vanished while being created`);
   return { partner, created: true };

@@ -6,7 +6,10 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { SecretBox } from '../auth/secret-box';
 import { deliveryTarget } from './endpoints';
-import { eventsAfter, eventView, type StoredEvent } from './events';
+import { PartnerEvent } from '../db/entities/partner-event';
+import { WebhookDelivery } from '../db/entities/webhook-delivery';
+import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
+import { eventsAfter, eventView, storedEvent, type StoredEvent } from './events';
 import { postEvent, type AttemptResult } from './delivery';
 
 export interface DeliveryContext {
@@ -23,16 +26,21 @@ export async function nextEventsToDeliver(ctx: DeliveryContext, partnerId: strin
 
 async function finish(ctx: DeliveryContext, event: { id: string; partnerId: string; environment: Environment; seq: number }, status: 'delivered' | 'failed', error?: string) {
   await ctx.dataSource.transaction(async (tx) => {
-    await tx.query(
-      `INSERT INTO webhook_deliveries (event_id, partner_id, environment, status, last_error, finished_at) VALUES ($1, $2, $3, $4, $5, now())
-       ON CONFLICT (event_id) DO UPDATE SET status = EXCLUDED.status, last_error = COALESCE(EXCLUDED.last_error, webhook_deliveries.last_error), finished_at = now()`,
-      [event.id, event.partnerId, event.environment, status, error ?? null],
-    );
-    await tx.query('UPDATE webhook_endpoints SET delivered_through_seq = GREATEST(delivered_through_seq, $3) WHERE partner_id = $1 AND environment = $2', [
-      event.partnerId,
-      event.environment,
-      event.seq,
-    ]);
+    await tx
+      .getRepository(WebhookDelivery)
+      .createQueryBuilder()
+      .insert()
+      .values({ eventId: event.id, partnerId: event.partnerId, environment: event.environment, status, lastError: error ?? null, finishedAt: () => 'now()' })
+      .orUpdate(['status', 'last_error', 'finished_at'], ['event_id'])
+      .execute();
+    await tx
+      .getRepository(WebhookEndpoint)
+      .createQueryBuilder()
+      .update()
+      .set({ deliveredThroughSeq: () => 'GREATEST(delivered_through_seq, :seq)' })
+      .setParameter('seq', event.seq)
+      .where('partner_id = :partnerId AND environment = :environment', { partnerId: event.partnerId, environment: event.environment })
+      .execute();
   });
 }
 
@@ -40,24 +48,17 @@ async function finish(ctx: DeliveryContext, event: { id: string; partnerId: stri
 export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string): Promise<AttemptResult> {
   const target = await deliveryTarget(ctx.dataSource, ctx.secretBox, partnerId, environment);
   if (!target) return { ok: false, error: 'no enabled webhook endpoint' };
-  const [row] = (await ctx.dataSource.query('SELECT id, type, created_at, data, partner_seq FROM events WHERE id = $1 AND partner_id = $2', [eventId, partnerId])) as Array<{
-    id: string;
-    type: string;
-    created_at: Date;
-    data: unknown;
-    partner_seq: string;
-  }>;
-  const event: StoredEvent = { id: row.id, type: row.type, created_at: row.created_at.toISOString(), data: row.data, seq: Number(row.partner_seq) };
+  const event = storedEvent(await ctx.dataSource.getRepository(PartnerEvent).findOneByOrFail({ id: eventId, partnerId }));
   const result = await postEvent(target.url, target.secret, eventView(event), environment);
-  await ctx.dataSource.query(
-    `INSERT INTO webhook_deliveries (event_id, partner_id, environment, status, attempts, last_error, last_attempt_at, url) VALUES ($1, $2, $3, 'pending', 1, $4, now(), $5)
-     ON CONFLICT (event_id) DO UPDATE SET attempts = webhook_deliveries.attempts + 1, last_error = EXCLUDED.last_error, last_attempt_at = now(), url = EXCLUDED.url`,
-    [event.id, partnerId, environment, result.ok ? null : (result.error ?? 'failed'), target.url],
+  const deliveries = ctx.dataSource.getRepository(WebhookDelivery);
+  await deliveries.createQueryBuilder().insert().values({ eventId: event.id, partnerId, environment, status: 'pending', attempts: 0 }).orIgnore().execute();
+  await deliveries.update(
+    { eventId: event.id },
+    { attempts: () => 'attempts + 1', lastError: result.ok ? null : (result.error ?? 'failed'), lastAttemptAt: () => 'now()', url: target.url },
   );
   if (result.ok) await finish(ctx, { id: event.id, partnerId, environment, seq: event.seq }, 'delivered');
   return result;
 }
-
 /**
  * Retries are over: the event stays in /events, its delivery is failed, the position moves past
  * it, and the endpoint is disabled (a circuit breaker, so a dead endpoint does not hold every
@@ -65,7 +66,7 @@ export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, e
  * resumes with the next event.
  */
 export async function markDeliveryFailed(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string, error: string): Promise<void> {
-  const [row] = (await ctx.dataSource.query('SELECT partner_seq FROM events WHERE id = $1', [eventId])) as Array<{ partner_seq: string }>;
-  await finish(ctx, { id: eventId, partnerId, environment, seq: Number(row.partner_seq) }, 'failed', error);
-  await ctx.dataSource.query('UPDATE webhook_endpoints SET enabled = false, updated_at = now() WHERE partner_id = $1 AND environment = $2', [partnerId, environment]);
+  const event = await ctx.dataSource.getRepository(PartnerEvent).findOneByOrFail({ id: eventId });
+  await finish(ctx, { id: eventId, partnerId, environment, seq: Number(event.partnerSeq) }, 'failed', error);
+  await ctx.dataSource.getRepository(WebhookEndpoint).update({ partnerId, environment }, { enabled: false, updatedAt: () => 'now()' });
 }

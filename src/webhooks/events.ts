@@ -1,6 +1,7 @@
 /** The replayable event history (CONTRACT §7): each partner's events in partner_seq order. */
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
+import { PartnerEvent } from '../db/entities/partner-event';
 
 export interface EventView {
   id: string;
@@ -15,12 +16,18 @@ export interface StoredEvent extends EventView {
 
 /** Events after `afterSeq`, oldest first. */
 export async function eventsAfter(dataSource: DataSource, partnerId: string, environment: Environment, afterSeq: number, limit: number): Promise<StoredEvent[]> {
-  const rows = (await dataSource.query(
-    `SELECT id, type, created_at, data, partner_seq FROM events
-     WHERE partner_id = $1 AND environment = $2 AND partner_seq > $3 ORDER BY partner_seq LIMIT $4`,
-    [partnerId, environment, afterSeq, limit],
-  )) as Array<{ id: string; type: string; created_at: Date; data: unknown; partner_seq: string }>;
-  return rows.map((r) => ({ id: r.id, type: r.type, created_at: r.created_at.toISOString(), data: r.data, seq: Number(r.partner_seq) }));
+  const rows = await dataSource
+    .getRepository(PartnerEvent)
+    .createQueryBuilder('e')
+    .where('e.partner_id = :partnerId AND e.environment = :environment AND e.partner_seq > :afterSeq', { partnerId, environment, afterSeq })
+    .orderBy('e.partner_seq', 'ASC')
+    .limit(limit)
+    .getMany();
+  return rows.map(storedEvent);
+}
+
+export function storedEvent(row: PartnerEvent): StoredEvent {
+  return { id: row.id, type: row.type, created_at: row.createdAt.toISOString(), data: row.data, seq: Number(row.partnerSeq) };
 }
 
 /** The body a webhook delivery carries and /events lists: exactly the event, nothing else. */

@@ -2,6 +2,8 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
+import { EventCounter } from '../db/entities/partner-event';
+import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
 import { webhookDeliveryWorkflow } from '../../workflows';
 import { eventsAppendedSignal, webhookWorkflowId } from '../../workflows/messages';
 import { Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
@@ -28,8 +30,7 @@ export async function wakeDelivery(w: WorkflowStarter, partnerId: string, enviro
  */
 export async function notifyEventsAppended(dataSource: DataSource, w: WorkflowStarter, partnerId: string, environment: Environment): Promise<void> {
   try {
-    const rows = (await dataSource.query('SELECT 1 FROM webhook_endpoints WHERE partner_id = $1 AND environment = $2 AND enabled', [partnerId, environment])) as unknown[];
-    if (rows.length) await wakeDelivery(w, partnerId, environment);
+    if (await dataSource.getRepository(WebhookEndpoint).existsBy({ partnerId, environment, enabled: true })) await wakeDelivery(w, partnerId, environment);
   } catch {
     // The sweep (maintenance:fulfilment-recovery) catches up within a minute.
   }
@@ -37,10 +38,13 @@ export async function notifyEventsAppended(dataSource: DataSource, w: WorkflowSt
 
 /** Endpoints whose delivery position is behind their partner's last event. */
 export async function lateDeliveries(dataSource: DataSource): Promise<Array<{ partnerId: string; environment: Environment }>> {
-  const rows = (await dataSource.query(
-    `SELECT w.partner_id, w.environment FROM webhook_endpoints w
-     JOIN event_counters c ON c.partner_id = w.partner_id AND c.environment = w.environment
-     WHERE w.enabled AND c.last_seq > w.delivered_through_seq LIMIT 500`,
-  )) as Array<{ partner_id: string; environment: Environment }>;
-  return rows.map((r) => ({ partnerId: r.partner_id, environment: r.environment }));
+  const rows = await dataSource
+    .getRepository(WebhookEndpoint)
+    .createQueryBuilder('w')
+    .innerJoin(EventCounter, 'c', 'c.partner_id = w.partner_id AND c.environment = w.environment')
+    .where('w.enabled AND c.last_seq > w.delivered_through_seq')
+    .select(['w.partnerId', 'w.environment'])
+    .limit(500)
+    .getMany();
+  return rows.map((r) => ({ partnerId: r.partnerId, environment: r.environment }));
 }

@@ -1,0 +1,32 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { Environment } from '../../config';
+
+/** A partner's webhook endpoint in one environment, and how far delivery has got. */
+@Entity({ name: 'webhook_endpoints' })
+export class WebhookEndpoint {
+  @PrimaryColumn({ name: 'partner_id', type: 'uuid' })
+  partnerId: string;
+
+  @PrimaryColumn({ type: 'text' })
+  environment: Environment;
+
+  @Column({ type: 'text' })
+  url: string;
+
+  /** AES-256-GCM sealed signing secret. */
+  @Column({ name: 'secret_sealed', type: 'bytea' })
+  secretSealed: Buffer;
+
+  @Column({ type: 'boolean', default: true })
+  enabled: boolean;
+
+  /** The partner_seq of the last event delivered or given up on. */
+  @Column({ name: 'delivered_through_seq', type: 'bigint', default: 0 })
+  deliveredThroughSeq: string;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt: Date;
+}
