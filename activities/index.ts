@@ -23,6 +23,8 @@ export interface ActivityDeps {
   masterKey: Buffer;
   /** Starts workflows (the recovery sweep); absent in tests that do not need it. */
   workflows?: WorkflowStarter;
+  /** WEBHOOK_ALLOW_LOOPBACK; absent means off. */
+  allowLoopbackWebhooks?: boolean;
   /** Registrar adapter per environment; sandbox by default for both until a live adapter exists. */
   registrars?: { sandbox: RegistrarPort; live: RegistrarPort };
 }
@@ -30,7 +32,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const sandbox = new SandboxRegistrar(deps.dataSource);
   const registrars = deps.registrars ?? { sandbox, live: sandbox };
-  const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey) };
+  const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey), allowLoopback: deps.allowLoopbackWebhooks ?? false };
 
   async function transferOrder(orderId: string): Promise<{ order: TransferOrder; registrar: RegistrarPort }> {
     const [row] = (await deps.dataSource.query('SELECT id, domain, external_payment_ref, environment FROM orders WHERE id = $1', [orderId])) as Array<{

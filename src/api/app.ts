@@ -26,7 +26,7 @@ import { toRouterPath, type RouteSpec } from './route';
 import type { AppState } from './state';
 
 export interface AppDeps {
-  config: Pick<Config, 'rateLimits' | 'http'>;
+  config: Pick<Config, 'rateLimits' | 'http' | 'webhooks'>;
   dataSource: DataSource;
   credentials: CredentialService;
   /** Seals and opens webhook secrets. */

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   installTemporalRuntime(config.logLevel);
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
-  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource, client: temporal.client, masterKey: resolveMasterKey(config) });
+  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource, client: temporal.client, masterKey: resolveMasterKey(config), allowLoopbackWebhooks: config.webhooks.allowLoopback });
   const run = worker.run();
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
   const stop = () => {

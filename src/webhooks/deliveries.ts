@@ -12,6 +12,8 @@ import { postEvent, type AttemptResult } from './delivery';
 export interface DeliveryContext {
   dataSource: DataSource;
   secretBox: SecretBox;
+  /** WEBHOOK_ALLOW_LOOPBACK, checked again at each attempt: a name may resolve differently by now. */
+  allowLoopback: boolean;
 }
 
 /** The next events to push, oldest first; none when the partner has no enabled endpoint. */
@@ -48,7 +50,7 @@ export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, e
     partner_seq: string;
   }>;
   const event: StoredEvent = { id: row.id, type: row.type, created_at: row.created_at.toISOString(), data: row.data, seq: Number(row.partner_seq) };
-  const result = await postEvent(target.url, target.secret, eventView(event), environment);
+  const result = await postEvent(target.url, target.secret, eventView(event), { environment, allowLoopback: ctx.allowLoopback });
   await ctx.dataSource.query(
     `INSERT INTO webhook_deliveries (event_id, partner_id, environment, status, attempts, last_error, last_attempt_at, url) VALUES ($1, $2, $3, 'pending', 1, $4, now(), $5)
      ON CONFLICT (event_id) DO UPDATE SET attempts = webhook_deliveries.attempts + 1, last_error = EXCLUDED.last_error, last_attempt_at = now(), url = EXCLUDED.url`,

@@ -95,7 +95,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
         connection: s.env.nativeConnection,
         taskQueue,
         workflowBundle: s.workflowBundle,
-        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows }),
+        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflows }),
         maxCachedWorkflows: 0,
       });
     const receiver = await startReceiver(() => 502);
