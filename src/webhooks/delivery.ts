@@ -9,7 +9,7 @@ import https from 'node:https';
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { signWebhook } from '../client/webhooks';
+import { webhookHeaders } from '../client/webhooks';
 import type { EventView } from './events';
 import { forbiddenAddress, type TargetPolicy } from './url-policy';
 
@@ -61,12 +61,9 @@ export function postEvent(url: string, secret: string, event: EventView, policy:
         lookup: guardedLookup(policy),
         timeout: DELIVERY_TIMEOUT_MS,
         headers: {
-          'Content-Type': 'application/json',
+          ...webhookHeaders(secret, event.id, timestamp, body),
           'Content-Length': Buffer.byteLength(body),
           'User-Agent': 'domain-partner-api-webhooks/1',
-          'X-Service-Event-Id': event.id,
-          'X-Service-Timestamp': timestamp,
-          'X-Service-Signature': signWebhook(secret, timestamp, body),
         },
       },
       (res) => {
