@@ -76,10 +76,24 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assert.deepEqual(await ready.json(), { status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
   });
 
-  it('readyz is 503 service_unavailable when Temporal does not answer', async () => {
-    const baseUrl = await listen(createApp({ ...getStack().appDeps, temporalReady: () => Promise.reject(new Error('connection refused')) }));
+  it('readyz is 503 service_unavailable naming only the dependency that is down; the reason goes to the log with the request id', async () => {
+    const reason = 'connect ECONNREFUSED 10.20.30.40:7233 (temporal-frontend.internal)';
+    const baseUrl = await listen(createApp({ ...getStack().appDeps, temporalReady: () => Promise.reject(new Error(reason)) }));
     const res = await rawRequest(baseUrl, 'GET', '/readyz', {});
     assertErrorShape(res, 503, 'service_unavailable');
+    assert.deepEqual((res.body as { error: { details: unknown } }).error.details, [{ field: 'temporal', issue: 'unavailable' }]);
+    assert.doesNotMatch(res.text, /ECONNREFUSED|10\.20\.30\.40|internal/);
+    const requestId = res.headers.get('x-request-id')!;
+    assert.ok(getStack().logLines.some((line) => line.includes(requestId) && line.includes(reason)), 'the reason is logged under the request id');
+  });
+
+  it('readyz names the database when Postgres fails, without its error text', async () => {
+    const s = getStack();
+    const failingDb = Object.create(s.dataSource, { query: { value: () => Promise.reject(new Error('password authentication failed for user "partner_api"')) } });
+    const res = await rawRequest(await listen(createApp({ ...s.appDeps, dataSource: failingDb })), 'GET', '/readyz', {});
+    assertErrorShape(res, 503, 'service_unavailable');
+    assert.deepEqual((res.body as { error: { details: unknown } }).error.details, [{ field: 'database', issue: 'unavailable' }]);
+    assert.doesNotMatch(res.text, /password|partner_api/);
   });
 
   it('logs carry the request id and never a secret, signature or full key', async () => {
