@@ -24,9 +24,25 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assertErrorShape(res, 404, 'not_found');
   });
 
-  it('a method a route does not have is 404 not_found', async () => {
+  it('a method a known path does not have is 405 method_not_allowed with an Allow header', async () => {
     const { client } = await newPartner();
-    assertErrorShape(await client.request('DELETE', '/api/partner/v1/pricing?domain=academy.com'), 404, 'not_found');
+    const res = await client.request('DELETE', '/api/partner/v1/pricing?domain=academy.com');
+    assertErrorShape(res, 405, 'method_not_allowed');
+    assert.equal(res.headers.get('allow'), 'HEAD, GET');
+    const patch = await rawRequest(getStack().baseUrl, 'PATCH', '/api/partner/v1/orders/ord_anything', {});
+    assertErrorShape(patch, 405, 'method_not_allowed');
+    assert.equal(patch.headers.get('allow'), 'HEAD, GET');
+    const get = await rawRequest(getStack().baseUrl, 'GET', '/api/partner/webhooks', {});
+    assertErrorShape(get, 405, 'method_not_allowed');
+    assert.equal(get.headers.get('allow'), 'PUT');
+  });
+
+  it('a method the router does not know at all is 405 on a known path and 404 on an unknown one', async () => {
+    const known = await rawRequest(getStack().baseUrl, 'PROPFIND', '/api/partner/v1/pricing', {});
+    assertErrorShape(known, 405, 'method_not_allowed');
+    assert.equal(known.headers.get('allow'), 'HEAD, GET');
+    assertErrorShape(await rawRequest(getStack().baseUrl, 'PROPFIND', '/api/partner/v1/nothing/here', {}), 404, 'not_found');
+    assertErrorShape(await rawRequest(getStack().baseUrl, 'DELETE', '/api/partner/v1/nothing/here', {}), 404, 'not_found');
   });
 
   it('a malformed JSON body is 400 validation_error', async () => {
