@@ -30,9 +30,13 @@ export function readiness(deps: { dataSource: DataSource; temporalReady: () => P
     };
     const names = Object.keys(checks) as Array<keyof typeof checks>;
     const results = await Promise.allSettled(names.map((name) => withTimeout(checks[name](), CHECK_TIMEOUT_MS, name)));
-    const down = names.filter((_, i) => results[i].status === 'rejected');
+    const down: Array<keyof typeof checks> = [];
+    results.forEach((result, i) => {
+      if (result.status === 'fulfilled') return;
+      down.push(names[i]);
+      ctx.state.log.warn({ dependency: names[i], err: result.reason }, 'not ready');
+    });
     if (down.length) {
-      for (const name of down) ctx.state.log.warn({ dependency: name, err: (results[names.indexOf(name)] as PromiseRejectedResult).reason }, 'not ready');
       throw new ApiError(
         'service_unavailable',
         `not ready: ${down.join(' and ')} unavailable`,

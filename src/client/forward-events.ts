@@ -16,6 +16,11 @@ import { webhookHeaders, type WebhookEvent } from './webhooks';
 export const FORWARD_TIMEOUT_MS = 10_000;
 const PAGE_SIZE = 100;
 
+/** A refusal that asking again will not change (bad credential, missing webhook scope). */
+export class ForwardRefused extends Error {
+  readonly name = 'ForwardRefused';
+}
+
 export interface ForwardOptions {
   client: PartnerClient;
   /** The local receiver, e.g. http://localhost:4242/hooks. */
@@ -51,7 +56,7 @@ export async function forwardEvents(options: ForwardOptions): Promise<string | u
         if (res.status === 200) return res.body;
         const error = (res.body as { error?: { code?: string; message?: string } } | undefined)?.error;
         if (res.status !== 429 && res.status < 500) throw new ForwardRefused(`GET /events answered ${res.status} ${error?.code ?? ''}: ${error?.message ?? res.text}`);
-        wait = res.status === 429 ? Number(res.headers.get('retry-after') ?? 1) * 1000 : backOff(attempt);
+        wait = res.status === 429 ? Math.max(1, Number(res.headers.get('retry-after')) || 1) * 1000 : backOff(attempt);
         log(`GET /events answered ${res.status}; asking again in ${seconds(wait)}`);
       } catch (err) {
         if (err instanceof ForwardRefused) throw err;
@@ -115,11 +120,6 @@ export async function forwardEvents(options: ForwardOptions): Promise<string | u
     if (!signal?.aborted) throw err;
   }
   return cursor;
-}
-
-/** A refusal that asking again will not change (bad credential, missing webhook scope). */
-export class ForwardRefused extends Error {
-  readonly name = 'ForwardRefused';
 }
 
 /** fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, …) is in its cause. */

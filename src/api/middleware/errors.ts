@@ -10,7 +10,8 @@ export function errorMapping(): Middleware<AppState> {
   return async (ctx, next) => {
     try {
       await next();
-      // The router's allowedMethods leaves these bare: 405 for a method the path lacks, 501 for one it knows no route for at all.
+      // Left bare by the router's allowedMethods: 405 for a method the path lacks, 501 for a
+      // method no route has; Allow is empty when the path itself is unknown.
       const allow = ctx.response.get('Allow');
       if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined && allow) {
         throw new ApiError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, undefined, { Allow: allow });
