@@ -6,6 +6,7 @@ import { Worker } from '@temporalio/worker';
 import { fulfilmentRecoveryWorkflow } from '../../workflows';
 import { ROUNDS_PER_RUN } from '../../workflows/fulfilment-recovery';
 import { getStack } from '../helpers/stack';
+import { waitUntil } from '../helpers/receiver';
 
 const EventType = temporal.api.enums.v1.EventType;
 /** Temporal warns about a workflow's history at 10,240 events (and fails it at 51,200). */
@@ -44,7 +45,11 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
       assert.equal(roundsInRun, ROUNDS_PER_RUN);
       assert.ok(length < HISTORY_WARNING / 2, `${length} events in one run: well under ${HISTORY_WARNING}`);
       assert.ok(rounds >= ROUNDS_PER_RUN);
-      await s.env.client.workflow.getHandle(workflowId).terminate('test done');
+      // Terminated only once the next run sleeps: the test server leaks its time-skipping lock when
+      // a run is terminated with a workflow task in flight (sdk-java #3088), stalling later tests.
+      const nextRun = s.env.client.workflow.getHandle(workflowId);
+      await waitUntil(async () => ((await nextRun.fetchHistory()).events ?? []).some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED), 30_000, 'the next run asleep');
+      await nextRun.terminate('test done');
     });
   });
 });
