@@ -31,11 +31,13 @@ export interface ActivityDeps {
    * is given here, and its transfers then wait for operators (never for a simulation).
    */
   registrars?: { sandbox?: RegistrarPort; live?: RegistrarPort };
+  /** WEBHOOK_ALLOW_LOOPBACK; absent means off. */
+  allowLoopbackWebhooks?: boolean;
 }
 
 export function createActivities(deps: ActivityDeps) {
   const registrars: Partial<Record<Environment, RegistrarPort>> = { sandbox: deps.registrars?.sandbox ?? new SandboxRegistrar(deps.dataSource), live: deps.registrars?.live };
-  const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey) };
+  const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey), allowLoopback: deps.allowLoopbackWebhooks ?? false };
 
   async function transferOrder(orderId: string): Promise<{ order: TransferOrder; registrar: RegistrarPort }> {
     const row = await deps.dataSource.getRepository(Order).findOne({ select: { id: true, domain: true, externalPaymentRef: true, environment: true }, where: { id: orderId } });

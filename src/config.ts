@@ -8,6 +8,14 @@ const projectRoot = path.resolve(__dirname, '..', '..');
 
 const positiveNumber = z.coerce.number().positive();
 
+// z.coerce.boolean() would read "false" as true; an unclear value is a start-up error, not a guess.
+const flag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']))
+  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
+
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('127.0.0.1'),
@@ -27,6 +35,7 @@ const EnvSchema = z.object({
   RATE_LIMIT_SANDBOX_PER_SECOND: positiveNumber.default(25),
   RATE_LIMIT_LIVE_PER_SECOND: positiveNumber.default(100),
   RATE_LIMIT_BURST_MULTIPLIER: z.coerce.number().min(1).default(2),
+  WEBHOOK_ALLOW_LOOPBACK: flag.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -51,6 +60,8 @@ export interface Config {
   /** PKCS#8 PEM Ed25519 key that signs quote tokens; undefined means "use the dev stack's key file". */
   quoteSigningKeyPem?: string;
   rateLimits: { perSecond: Record<Environment, number>; burstMultiplier: number };
+  /** allowLoopback: sandbox webhooks may target 127.0.0.0/8, ::1 and localhost (a partner's own machine, local development only). */
+  webhooks: { allowLoopback: boolean };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -93,6 +104,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perSecond: { sandbox: e.RATE_LIMIT_SANDBOX_PER_SECOND, live: e.RATE_LIMIT_LIVE_PER_SECOND },
       burstMultiplier: e.RATE_LIMIT_BURST_MULTIPLIER,
     },
+    webhooks: { allowLoopback: e.WEBHOOK_ALLOW_LOOPBACK },
     logLevel: e.LOG_LEVEL,
   };
+}
+
+/**
+ * `npm start` on one machine: the developer's webhook receiver is on the same machine, so sandbox
+ * webhooks may go to loopback unless WEBHOOK_ALLOW_LOOPBACK says otherwise.
+ */
+export function loadDevStackConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true', ...env });
 }

@@ -8,8 +8,13 @@
  * pending activity. After 3 days the delivery is marked failed and the next event goes. When
  * caught up the workflow waits up to 10 minutes for the eventsAppended signal, then ends; the
  * next event starts it again (signal-with-start). Continues as new every 200 events.
+ *
+ * An operator's cancel stops delivery and nothing else: the run ends cancelled, the event being
+ * delivered keeps its pending record and the endpoint stays enabled. The next event (or the
+ * recovery sweep, within a minute, for an endpoint behind its events) starts delivery again
+ * with that same event.
  */
-import { ActivityFailure, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { eventsAppendedSignal, type WebhookDeliveryInput } from './messages';
 
@@ -43,6 +48,8 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       try {
         await pushing.deliverEvent({ ...input, eventId: event.id });
       } catch (err) {
+        // Not the receiver's failure: giving up here would fail the event and disable its endpoint.
+        if (isCancellation(err)) throw err;
         const reason = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : String(err);
         await bookkeeping.markDeliveryFailed({ ...input, eventId: event.id, error: `gave up after 3 days: ${reason}` });
       }

@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   merchant_of_record_required: 403,
   affiliate_account_required: 403,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   price_mismatch: 422,
   quote_expired: 422,

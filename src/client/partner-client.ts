@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { HEADER, queryPairs, signatureHeader } from '../auth/signing';
+import type { WebhookEvent } from './webhooks';
 
 export interface PartnerCredential {
   keyId: string;
@@ -24,6 +25,12 @@ export interface PartnerResponse<T = unknown> {
   headers: Headers;
   body: T;
   text: string;
+}
+
+/** A page of GET /events: `next_cursor` is never null (CONTRACT §7). */
+export interface EventPage {
+  data: WebhookEvent[];
+  next_cursor: string;
 }
 
 export class PartnerClient {
@@ -82,6 +89,14 @@ export class PartnerClient {
 
   post<T = unknown>(pathAndQuery: string, body: unknown, options: CallOptions = {}) {
     return this.request<T>('POST', pathAndQuery, { ...options, body });
+  }
+
+  /** The events after `cursor` (from the start without one), oldest first. */
+  listEvents(page: { cursor?: string; limit?: number } = {}) {
+    const query = new URLSearchParams();
+    if (page.limit !== undefined) query.set('limit', String(page.limit));
+    if (page.cursor !== undefined) query.set('cursor', page.cursor);
+    return this.get<EventPage>(`/api/partner/v1/events${query.size ? `?${query}` : ''}`);
   }
 }
 

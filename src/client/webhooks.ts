@@ -1,7 +1,8 @@
 /**
  * Webhook signatures (CONTRACT §7): `X-Service-Signature: v1=<hex HMAC-SHA256 keyed with the
- * webhook secret over "<timestamp>.<raw body>">`. The service signs with signWebhook; partners
- * verify with verifyWebhook, on the raw body exactly as received.
+ * webhook secret over "<timestamp>.<raw body>">`. The service's deliveries and `call events
+ * forward` sign with webhookHeaders; partners verify with verifyWebhook, on the raw body exactly
+ * as received.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -13,6 +14,19 @@ export class WebhookVerificationError extends Error {
 
 export function signWebhook(secret: string, timestamp: string, rawBody: string | Buffer): string {
   return `v1=${createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest('hex')}`;
+}
+
+/**
+ * The headers of one delivery of `rawBody` (the event as JSON), as the service sends them and
+ * `call events forward` reproduces them; the timestamp is the attempt's, not the event's.
+ */
+export function webhookHeaders(secret: string, eventId: string, timestamp: string, rawBody: string | Buffer): Record<string, string> {
+  return {
+    'Content-Type': 'application/json',
+    'X-Service-Event-Id': eventId,
+    'X-Service-Timestamp': timestamp,
+    'X-Service-Signature': signWebhook(secret, timestamp, rawBody),
+  };
 }
 
 export interface WebhookEvent<T = unknown> {

@@ -19,6 +19,7 @@ import { Orders1795000100000 } from './migrations/1795000100000-orders';
 import { Webhooks1795000200000 } from './migrations/1795000200000-webhooks';
 import { Search1795000300000 } from './migrations/1795000300000-search';
 import { OrderIntegrity1795000400000 } from './migrations/1795000400000-order-integrity';
+import { Hardening1795000500000 } from './migrations/1795000500000-hardening';
 
 export const entities = [
   Partner,
@@ -37,7 +38,7 @@ export const entities = [
   WebhookEndpoint,
   WebhookDelivery,
 ];
-export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000, Search1795000300000, OrderIntegrity1795000400000];
+export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000, Search1795000300000, OrderIntegrity1795000400000, Hardening1795000500000];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */
 export function createDataSource(url: string, options: { poolSize?: number } = {}): DataSource {

@@ -1,18 +1,18 @@
 /** The API process alone (production, docker-compose): needs a migrated database and a Temporal frontend. */
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
-import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner } from './runtime';
+import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
 import { connectTemporal, startApiServer, startSearch } from './services';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const { masterKey, quoteSigner } = productionKeys(config, 'api');
   const logger = createLogger(config.logLevel);
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the API process (npm start runs a dev server)');
-  const masterKey = resolveMasterKey(config);
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
   const search = await startSearch(config, dataSource, (m) => logger.info(m));
-  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), search, temporal, logger });
+  const api = await startApiServer({ config, dataSource, masterKey, quoteSigner, search, temporal, logger });
   logger.info({ url: api.url }, 'API listening');
   const stop = async () => {
     await api.close();
@@ -26,7 +26,4 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void stop());
 }
 
-main().catch((err) => {
-  process.stderr.write(`api: ${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+main().catch((err) => exitStartFailed('api', err));

@@ -2,11 +2,12 @@
  * `npm start`: the whole service on one machine. Postgres (embedded, unless DATABASE_URL),
  * migrations, the sandbox inventory, the Temporal dev server with its UI (unless
  * TEMPORAL_ADDRESS), the worker and the API; then a sandbox credential and an example request.
- * Ctrl-C stops everything; the next start finds the same data in DATA_DIR.
+ * Ctrl-C stops everything; the next start finds the same data in DATA_DIR. Sandbox webhooks may
+ * go to loopback here (loadDevStackConfig), so a receiver on the developer's machine works.
  */
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../config';
+import { loadDevStackConfig } from '../config';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
 import { SCOPES } from '../auth/scopes';
@@ -30,7 +31,7 @@ let failed: (err: unknown) => void = (err) => {
 };
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadDevStackConfig();
   const logger = createLogger(config.logLevel);
   const step = (m: string) => say(`[start] ${m}`);
   let stopping = false;
@@ -94,6 +95,7 @@ async function main(): Promise<void> {
     dataSource,
     client: temporal.client,
     masterKey,
+    allowLoopbackWebhooks: config.webhooks.allowLoopback,
   });
   const workerRun = worker.run();
   stops.push(['worker', async () => {

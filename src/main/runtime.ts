@@ -1,7 +1,8 @@
 /**
  * The parts every entry point (dev stack, API, worker, admin CLI) resolves the same way:
  * the database (DATABASE_URL, else the embedded Postgres in the data directory) and the master
- * key (MASTER_KEY, else the dev stack's key file in the data directory).
+ * key (MASTER_KEY, else the dev stack's key file in the data directory). The production entry
+ * points (api, worker, migrate) take the keys from the environment only: productionKeys.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -46,4 +47,33 @@ export function resolveQuoteSigner(config: Config, log: (m: string) => void = sa
     log(`created an Ed25519 quote-token signing key in ${file} (set QUOTE_SIGNING_KEY in production)`);
   }
   return QuoteTokenSigner.fromPem(readFileSync(file, 'utf8'));
+}
+
+/** An entry point started without something it must not make up for itself. */
+export class StartRefused extends Error {
+  readonly name = 'StartRefused';
+}
+
+/**
+ * The keys of the production entry points (npm run start:api, start:worker, migrate), from the
+ * environment only. A key file generated in DATA_DIR would differ per container and vanish with
+ * it, leaving sealed credential secrets unreadable and quote tokens unverifiable by the other
+ * processes. `npm start` runs the same services in-process and keeps its keys in DATA_DIR.
+ */
+export function productionKeys(config: Config, entryPoint: string): { masterKey: Buffer; quoteSigner: QuoteTokenSigner } {
+  const missing = [config.masterKey ? undefined : 'MASTER_KEY', config.quoteSigningKeyPem ? undefined : 'QUOTE_SIGNING_KEY'].filter((v): v is string => !!v);
+  if (missing.length) {
+    throw new StartRefused(
+      `${entryPoint}: refusing to start without ${missing.join(' and ')} (production keys are never generated). ` +
+        'Set MASTER_KEY=$(openssl rand -hex 32) and QUOTE_SIGNING_KEY=$(openssl genpkey -algorithm ed25519 | base64 -w0), the same for every process; ' +
+        'for local development run npm start, which keeps its own keys in DATA_DIR.',
+    );
+  }
+  return { masterKey: config.masterKey!, quoteSigner: QuoteTokenSigner.fromPem(config.quoteSigningKeyPem!) };
+}
+
+/** How an entry point ends on a failed start: a refusal as its message alone, anything else with its stack. */
+export function exitStartFailed(entryPoint: string, err: unknown): never {
+  process.stderr.write(err instanceof StartRefused ? `${err.message}\n` : `${entryPoint}: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
 }

@@ -2,16 +2,17 @@
 import { loadConfig } from '../config';
 import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { createWorker, installTemporalRuntime } from '../temporal/worker';
-import { openProjectDatabase, resolveMasterKey } from './runtime';
+import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
 import { connectTemporal } from './services';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const { masterKey } = productionKeys(config, 'worker');
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the worker process (npm start runs a dev server)');
   installTemporalRuntime(config.logLevel);
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
-  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource, client: temporal.client, masterKey: resolveMasterKey(config) });
+  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource, client: temporal.client, masterKey, allowLoopbackWebhooks: config.webhooks.allowLoopback });
   const run = worker.run();
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
   const stop = () => {
@@ -25,7 +26,4 @@ async function main(): Promise<void> {
   await postgres.stop();
 }
 
-main().catch((err) => {
-  process.stderr.write(`worker: ${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+main().catch((err) => exitStartFailed('worker', err));

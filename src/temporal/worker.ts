@@ -12,6 +12,8 @@ export interface WorkerDeps {
   taskQueue: string;
   dataSource: DataSource;
   masterKey: Buffer;
+  /** WEBHOOK_ALLOW_LOOPBACK, for the delivery activities. */
+  allowLoopbackWebhooks: boolean;
   /** For activities that start workflows (the fulfilment recovery sweep). */
   client: Client;
   /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
@@ -23,7 +25,12 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    activities: createActivities({ dataSource: deps.dataSource, masterKey: deps.masterKey, workflows: { client: deps.client, taskQueue: deps.taskQueue } }),
+    activities: createActivities({
+      dataSource: deps.dataSource,
+      masterKey: deps.masterKey,
+      allowLoopbackWebhooks: deps.allowLoopbackWebhooks,
+      workflows: { client: deps.client, taskQueue: deps.taskQueue },
+    }),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
   });
 }

@@ -15,6 +15,8 @@ import { postEvent, type AttemptResult } from './delivery';
 export interface DeliveryContext {
   dataSource: DataSource;
   secretBox: SecretBox;
+  /** WEBHOOK_ALLOW_LOOPBACK, checked again at each attempt: a name may resolve differently by now. */
+  allowLoopback: boolean;
 }
 
 /** The next events to push, oldest first; none when the partner has no enabled endpoint. */
@@ -49,7 +51,7 @@ export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, e
   const target = await deliveryTarget(ctx.dataSource, ctx.secretBox, partnerId, environment);
   if (!target) return { ok: false, error: 'no enabled webhook endpoint' };
   const event = storedEvent(await ctx.dataSource.getRepository(PartnerEvent).findOneByOrFail({ id: eventId, partnerId }));
-  const result = await postEvent(target.url, target.secret, eventView(event), environment);
+  const result = await postEvent(target.url, target.secret, eventView(event), { environment, allowLoopback: ctx.allowLoopback });
   const deliveries = ctx.dataSource.getRepository(WebhookDelivery);
   await deliveries.createQueryBuilder().insert().values({ eventId: event.id, partnerId, environment, status: 'pending', attempts: 0 }).orIgnore().execute();
   await deliveries.update(

@@ -9,10 +9,9 @@ import https from 'node:https';
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import type { Environment } from '../config';
-import { signWebhook } from '../client/webhooks';
+import { webhookHeaders } from '../client/webhooks';
 import type { EventView } from './events';
-import { forbiddenAddress } from './url-policy';
+import { forbiddenAddress, type TargetPolicy } from './url-policy';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
@@ -22,12 +21,12 @@ export interface AttemptResult {
   error?: string;
 }
 
-function guardedLookup(environment: Environment): LookupFunction {
+function guardedLookup(policy: TargetPolicy): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true, verbatim: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
       const list = addresses as Array<{ address: string; family: number }>;
-      const refused = list.map((a) => forbiddenAddress(a.address, environment)).find(Boolean);
+      const refused = list.map((a) => forbiddenAddress(a.address, policy)).find(Boolean);
       if (refused) return callback(Object.assign(new Error(`refused: ${hostname} resolves to ${refused}`), { code: 'EFORBIDDENADDRESS' }), '', 0);
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: typeof list) => void)(null, list);
       callback(null, list[0].address, list[0].family);
@@ -43,13 +42,13 @@ function describeError(err: NodeJS.ErrnoException & { errors?: NodeJS.ErrnoExcep
   return code ? `${code}: ${message}` : message;
 }
 
-export function postEvent(url: string, secret: string, event: EventView, environment: Environment, now: () => number = Date.now): Promise<AttemptResult> {
+export function postEvent(url: string, secret: string, event: EventView, policy: TargetPolicy, now: () => number = Date.now): Promise<AttemptResult> {
   const body = JSON.stringify(event);
   const timestamp = String(Math.floor(now() / 1000));
   const target = new URL(url);
   const literal = target.hostname.replace(/^\[|\]$/g, '');
   // IP literals never reach the lookup hook, so they are checked here.
-  const literalRefused = ipaddr.isValid(literal) ? forbiddenAddress(literal, environment) : undefined;
+  const literalRefused = ipaddr.isValid(literal) ? forbiddenAddress(literal, policy) : undefined;
   if (literalRefused) return Promise.resolve({ ok: false, error: `EFORBIDDENADDRESS: refused: ${literalRefused}` });
   const client = target.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
@@ -59,15 +58,12 @@ export function postEvent(url: string, secret: string, event: EventView, environ
         method: 'POST',
         // A fresh connection per attempt: a pooled socket the receiver closed would fail it spuriously.
         agent: false,
-        lookup: guardedLookup(environment),
+        lookup: guardedLookup(policy),
         timeout: DELIVERY_TIMEOUT_MS,
         headers: {
-          'Content-Type': 'application/json',
+          ...webhookHeaders(secret, event.id, timestamp, body),
           'Content-Length': Buffer.byteLength(body),
           'User-Agent': 'domain-partner-api-webhooks/1',
-          'X-Service-Event-Id': event.id,
-          'X-Service-Timestamp': timestamp,
-          'X-Service-Signature': signWebhook(secret, timestamp, body),
         },
       },
       (res) => {

@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import type { SecretBox } from '../auth/secret-box';
-import { forbiddenAddress, urlProblems } from './url-policy';
+import { forbiddenAddress, urlProblems, type TargetPolicy } from './url-policy';
 
 export interface EndpointView {
   url: string;
@@ -15,7 +15,7 @@ export interface EndpointView {
 const aad = (partnerId: string, environment: Environment) => `webhook:${partnerId}:${environment}`;
 
 /** Resolves the URL's host and checks every address; returns the reasons it is refused. */
-export async function resolvedAddressProblems(url: URL, environment: Environment): Promise<string[]> {
+export async function resolvedAddressProblems(url: URL, policy: TargetPolicy): Promise<string[]> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
   try {
@@ -23,7 +23,7 @@ export async function resolvedAddressProblems(url: URL, environment: Environment
   } catch {
     return [`${host} does not resolve`];
   }
-  return addresses.map((a) => forbiddenAddress(a, environment)).filter((why): why is string => !!why).map((why) => `${host} resolves to ${why}`);
+  return addresses.map((a) => forbiddenAddress(a, policy)).filter((why): why is string => !!why).map((why) => `${host} resolves to ${why}`);
 }
 
 /**
@@ -34,9 +34,11 @@ export async function registerEndpoint(
   dataSource: DataSource,
   secretBox: SecretBox,
   input: { partnerId: string; environment: Environment; url: string; secret: string },
+  options: { allowLoopback: boolean },
 ): Promise<EndpointView> {
-  const problems = urlProblems(input.url, input.environment);
-  if (!problems.length) problems.push(...(await resolvedAddressProblems(new URL(input.url), input.environment)));
+  const policy: TargetPolicy = { environment: input.environment, allowLoopback: options.allowLoopback };
+  const problems = urlProblems(input.url, policy);
+  if (!problems.length) problems.push(...(await resolvedAddressProblems(new URL(input.url), policy)));
   if (problems.length) {
     throw new ApiError('validation_error', `url ${problems.join('; ')}`, problems.map((issue) => ({ field: 'body.url', issue })));
   }

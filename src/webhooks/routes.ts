@@ -1,5 +1,6 @@
 /** Webhook registration and the replayable event history (spec "Webhooks", CONTRACT §7). */
 import type { DataSource } from 'typeorm';
+import type { Config } from '../config';
 import { ApiError } from '../api/errors';
 import { Cursor, decodeCursor, encodeCursor, Limit } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
@@ -21,13 +22,14 @@ const Event = z
   .openapi('Event');
 
 export interface WebhookDeps {
+  config: Pick<Config, 'webhooks'>;
   dataSource: DataSource;
   secretBox: SecretBox;
   workflows: WorkflowStarter;
 }
 
 export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
-  const { dataSource, secretBox, workflows } = deps;
+  const { config, dataSource, secretBox, workflows } = deps;
   return [
     defineRoute({
       operationId: 'registerWebhook',
@@ -36,7 +38,7 @@ export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
       scopes: ['webhook'],
       tag: 'Webhooks',
       summary: 'Register or replace the webhook endpoint of this credential\'s environment',
-      description: `\`url\`: an absolute URL (https for live credentials; sandbox may use http and loopback so a partner can receive on its own machine). Private, link-local (cloud metadata), unique-local and other non-public addresses are refused, also when the name resolves to one at delivery. \`secret\`: ${MIN_SECRET_LENGTH}–${MAX_SECRET_LENGTH} characters; deliveries are signed with it. Events recorded before the first registration are not pushed (they stay in /events). Registering again re-enables an endpoint that delivery disabled after 3 days of failures.`,
+      description: `\`url\`: an absolute URL (https for live credentials; sandbox may use http, and loopback where the operator allows it, as the local development stack does, so a developer can receive on the same machine). Private, link-local (cloud metadata), unique-local and other non-public addresses are refused, also when the name resolves to one at delivery. \`secret\`: ${MIN_SECRET_LENGTH}–${MAX_SECRET_LENGTH} characters; deliveries are signed with it. Events recorded before the first registration are not pushed (they stay in /events). Registering again re-enables an endpoint that delivery disabled after 3 days of failures.`,
       body: z.object({
         url: z.string().max(MAX_URL_LENGTH).openapi({ example: 'https://hooks.example.com/domains' }),
         secret: z.string().min(MIN_SECRET_LENGTH, `at least ${MIN_SECRET_LENGTH} characters`).max(MAX_SECRET_LENGTH, `at most ${MAX_SECRET_LENGTH} characters`),
@@ -48,7 +50,7 @@ export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
       },
       errors: ['validation_error'],
       handler: async ({ body, auth }) => {
-        const endpoint = await registerEndpoint(dataSource, secretBox, { partnerId: auth.partnerId, environment: auth.environment, url: body.url, secret: body.secret });
+        const endpoint = await registerEndpoint(dataSource, secretBox, { partnerId: auth.partnerId, environment: auth.environment, url: body.url, secret: body.secret }, config.webhooks);
         await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
         return { body: endpoint };
       },

@@ -24,9 +24,25 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assertErrorShape(res, 404, 'not_found');
   });
 
-  it('a method a route does not have is 404 not_found', async () => {
+  it('a method a known path does not have is 405 method_not_allowed with an Allow header', async () => {
     const { client } = await newPartner();
-    assertErrorShape(await client.request('DELETE', '/api/partner/v1/pricing?domain=academy.com'), 404, 'not_found');
+    const res = await client.request('DELETE', '/api/partner/v1/pricing?domain=academy.com');
+    assertErrorShape(res, 405, 'method_not_allowed');
+    assert.equal(res.headers.get('allow'), 'HEAD, GET');
+    const patch = await rawRequest(getStack().baseUrl, 'PATCH', '/api/partner/v1/orders/ord_anything', {});
+    assertErrorShape(patch, 405, 'method_not_allowed');
+    assert.equal(patch.headers.get('allow'), 'HEAD, GET');
+    const get = await rawRequest(getStack().baseUrl, 'GET', '/api/partner/webhooks', {});
+    assertErrorShape(get, 405, 'method_not_allowed');
+    assert.equal(get.headers.get('allow'), 'PUT');
+  });
+
+  it('a method the router does not know at all is 405 on a known path and 404 on an unknown one', async () => {
+    const known = await rawRequest(getStack().baseUrl, 'PROPFIND', '/api/partner/v1/pricing', {});
+    assertErrorShape(known, 405, 'method_not_allowed');
+    assert.equal(known.headers.get('allow'), 'HEAD, GET');
+    assertErrorShape(await rawRequest(getStack().baseUrl, 'PROPFIND', '/api/partner/v1/nothing/here', {}), 404, 'not_found');
+    assertErrorShape(await rawRequest(getStack().baseUrl, 'DELETE', '/api/partner/v1/nothing/here', {}), 404, 'not_found');
   });
 
   it('a malformed JSON body is 400 validation_error', async () => {
@@ -76,10 +92,24 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assert.deepEqual(await ready.json(), { status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
   });
 
-  it('readyz is 503 service_unavailable when Temporal does not answer', async () => {
-    const baseUrl = await listen(createApp({ ...getStack().appDeps, temporalReady: () => Promise.reject(new Error('connection refused')) }));
+  it('readyz is 503 service_unavailable naming only the dependency that is down; the reason goes to the log with the request id', async () => {
+    const reason = 'connect ECONNREFUSED 10.20.30.40:7233 (temporal-frontend.internal)';
+    const baseUrl = await listen(createApp({ ...getStack().appDeps, temporalReady: () => Promise.reject(new Error(reason)) }));
     const res = await rawRequest(baseUrl, 'GET', '/readyz', {});
     assertErrorShape(res, 503, 'service_unavailable');
+    assert.deepEqual((res.body as { error: { details: unknown } }).error.details, [{ field: 'temporal', issue: 'unavailable' }]);
+    assert.doesNotMatch(res.text, /ECONNREFUSED|10\.20\.30\.40|internal/);
+    const requestId = res.headers.get('x-request-id')!;
+    assert.ok(getStack().logLines.some((line) => line.includes(requestId) && line.includes(reason)), 'the reason is logged under the request id');
+  });
+
+  it('readyz names the database when Postgres fails, without its error text', async () => {
+    const s = getStack();
+    const failingDb = Object.create(s.dataSource, { query: { value: () => Promise.reject(new Error('password authentication failed for user "partner_api"')) } });
+    const res = await rawRequest(await listen(createApp({ ...s.appDeps, dataSource: failingDb })), 'GET', '/readyz', {});
+    assertErrorShape(res, 503, 'service_unavailable');
+    assert.deepEqual((res.body as { error: { details: unknown } }).error.details, [{ field: 'database', issue: 'unavailable' }]);
+    assert.doesNotMatch(res.text, /password|partner_api/);
   });
 
   it('logs carry the request id and never a secret, signature or full key', async () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { createApp, partnerRoutes } from '../../src/api/app';
 import { defineRoute } from '../../src/api/route';
 import { z } from '../../src/api/schemas';
@@ -70,5 +71,51 @@ describe('scopes (spec "Scopes")', () => {
     const { client } = await newPartner({ scopes: ['buy', 'report'] });
     const res = await client.get('/api/partner/v1/domains/search?q=coffee');
     assert.equal(res.status, 403);
+  });
+
+  describe('a request refused with 403 changes nothing (CONTRACT §1)', () => {
+    const ALLOWED = '/api/partner/v1/availability?domain=academy.com';
+    const FORBIDDEN = '/api/partner/v1/events';
+
+    const nonces = async (keyId: string) =>
+      Number((await getStack().dataSource.createQueryBuilder().select('count(*)', 'n').from('request_nonces', 'r').where('r.key_id = :keyId', { keyId }).getRawOne<{ n: string }>())!.n);
+    const bucket = (keyId: string) =>
+      getStack().dataSource.createQueryBuilder().select(['b.tokens AS tokens', 'b.updated_at AS updated_at']).from('rate_limit_buckets', 'b').where('b.key_id = :keyId', { keyId }).getRawOne();
+
+    it('no nonce recorded and no rate-limit token taken', async () => {
+      const { client, keyId } = await newPartner({ scopes: ['search'] });
+      assert.equal((await client.get(ALLOWED)).status, 200);
+      const noncesBefore = await nonces(keyId);
+      const bucketBefore = await bucket(keyId);
+      const denied = await client.get(FORBIDDEN);
+      assert.equal(denied.status, 403);
+      assert.equal(await nonces(keyId), noncesBefore, 'the nonce was not recorded');
+      assert.deepEqual(await bucket(keyId), bucketBefore, 'the rate-limit bucket is untouched');
+    });
+
+    it("a credential's first request, refused, leaves no bucket and no nonce behind; its nonce stays usable", async () => {
+      const { client, keyId } = await newPartner({ scopes: ['search'] });
+      const nonce = randomUUID();
+      assert.equal((await client.get(FORBIDDEN, { nonce })).status, 403);
+      assert.equal(await nonces(keyId), 0);
+      assert.equal(await bucket(keyId), undefined);
+      assert.equal((await client.get(ALLOWED, { nonce })).status, 200, 'the same nonce, on a request the credential may make');
+    });
+
+    it('a replayed nonce is still 401 before a missing scope is 403', async () => {
+      const { client } = await newPartner({ scopes: ['search'] });
+      const nonce = randomUUID();
+      assert.equal((await client.get(ALLOWED, { nonce })).status, 200);
+      const replay = await client.get(FORBIDDEN, { nonce });
+      assert.equal(replay.status, 401);
+      assert.equal((replay.body as { error: { code: string } }).error.code, 'invalid_signature');
+    });
+
+    it('over the rate limit, a forbidden request is 403, not 429 (scope is checked first)', async () => {
+      const { client } = await newPartner({ scopes: ['search'], rateLimitPerSecond: 1 });
+      for (let i = 0; i < 3; i++) await client.get(ALLOWED);
+      assert.equal((await client.get(ALLOWED)).status, 429);
+      assert.equal((await client.get(FORBIDDEN)).status, 403);
+    });
   });
 });

@@ -76,7 +76,8 @@ export async function listen(app: Koa<any>): Promise<string> {
 
 export async function bootStack(): Promise<Stack> {
   const started = Date.now();
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'info' });
+  // Webhook tests receive on 127.0.0.1 (test/helpers/receiver.ts), as a developer does with npm start.
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_LOOPBACK: 'true' });
   const masterKey = randomBytes(32);
 
   let postgres: RunningPostgres;
@@ -108,7 +109,7 @@ export async function bootStack(): Promise<Stack> {
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle,
-    activities: createActivities({ dataSource, masterKey, workflows: { client: env.client, taskQueue } }),
+    activities: createActivities({ dataSource, masterKey, allowLoopbackWebhooks: config.webhooks.allowLoopback, workflows: { client: env.client, taskQueue } }),
   });
   const workerRun = worker.run();
   cleanups.push(async () => {

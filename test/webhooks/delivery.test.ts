@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
 import { signWebhook, verifyWebhook, WebhookVerificationError } from '../../src/client/webhooks';
+import { appendEvent } from '../../src/events/outbox';
+import { wakeDelivery } from '../../src/webhooks/notify';
+import { webhookWorkflowId } from '../../workflows/messages';
 import { getStack, listen, newPartner } from '../helpers/stack';
 import { buy, fulfilmentResult } from '../helpers/orders';
 import { startReceiver, waitUntil } from '../helpers/receiver';
@@ -95,7 +100,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
         connection: s.env.nativeConnection,
         taskQueue,
         workflowBundle: s.workflowBundle,
-        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows }),
+        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflows }),
         maxCachedWorkflows: 0,
       });
     const receiver = await startReceiver(() => 502);
@@ -116,6 +121,43 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
         const ids = await historyIds(client);
         await waitUntil(() => ids.every((id) => receiver.accepted.some((r) => r.headers['x-service-event-id'] === id)), 30_000, 'every event delivered');
       });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("an operator's cancel only stops delivery: the event is not marked failed and the endpoint stays enabled", async () => {
+    const s = getStack();
+    const taskQueue = `webhooks-cancel-${randomUUID()}`;
+    const workflows = { client: s.env.client, taskQueue };
+    const baseUrl = await listen(createApp({ ...s.appDeps, workflows }));
+    const worker = await Worker.create({
+      connection: s.env.nativeConnection,
+      taskQueue,
+      workflowBundle: s.workflowBundle,
+      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflows }),
+    });
+    const receiver = await startReceiver(() => 500);
+    try {
+      const { client, partnerId } = await newPartner({ baseUrl });
+      await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
+      const handle = s.env.client.workflow.getHandle(webhookWorkflowId(partnerId, 'sandbox'));
+      await worker.runUntil(async () => {
+        await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: {}, dedupeKey: `cancel-test:${partnerId}` }));
+        await wakeDelivery(workflows, partnerId, 'sandbox');
+        await waitUntil(() => receiver.received.length >= 1, 30_000, 'a first attempt');
+        await s.env.sleep('1 hour');
+        assert.ok(receiver.received.length >= 3, `retrying (${receiver.received.length} attempts)`);
+        await handle.cancel();
+        await assert.rejects(handle.result(), (err) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+      });
+      assert.equal((await handle.describe()).status.name, 'CANCELLED');
+      const [eventId] = await historyIds(client);
+      const deliveries = (await s.dataSource.query('SELECT status, last_error FROM webhook_deliveries WHERE event_id = $1', [eventId])) as Array<{ status: string; last_error: string }>;
+      assert.deepEqual(deliveries.map((d) => d.status), ['pending'], 'not marked failed');
+      assert.doesNotMatch(deliveries[0].last_error, /gave up/);
+      const [endpoint] = (await s.dataSource.query('SELECT enabled FROM webhook_endpoints WHERE partner_id = $1', [partnerId])) as Array<{ enabled: boolean }>;
+      assert.equal(endpoint.enabled, true, 'the endpoint stays enabled');
     } finally {
       await receiver.close();
     }

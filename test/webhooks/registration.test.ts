@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { createApp } from '../../src/api/app';
 import { PartnerClient } from '../../src/client/partner-client';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner } from '../helpers/stack';
 
 type Err = { error: { code: string; details?: Array<{ field: string; issue: string }> } };
 const SECRET = 'whsec_0123456789abcdef';
@@ -81,11 +82,40 @@ describe('webhook registration (PUT /api/partner/webhooks)', () => {
       assert.equal((await client.request('PUT', '/api/partner/webhooks', { body: { url: 'https://93.184.216.34/hooks', secret: SECRET } })).status, 200);
     });
 
-    it('sandbox may use loopback but never private or metadata addresses', async () => {
+    it('sandbox may use loopback where the operator allows it (the test stack does), but never private or metadata addresses', async () => {
       const { client } = await newPartner({ environment: 'sandbox', scopes: ['webhook'] });
       assert.equal((await client.request('PUT', '/api/partner/webhooks', { body: { url: 'http://127.0.0.1:8080/hooks', secret: SECRET } })).status, 200);
       assert.equal((await client.request('PUT', '/api/partner/webhooks', { body: { url: 'http://10.0.0.5/hooks', secret: SECRET } })).status, 400);
       assert.equal((await client.request('PUT', '/api/partner/webhooks', { body: { url: 'http://169.254.169.254/latest', secret: SECRET } })).status, 400);
     });
   });
+
+  describe('with WEBHOOK_ALLOW_LOOPBACK off (the default, and docker-compose)', () => {
+    let baseUrl: string;
+    before(async () => {
+      const s = getStack();
+      baseUrl = await listen(createApp({ ...s.appDeps, config: { ...s.appDeps.config, webhooks: { allowLoopback: false } } }));
+    });
+
+    for (const url of ['http://127.0.0.1:8080/hooks', 'http://[::1]:8080/hooks', 'http://localhost:8080/hooks', 'http://hooks.localhost:8080/hooks']) {
+      it(`a sandbox loopback URL is 400 validation_error: ${url}`, async () => {
+        const { client } = await newPartner({ environment: 'sandbox', scopes: ['webhook'], baseUrl });
+        const res = await client.request<Err>('PUT', '/api/partner/webhooks', { body: { url, secret: SECRET } });
+        assert.equal(res.status, 400, res.text);
+        assert.equal(res.body.error.code, 'validation_error');
+        assert.equal(res.body.error.details?.[0].field, 'body.url');
+        assert.equal(await countEndpoints(client.credential.keyId), 0, 'nothing registered');
+      });
+    }
+
+    it('a sandbox public URL is still accepted', async () => {
+      const { client } = await newPartner({ environment: 'sandbox', scopes: ['webhook'], baseUrl });
+      assert.equal((await client.request('PUT', '/api/partner/webhooks', { body: { url: 'http://93.184.216.34/hooks', secret: SECRET } })).status, 200);
+    });
+  });
 });
+
+async function countEndpoints(keyId: string): Promise<number> {
+  const rows = (await getStack().dataSource.query('SELECT 1 FROM webhook_endpoints w JOIN credentials c ON c.partner_id = w.partner_id WHERE c.key_id = $1', [keyId])) as unknown[];
+  return rows.length;
+}

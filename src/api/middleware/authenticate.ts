@@ -1,8 +1,9 @@
 /**
  * CONTRACT §1 in order: missing key id (401 missing_credentials); unknown or revoked key, bad
  * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in one database
- * round trip, nonce replay (401), scope (403) and the rate limit (429). Nothing before the
- * signature check writes anything, so forged requests cannot burn a partner's nonces.
+ * round trip (admit_request), nonce replay (401), scope (403) and the rate limit (429). Only an
+ * admitted request records its nonce and takes a token, so neither a forged, a forbidden nor a
+ * rate-limited request burns a partner's nonces or budget.
  */
 import type { Middleware } from 'koa';
 import type { DataSource } from 'typeorm';

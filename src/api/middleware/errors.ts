@@ -10,7 +10,13 @@ export function errorMapping(): Middleware<AppState> {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
+      // Left bare by the router's allowedMethods: 405 for a method the path lacks, 501 for a
+      // method no route has; Allow is empty when the path itself is unknown.
+      const allow = ctx.response.get('Allow');
+      if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined && allow) {
+        throw new ApiError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, undefined, { Allow: allow });
+      }
+      if ((ctx.status === 404 || ctx.status === 501) && ctx.body === undefined) {
         throw new ApiError('not_found', `no route for ${ctx.method} ${ctx.path}`);
       }
     } catch (err) {

@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { verifyWebhook } from '../../src/client/webhooks';
+import { appendEvent } from '../../src/events/outbox';
+import { getStack, newPartner } from '../helpers/stack';
+import { startReceiver, waitUntil, type Received } from '../helpers/receiver';
+
+const SECRET = 'whsec_forward_0123456789abcdef';
+
+/** `npm run --silent call -- events forward …` as a partner runs it, against the suite's API. */
+function forwarder(args: string[], credential: { keyId: string; secret: string }, extraEnv: Record<string, string> = {}) {
+  const s = getStack();
+  const child = spawn(process.execPath, [path.join(s.config.projectRoot, 'dist/src/client/cli.js'), 'events', 'forward', ...args], {
+    env: { ...process.env, PARTNER_API_URL: s.baseUrl, PARTNER_KEY_ID: credential.keyId, PARTNER_SECRET: credential.secret, ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    stderr: () => stderr,
+    exited,
+    ready: () => waitUntil(() => stderr.includes('forwarding events to'), 15_000, `the forwarder ready (${stderr})`),
+    async stop(): Promise<number | null> {
+      child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
+async function append(partnerId: string, count: number, tag: string): Promise<string[]> {
+  const s = getStack();
+  for (let n = 0; n < count; n++) {
+    await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: { tag, n }, dedupeKey: `forward-test:${partnerId}:${tag}:${n}` }));
+  }
+  const rows = (await s.dataSource.query(`SELECT id FROM events WHERE partner_id = $1 AND data->>'tag' = $2 ORDER BY partner_seq`, [partnerId, tag])) as Array<{ id: string }>;
+  return rows.map((r) => r.id);
+}
+
+const verified = (r: Received, secret = SECRET) => verifyWebhook<{ tag: string; n: number }>(r.body, r.headers as Record<string, string>, secret);
+
+describe('partner CLI: events forward (a local receiver fed from GET /events)', () => {
+  it('from now on: forwards only new events, in order, signed exactly like a delivery, retrying a failed POST with back-off', async () => {
+    const { partnerId, keyId, secret } = await newPartner({ scopes: ['webhook'] });
+    const before = await append(partnerId, 3, 'before');
+    let failedOnce = false;
+    const receiver = await startReceiver((r) => {
+      if (!failedOnce && JSON.parse(r.body).data.n === 1) {
+        failedOnce = true;
+        return 503;
+      }
+      return 200;
+    });
+    const run = forwarder([receiver.url], { keyId, secret }, { PARTNER_WEBHOOK_SECRET: SECRET });
+    try {
+      await run.ready();
+      const after = await append(partnerId, 3, 'after');
+      await waitUntil(() => receiver.accepted.length >= 3, 30_000, 'three forwarded events');
+      const events = receiver.accepted.map((r) => verified(r));
+      assert.deepEqual(events.map((e) => e.id), after, 'the new events, in history order');
+      assert.ok(!receiver.received.some((r) => before.includes(String(r.headers['x-service-event-id']))), 'nothing recorded before the start');
+      assert.equal(receiver.received.length, 4, 'the failed POST was sent again');
+      assert.equal(receiver.received[1].headers['x-service-event-id'], receiver.received[2].headers['x-service-event-id']);
+      assert.ok(receiver.received[2].at - receiver.received[1].at >= 400, 'after a back-off');
+      const body = JSON.parse(receiver.accepted[0].body) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(body), ['id', 'type', 'created_at', 'data'], 'the body is the event, as a delivery carries it');
+      assert.equal(receiver.accepted[0].headers['content-type'], 'application/json');
+      await waitUntil(() => (run.stderr().match(/-> 200/g) ?? []).length === 3, 5_000, 'a line per event');
+      assert.match(run.stderr(), new RegExp(`${after[1]} order\\.created -> HTTP 503; retrying in`));
+    } finally {
+      const code = await run.stop();
+      await receiver.close();
+      assert.equal(code, 0);
+      assert.match(run.stderr(), /resume with --cursor \S+/);
+    }
+  });
+
+  it('--from-start replays the whole history; --secret overrides PARTNER_WEBHOOK_SECRET', async () => {
+    const { partnerId, keyId, secret } = await newPartner({ scopes: ['webhook'] });
+    const ids = await append(partnerId, 4, 'history');
+    const receiver = await startReceiver();
+    const other = `whsec_${randomUUID()}`;
+    const run = forwarder([receiver.url, '--from-start', '--secret', other], { keyId, secret }, { PARTNER_WEBHOOK_SECRET: SECRET });
+    try {
+      await waitUntil(() => receiver.accepted.length >= 4, 30_000, 'the history forwarded');
+      assert.deepEqual(receiver.accepted.map((r) => verified(r, other).id), ids);
+    } finally {
+      await run.stop();
+      await receiver.close();
+    }
+  });
+
+  it('a credential without the webhook scope stops with the API error and a non-zero exit', async () => {
+    const { keyId, secret } = await newPartner({ scopes: ['search'] });
+    const run = forwarder(['http://127.0.0.1:9/hooks', '--secret', SECRET], { keyId, secret });
+    assert.equal(await run.exited, 1);
+    assert.match(run.stderr(), /GET \/events answered 403 forbidden/);
+  });
+});
