@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { LedgerEntry } from '../../src/db/entities/ledger-entry';
 import { getStack, newPartner } from '../helpers/stack';
 import { buy, fulfilmentResult } from '../helpers/orders';
 
@@ -28,7 +29,7 @@ describe('the ledger is append-only, and says so (CONTRACT §8)', () => {
   it('UPDATE of an entry raises', async () => {
     const before = await entries();
     await assert.rejects(
-      attempt((r) => r.manager.createQueryBuilder().update('ledger_entries').set({ amount_cents: 0 }).where('partner_id = :partnerId', { partnerId }).execute()),
+      attempt((r) => r.manager.createQueryBuilder().update(LedgerEntry).set({ amountCents: 0 }).where('partner_id = :partnerId', { partnerId }).execute()),
       /ledger_entries is append-only: UPDATE refused/,
     );
     assert.deepEqual(await entries(), before);
