@@ -19,6 +19,9 @@ import { SecretBox } from '../src/auth/secret-box';
 import type { Environment } from '../src/config';
 import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
 import { lateDeliveries, notifyEventsAppended, wakeDelivery } from '../src/webhooks/notify';
+import { closeSettlements } from '../src/finance/settlements';
+import { runPayouts } from '../src/finance/payouts';
+import type { PayoutSummary } from '../workflows/messages';
 
 export interface ActivityDeps {
   dataSource: DataSource;
@@ -61,6 +64,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
     async pruneNonces(input: { seenBefore: string }): Promise<number> {
+      // Raw SQL: request_nonces belongs to the admit_request function (foundation migration), not to an entity.
       return affectedCount(deps.dataSource, 'DELETE FROM request_nonces WHERE seen_at < $1', [input.seenBefore]);
     },
 
@@ -141,6 +145,16 @@ export function createActivities(deps: ActivityDeps) {
       const late = await lateDeliveries(deps.dataSource);
       for (const { partnerId, environment } of late) await wakeDelivery(deps.workflows, partnerId, environment);
       return late.length;
+    },
+
+    /** Closes every open settlement of a month before `before` (YYYY-MM-01); returns how many. */
+    async closeSettlements(input: { before: string }): Promise<number> {
+      return closeSettlements(deps.dataSource, input.before);
+    },
+
+    /** Pays out what is payable in the environment; a retry pays nothing twice (one payout line per posting). */
+    async runPayouts(input: { environment: Environment; at: string }): Promise<PayoutSummary[]> {
+      return runPayouts(deps.dataSource, input.environment, new Date(input.at));
     },
 
     /** Starts fulfilment for orders whose workflow was never started; returns how many. */

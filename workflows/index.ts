@@ -4,3 +4,4 @@ export { quoteReservationWorkflow } from './quote-reservation';
 export { orderFulfilmentWorkflow } from './order-fulfilment';
 export { fulfilmentRecoveryWorkflow } from './fulfilment-recovery';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
+export { monthCloseWorkflow, monthEndWorkflow, payoutRunWorkflow } from './month-end';

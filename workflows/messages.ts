@@ -88,3 +88,29 @@ export interface WebhookDeliveryInput {
   partnerId: string;
   environment: 'sandbox' | 'live';
 }
+
+/** The payouts a payout run made, as GET /payouts shows them. */
+export interface PayoutSummary {
+  payout_id: string;
+  period_start: string;
+  period_end: string;
+  amount_cents: number;
+  currency: string;
+  status: 'paid';
+  paid_at: string;
+  breakdown: { service_collected_cents: number; brokerage_cents: number };
+}
+
+export interface PayoutRunInput {
+  environment: 'sandbox' | 'live';
+}
+
+export interface PayoutRunResult {
+  environment: 'sandbox' | 'live';
+  payouts: PayoutSummary[];
+}
+
+export interface MonthCloseResult {
+  closed: number;
+  payouts: PayoutSummary[];
+}

@@ -12,9 +12,11 @@ import { parseScopes, type Scope } from '../auth/scopes';
 import type { Credential } from '../db/entities/credential';
 import type { Partner } from '../db/entities/partner';
 import { importInventory, parseInventoryCsv } from '../discovery/inventory';
-import { createPartner, findOrCreatePartner, findPartnerByName, listPartners } from '../partners/partners';
+import { createPartner, findOrCreatePartner, findPartnerByName, listPartners, updatePartner } from '../partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../main/runtime';
 import { recordTransferOutcome } from './orders';
+import { runPayoutsNow } from './finance';
+import { reconcile } from '../finance/reconcile';
 
 interface Session {
   dataSource: DataSource;
@@ -70,8 +72,13 @@ function partnerJson(p: Partner) {
     partner_id: p.id,
     name: p.name,
     merchant_of_record: p.merchantOfRecord,
-    commission_bps: { partner_collected: p.commissionPartnerCollectedBps, service_collected: p.commissionServiceCollectedBps, brokerage: p.commissionBrokerageBps },
-    affiliate_account_id: p.affiliateAccountId,
+    commission_bps: {
+      partner_collected: p.commissionPartnerCollectedBps,
+      service_collected: p.commissionServiceCollectedBps,
+      brokerage: p.commissionBrokerageBps,
+      referral: p.commissionReferralBps,
+    },
+    affiliate_account: p.affiliateAccountId,
     created_at: p.createdAt.toISOString(),
   };
 }
@@ -98,6 +105,7 @@ partner
   .option('--partner-collected-bps <bps>', 'commission on partner-collected sales', bpsOption)
   .option('--service-collected-bps <bps>', 'commission on service-collected sales', bpsOption)
   .option('--brokerage-bps <bps>', 'share of brokerage deals', bpsOption)
+  .option('--referral-bps <bps>', 'commission on referred hosted-checkout sales', bpsOption)
   .option('--affiliate-account <id>', 'link an affiliate account (enables referral endpoints)')
   .option('--json', 'JSON output')
   .action(async (o) =>
@@ -108,9 +116,37 @@ partner
         commissionPartnerCollectedBps: o.partnerCollectedBps,
         commissionServiceCollectedBps: o.serviceCollectedBps,
         commissionBrokerageBps: o.brokerageBps,
+        commissionReferralBps: o.referralBps,
         affiliateAccountId: o.affiliateAccount ?? null,
       });
       output(o.json, partnerJson(p), `created partner ${p.name} (${p.id})`);
+    }),
+  );
+partner
+  .command('update')
+  .description('change terms from now on (recorded sales keep the rate fixed on them)')
+  .requiredOption('--name <name>', 'the partner')
+  .option('--merchant-of-record', 'the partner may sell with quotes and orders')
+  .option('--not-merchant-of-record', 'the partner sells only through hosted checkout')
+  .option('--partner-collected-bps <bps>', 'commission on partner-collected sales', bpsOption)
+  .option('--service-collected-bps <bps>', 'commission on service-collected sales', bpsOption)
+  .option('--brokerage-bps <bps>', 'share of brokerage deals', bpsOption)
+  .option('--referral-bps <bps>', 'commission on referred hosted-checkout sales', bpsOption)
+  .option('--affiliate-account <id>', 'link an affiliate account ("none" unlinks it)')
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      if (o.merchantOfRecord && o.notMerchantOfRecord) throw new Error('--merchant-of-record and --not-merchant-of-record contradict each other');
+      const p = await updatePartner(dataSource, o.name, {
+        merchantOfRecord: o.merchantOfRecord ? true : o.notMerchantOfRecord ? false : undefined,
+        commissionPartnerCollectedBps: o.partnerCollectedBps,
+        commissionServiceCollectedBps: o.serviceCollectedBps,
+        commissionBrokerageBps: o.brokerageBps,
+        commissionReferralBps: o.referralBps,
+        affiliateAccountId: o.affiliateAccount === undefined ? undefined : o.affiliateAccount === 'none' ? null : o.affiliateAccount,
+      });
+      if (!p) throw new Error(`no partner named ${o.name}`);
+      output(o.json, partnerJson(p), `updated partner ${p.name}`);
     }),
   );
 partner
@@ -197,6 +233,34 @@ for (const outcome of ['completed', 'failed'] as const) {
       }),
     );
 }
+
+program
+  .command('payouts')
+  .description('payouts to partners')
+  .command('run')
+  .description('pay now what is payable (what the month-end run does); answers the payouts made')
+  .requiredOption('--env <env>', 'sandbox or live', environmentOption)
+  .option('--json', 'JSON output: an array of payouts, as GET /payouts shows them')
+  .action(async (o) => {
+    const payouts = await runPayoutsNow(loadConfig(), o.env);
+    output(o.json, payouts, payouts.map((p) => `${p.payout_id}\t${p.amount_cents} ${p.currency}`).join('\n') || '(nothing payable)');
+  });
+
+program
+  .command('reconcile')
+  .description('recompute every settlement, payout, total and balance from the ledger; exit 1 listing each difference')
+  .option('--env <env>', 'sandbox or live (default: both)', environmentOption)
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const report = await reconcile(dataSource, o.env);
+      const text = report.ok
+        ? `ledger reconciles: ${JSON.stringify(report.checked)}`
+        : report.differences.map((d) => `${d.kind} ${d.id} ${d.field}: stored ${d.stored}, ledger says ${d.from_ledger}`).join('\n');
+      output(o.json, report, text);
+      if (!report.ok) throw new Error(`the ledger does not reconcile: ${report.differences.length} difference(s)`);
+    }),
+  );
 
 program
   .command('inventory')

@@ -1,21 +1,12 @@
 /** Operators' commands on orders: the outcome of a live transfer carried out by hand (CONTRACT §12). */
-import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import { Order } from '../db/entities/order';
 import { loadOrderView, type OrderView } from '../orders/order-view';
 import { orderWorkflowId, transferOutcomeUpdate, type TransferOutcome } from '../../workflows/messages';
-
-/** TEMPORAL_ADDRESS, else the dev stack's server on this machine. */
-async function withTemporal<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
-  const connection = await Connection.connect({ address: config.temporal.address ?? `127.0.0.1:${config.temporal.devServerPort}` });
-  try {
-    return await work(new Client({ connection, namespace: config.temporal.namespace }));
-  } finally {
-    await connection.close();
-  }
-}
+import { withTemporal } from './temporal';
 
 /**
  * Sends the recordTransferOutcome Update (the same one the Temporal UI sends) and answers the

@@ -2,6 +2,7 @@
  * createApp(deps): the Koa application with every middleware composed in one visible order.
  * It never listens; main/api.ts does, and tests drive it over a real socket.
  */
+import { financeRoutes } from '../finance/routes';
 import Router, { type RouterMiddleware } from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -52,7 +53,7 @@ const PUBLIC_ROUTES: PublicRoute[] = [
 
 /** Every signed route of the API, one table; each declares its scope and schemas. */
 export function partnerRoutes(deps: AppDeps): RouteSpec[] {
-  return [...discoveryRoutes(deps), ...orderRoutes(deps), ...webhookRoutes(deps)];
+  return [...discoveryRoutes(deps), ...orderRoutes(deps), ...financeRoutes(deps), ...webhookRoutes(deps)];
 }
 
 /** `routes` defaults to the partner API's table; tests may mount others on the same middleware. */

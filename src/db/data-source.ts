@@ -4,6 +4,9 @@ import { Credential } from './entities/credential';
 import { Domain } from './entities/domain';
 import { IdempotencyKey } from './entities/idempotency-key';
 import { LedgerEntry } from './entities/ledger-entry';
+import { LedgerPosting } from './entities/ledger-posting';
+import { Payout, PayoutLine } from './entities/payout';
+import { Settlement } from './entities/settlement';
 import { Order } from './entities/order';
 import { OrderTimelineEntry } from './entities/order-timeline-entry';
 import { Partner } from './entities/partner';
@@ -20,6 +23,7 @@ import { Webhooks1795000200000 } from './migrations/1795000200000-webhooks';
 import { Search1795000300000 } from './migrations/1795000300000-search';
 import { OrderIntegrity1795000400000 } from './migrations/1795000400000-order-integrity';
 import { Hardening1795000500000 } from './migrations/1795000500000-hardening';
+import { Ledger1795000600000 } from './migrations/1795000600000-ledger';
 
 export const entities = [
   Partner,
@@ -37,8 +41,20 @@ export const entities = [
   SandboxTransfer,
   WebhookEndpoint,
   WebhookDelivery,
+  LedgerPosting,
+  Settlement,
+  Payout,
+  PayoutLine,
 ];
-export const migrations = [Foundation1795000000000, Orders1795000100000, Webhooks1795000200000, Search1795000300000, OrderIntegrity1795000400000, Hardening1795000500000];
+export const migrations = [
+  Foundation1795000000000,
+  Orders1795000100000,
+  Webhooks1795000200000,
+  Search1795000300000,
+  OrderIntegrity1795000400000,
+  Hardening1795000500000,
+  Ledger1795000600000,
+];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */
 export function createDataSource(url: string, options: { poolSize?: number } = {}): DataSource {

@@ -80,6 +80,7 @@ export async function importInventory(dataSource: DataSource, environment: Envir
         const b = j * 11;
         return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9}, $${b + 10}, $${b + 11})`;
       });
+      // Raw SQL: a multi-row upsert that keeps reserved/sold statuses and tells inserts from updates by xmax.
       const result = (await tx.query(
         `INSERT INTO domains (environment, name, label, tld, category, buy_now_price_cents, floor_price_cents, currency, status, active_site, registered_year)
          VALUES ${tuples.join(', ')}

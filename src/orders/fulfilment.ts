@@ -7,13 +7,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { OrderStatus } from '../../workflows/messages';
 import type { Environment } from '../config';
 import { Domain } from '../db/entities/domain';
-import { LedgerEntry } from '../db/entities/ledger-entry';
 import { Order } from '../db/entities/order';
 import { OrderTimelineEntry } from '../db/entities/order-timeline-entry';
-import { SaleTransaction } from '../db/entities/sale-transaction';
 import { appendEvent, type EventType } from '../events/outbox';
-import { publicId } from '../ids';
-import { commissionCents } from '../money';
+import { bookSale } from '../finance/sales';
 import { loadOrderView } from './order-view';
 
 const EVENT_FOR: Partial<Record<OrderStatus, EventType>> = {
@@ -68,7 +65,7 @@ export async function advanceOrder(dataSource: DataSource, input: { orderId: str
     if (!ENTERED_FROM[input.to]?.includes(order.status)) return { status: order.status, applied: false };
 
     const updated = await writeStatus(tx, order, input.to, input.at, input.detail ?? null);
-    if (input.to === 'TRANSFER_COMPLETED') await recordSale(tx, updated, input.at);
+    if (input.to === 'TRANSFER_COMPLETED') await bookSale(tx, updated, new Date(input.at));
     if (input.to === 'TRANSFER_FAILED') await releaseName(tx, updated);
     const type = EVENT_FOR[input.to];
     if (type) {
@@ -82,45 +79,4 @@ export async function advanceOrder(dataSource: DataSource, input: { orderId: str
     }
     return { status: input.to, applied: true, event };
   });
-}
-
-/**
- * The sale becomes a transaction with its ledger entries (CONTRACT §8), at the rate fixed on the
- * order when it was recorded: for a partner-collected sale the partner keeps its commission and
- * owes the service the rest.
- */
-async function recordSale(tx: EntityManager, order: Order, at: string): Promise<void> {
-  const gross = order.salePriceCents;
-  const commission = commissionCents(gross, order.commissionBps);
-  const inserted = await tx
-    .getRepository(SaleTransaction)
-    .createQueryBuilder()
-    .insert()
-    .values({
-      publicId: publicId('txn'),
-      partnerId: order.partnerId,
-      environment: order.environment,
-      orderId: order.id,
-      domain: order.domain,
-      paymentModel: order.paymentModel,
-      grossCents: gross,
-      commissionCents: commission,
-      currency: order.currency,
-      occurredAt: new Date(at),
-    })
-    .orIgnore()
-    .returning(['id'])
-    .execute();
-  const txn = (inserted.raw as Array<{ id: string }>)[0];
-  if (!txn) return;
-  const entries: Array<[string, number]> =
-    order.paymentModel === 'partner_collected'
-      ? [
-          ['partner_owes_service', gross - commission],
-          ['partner_commission_retained', commission],
-        ]
-      : [['service_owes_partner', commission]];
-  await tx.getRepository(LedgerEntry).insert(
-    entries.map(([account, amountCents]) => ({ partnerId: order.partnerId, environment: order.environment, transactionId: txn.id, account, amountCents, currency: order.currency })),
-  );
 }

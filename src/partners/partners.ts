@@ -7,6 +7,7 @@ export interface PartnerTerms {
   commissionPartnerCollectedBps?: number;
   commissionServiceCollectedBps?: number;
   commissionBrokerageBps?: number;
+  commissionReferralBps?: number;
   affiliateAccountId?: string | null;
 }
 
@@ -24,6 +25,7 @@ export async function createPartner(dataSource: DataSource, name: string, terms:
       commissionPartnerCollectedBps: terms.commissionPartnerCollectedBps ?? DEFAULT_COMMISSION_BPS.partnerCollected,
       commissionServiceCollectedBps: terms.commissionServiceCollectedBps ?? DEFAULT_COMMISSION_BPS.serviceCollected,
       commissionBrokerageBps: terms.commissionBrokerageBps ?? DEFAULT_COMMISSION_BPS.brokerage,
+      commissionReferralBps: terms.commissionReferralBps ?? DEFAULT_COMMISSION_BPS.referral,
       affiliateAccountId: terms.affiliateAccountId ?? null,
     }),
   );
@@ -42,12 +44,26 @@ export async function findOrCreatePartner(dataSource: DataSource, name: string):
       commissionPartnerCollectedBps: DEFAULT_COMMISSION_BPS.partnerCollected,
       commissionServiceCollectedBps: DEFAULT_COMMISSION_BPS.serviceCollected,
       commissionBrokerageBps: DEFAULT_COMMISSION_BPS.brokerage,
+      commissionReferralBps: DEFAULT_COMMISSION_BPS.referral,
     })
     .orIgnore()
     .execute();
   const partner = await findPartnerByName(dataSource, name);
   if (!partner) throw new Error(`partner ${name} vanished while being created`);
   return { partner, created: true };
+}
+
+/**
+ * Changes a partner's terms from now on. Sales already recorded keep the rate fixed on them, so
+ * no past figure changes.
+ */
+export async function updatePartner(dataSource: DataSource, name: string, terms: PartnerTerms): Promise<Partner | undefined> {
+  const repo = dataSource.getRepository(Partner);
+  const partner = await findPartnerByName(dataSource, name);
+  if (!partner) return undefined;
+  const changes = Object.fromEntries(Object.entries(terms).filter(([, v]) => v !== undefined)) as Partial<Partner>;
+  if (Object.keys(changes).length) await repo.update({ id: partner.id }, changes);
+  return repo.findOneByOrFail({ id: partner.id });
 }
 
 export async function listPartners(dataSource: DataSource): Promise<Partner[]> {

@@ -50,11 +50,19 @@ describe("operators' command line", () => {
   });
 
   it('partner create records commission rates, merchant-of-record flag and affiliate account', async () => {
-    const { stdout } = await admin('partner', 'create', '--name', `${name}-terms`, '--not-merchant-of-record', '--service-collected-bps', '1200', '--affiliate-account', `aff-${process.pid}`, '--json');
-    const out = JSON.parse(stdout) as { merchant_of_record: boolean; commission_bps: Record<string, number>; affiliate_account_id: string };
+    const { stdout } = await admin('partner', 'create', '--name', `${name}-terms`, '--not-merchant-of-record', '--service-collected-bps', '1200', '--referral-bps', '700', '--affiliate-account', `aff-${process.pid}`, '--json');
+    const out = JSON.parse(stdout) as { merchant_of_record: boolean; commission_bps: Record<string, number>; affiliate_account: string };
     assert.equal(out.merchant_of_record, false);
-    assert.deepEqual(out.commission_bps, { partner_collected: 1500, service_collected: 1200, brokerage: 1000 });
-    assert.equal(out.affiliate_account_id, `aff-${process.pid}`);
+    assert.deepEqual(out.commission_bps, { partner_collected: 1500, service_collected: 1200, brokerage: 1000, referral: 700 });
+    assert.equal(out.affiliate_account, `aff-${process.pid}`);
+
+    const updated = JSON.parse((await admin('partner', 'update', '--name', `${name}-terms`, '--merchant-of-record', '--partner-collected-bps', '2000', '--affiliate-account', 'none', '--json')).stdout) as typeof out;
+    assert.equal(updated.merchant_of_record, true);
+    assert.deepEqual(updated.commission_bps, { partner_collected: 2000, service_collected: 1200, brokerage: 1000, referral: 700 });
+    assert.equal(updated.affiliate_account, null);
+    const listed = JSON.parse((await admin('partner', 'list', '--json')).stdout) as Array<typeof out & { name: string }>;
+    assert.deepEqual(listed.find((p) => p.name === `${name}-terms`)?.commission_bps, updated.commission_bps);
+    await assert.rejects(admin('partner', 'update', '--name', 'no-such-partner', '--json'), /no partner named/);
   });
 
   it('bad arguments are refused with a message and a non-zero exit', async () => {

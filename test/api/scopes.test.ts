@@ -17,6 +17,9 @@ const SPEC_SCOPES: Record<string, Scope[]> = {
   'GET /api/partner/v1/orders': ['search', 'buy'],
   'GET /api/partner/v1/orders/{public_id}': ['search', 'buy'],
   'POST /api/partner/v1/refunds': ['buy'],
+  'GET /api/partner/v1/settlements': ['buy'],
+  'GET /api/partner/v1/transactions': ['report'],
+  'GET /api/partner/v1/payouts': ['report'],
   'PUT /api/partner/webhooks': ['webhook'],
   'GET /api/partner/v1/events': ['webhook'],
 };

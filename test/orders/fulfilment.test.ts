@@ -106,7 +106,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     assert.deepEqual((await orderState(client, o.public_id)).timeline.map((t) => t.status), STEPS);
     assert.equal(await count('SELECT 1 FROM transactions WHERE partner_id = $1', [partnerId]), 1);
     assert.equal(await count(`SELECT 1 FROM events WHERE partner_id = $1 AND type = 'transfer.completed'`, [partnerId]), 1);
-    assert.equal(await count(`SELECT 1 FROM ledger_entries WHERE partner_id = $1`, [partnerId]), 2);
+    assert.equal(await count(`SELECT 1 FROM ledger_entries WHERE partner_id = $1`, [partnerId]), 3, 'one sale posting: sales, partner_owes_service, partner_commission_retained');
   });
 
   it('an API that dies between recording the order and starting its workflow leaves a state the retry completes', async () => {

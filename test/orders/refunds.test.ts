@@ -78,7 +78,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     assert.equal(await count('SELECT 1 FROM refunds WHERE partner_id = $1', [partnerId]), 0);
     assert.equal(await available(client, o.domain), false);
     assert.equal(await count('SELECT 1 FROM transactions WHERE partner_id = $1', [partnerId]), 1);
-    assert.equal(await count('SELECT 1 FROM ledger_entries WHERE partner_id = $1', [partnerId]), 2);
+    assert.equal(await count('SELECT 1 FROM ledger_entries WHERE partner_id = $1', [partnerId]), 3);
     assert.deepEqual(await eventTypes(o.public_id), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'transfer.completed']);
     // Asking again is refused the same way, by the order's status.
     assert.equal((await client.post('/api/partner/v1/refunds', { order_id: o.public_id })).status, 422);

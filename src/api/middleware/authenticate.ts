@@ -64,6 +64,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middlewa
     if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
+    // Raw SQL: admission is one plpgsql function (nonce, bucket and scope under one row lock, one round trip).
     const [admission] = (await deps.dataSource.query('SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5)', [
       keyId,
       nonce.toLowerCase(),

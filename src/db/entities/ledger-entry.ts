@@ -14,8 +14,11 @@ export class LedgerEntry {
   @Column({ type: 'text' })
   environment: Environment;
 
-  @Column({ name: 'transaction_id', type: 'uuid' })
-  transactionId: string;
+  @Column({ name: 'posting_id', type: 'bigint' })
+  postingId: string;
+
+  @Column({ name: 'transaction_id', type: 'uuid', nullable: true })
+  transactionId: string | null;
 
   @Column({ type: 'text' })
   account: string;

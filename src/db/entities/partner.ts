@@ -5,6 +5,7 @@ export const DEFAULT_COMMISSION_BPS = {
   partnerCollected: 1500,
   serviceCollected: 1000,
   brokerage: 1000,
+  referral: 500,
 } as const;
 
 @Entity({ name: 'partners' })
@@ -26,6 +27,10 @@ export class Partner {
 
   @Column({ name: 'commission_brokerage_bps', type: 'integer' })
   commissionBrokerageBps: number;
+
+  /** Commission on referred hosted-checkout sales (CONTRACT §11). */
+  @Column({ name: 'commission_referral_bps', type: 'integer' })
+  commissionReferralBps: number;
 
   @Column({ name: 'affiliate_account_id', type: 'text', nullable: true })
   affiliateAccountId: string | null;

@@ -39,4 +39,11 @@ export class SaleTransaction {
 
   @Column({ name: 'occurred_at', type: 'timestamptz' })
   occurredAt: Date;
+
+  /** `reversed` once a reversal posting undid the sale (a refund after booking, a chargeback). */
+  @Column({ type: 'text', default: 'completed' })
+  status: 'completed' | 'reversed';
+
+  @Column({ name: 'reversed_at', type: 'timestamptz', nullable: true })
+  reversedAt: Date | null;
 }

@@ -1,0 +1,127 @@
+/**
+ * The ledger's one way in (CONTRACT §8): `post` books a business event as a posting whose
+ * entries sum to zero, once per idempotency key, in the same database transaction as the state
+ * change that causes it, into the period it belongs to.
+ *
+ * Periods: a posting goes into the month of its `occurredAt` unless that month's settlement is
+ * already closed for the partner, in which case it goes into the next month that is not. The
+ * booking holds the settlement row's lock until commit and the close takes the same lock, so a
+ * closed settlement can never receive a posting: it never changes.
+ */
+import type { EntityManager } from 'typeorm';
+import type { Environment } from '../config';
+import { LedgerEntry } from '../db/entities/ledger-entry';
+import { LedgerPosting, type PostingKind } from '../db/entities/ledger-posting';
+import type { TransactionPaymentModel } from '../db/entities/sale-transaction';
+import { Settlement } from '../db/entities/settlement';
+import { publicId } from '../ids';
+import { nextPeriodStart, periodEndOf, periodStartOf } from './periods';
+
+/** Account names; amounts are positive on the debit side (see the ledger migration). */
+export const ACCOUNT = {
+  sales: 'sales',
+  partnerOwesService: 'partner_owes_service',
+  partnerCommissionRetained: 'partner_commission_retained',
+  buyerPayments: 'buyer_payments',
+  partnerCommissionExpense: 'partner_commission_expense',
+  serviceOwesPartner: 'service_owes_partner',
+  serviceCash: 'service_cash',
+} as const;
+export type Account = (typeof ACCOUNT)[keyof typeof ACCOUNT];
+
+export interface NewPosting {
+  idempotencyKey: string;
+  partnerId: string;
+  environment: Environment;
+  kind: PostingKind;
+  paymentModel: TransactionPaymentModel | null;
+  transactionId: string | null;
+  payoutId?: string | null;
+  occurredAt: Date;
+  currency: string;
+  entries: Array<{ account: Account; amountCents: number }>;
+  /**
+   * Whether the posting falls under a settlement (sales and reversals): it then goes into an open
+   * settlement period. A payout is booked in the month it is made, outside any settlement.
+   */
+  settled?: boolean;
+}
+
+/** The settlement period a posting made now for `occurredAt` goes into; its row stays locked until commit. */
+export async function openPeriodFor(tx: EntityManager, partnerId: string, environment: Environment, occurredAt: Date, currency: string): Promise<string> {
+  const settlements = tx.getRepository(Settlement);
+  for (let periodStart = periodStartOf(occurredAt); ; periodStart = nextPeriodStart(periodStart)) {
+    await settlements
+      .createQueryBuilder()
+      .insert()
+      .values({ publicId: publicId('stl'), partnerId, environment, periodStart, periodEnd: periodEndOf(periodStart), currency, status: 'open' })
+      .orIgnore()
+      .execute();
+    const settlement = await settlements
+      .createQueryBuilder('s')
+      .setLock('pessimistic_write')
+      .where('s.partner_id = :partnerId AND s.environment = :environment AND s.period_start = :periodStart', { partnerId, environment, periodStart })
+      .getOneOrFail();
+    if (settlement.status === 'open') return periodStart;
+  }
+}
+
+/** Books the posting unless its idempotency key was booked before; returns it when new. */
+export async function post(tx: EntityManager, posting: NewPosting): Promise<LedgerPosting | undefined> {
+  const sum = posting.entries.reduce((total, e) => total + e.amountCents, 0);
+  if (sum !== 0) throw new Error(`posting ${posting.idempotencyKey} does not balance (${sum})`);
+  if (posting.entries.some((e) => !Number.isSafeInteger(e.amountCents))) throw new Error(`posting ${posting.idempotencyKey} has a non-integer amount`);
+  const periodStart =
+    posting.settled === false ? periodStartOf(posting.occurredAt) : await openPeriodFor(tx, posting.partnerId, posting.environment, posting.occurredAt, posting.currency);
+  const inserted = await tx
+    .getRepository(LedgerPosting)
+    .createQueryBuilder()
+    .insert()
+    .values({
+      idempotencyKey: posting.idempotencyKey,
+      partnerId: posting.partnerId,
+      environment: posting.environment,
+      kind: posting.kind,
+      paymentModel: posting.paymentModel,
+      transactionId: posting.transactionId,
+      payoutId: posting.payoutId ?? null,
+      periodStart,
+      occurredAt: posting.occurredAt,
+    })
+    .orIgnore()
+    .returning(['id'])
+    .execute();
+  const row = (inserted.raw as Array<{ id: string }>)[0];
+  if (!row) return undefined;
+  await tx.getRepository(LedgerEntry).insert(
+    posting.entries
+      .filter((e) => e.amountCents !== 0)
+      .map((e) => ({
+        postingId: row.id,
+        partnerId: posting.partnerId,
+        environment: posting.environment,
+        transactionId: posting.transactionId,
+        account: e.account,
+        amountCents: e.amountCents,
+        currency: posting.currency,
+      })),
+  );
+  return tx.getRepository(LedgerPosting).findOneByOrFail({ id: row.id });
+}
+
+/** The entries of a sale of `gross` with `commission` for the partner, by payment model. */
+export function saleEntries(paymentModel: TransactionPaymentModel, gross: number, commission: number): NewPosting['entries'] {
+  if (paymentModel === 'partner_collected') {
+    return [
+      { account: ACCOUNT.sales, amountCents: -gross },
+      { account: ACCOUNT.partnerOwesService, amountCents: gross - commission },
+      { account: ACCOUNT.partnerCommissionRetained, amountCents: commission },
+    ];
+  }
+  return [
+    { account: ACCOUNT.buyerPayments, amountCents: gross },
+    { account: ACCOUNT.sales, amountCents: -gross },
+    { account: ACCOUNT.partnerCommissionExpense, amountCents: commission },
+    { account: ACCOUNT.serviceOwesPartner, amountCents: -commission },
+  ];
+}

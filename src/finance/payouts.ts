@@ -1,0 +1,143 @@
+/**
+ * Payouts (CONTRACT §8): what the service owes a partner (commissions on service-collected sales,
+ * brokerage shares; referral commissions later) is paid by a payout run. A payout is its lines:
+ * each line is one posting whose `service_owes_partner` credit it pays, a posting at most once
+ * (unique line), so a retried or doubled run pays nothing twice. The payout's own posting debits
+ * that account by the same amount. Amounts and breakdowns are sums over those entries.
+ */
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Environment } from '../config';
+import { LedgerEntry } from '../db/entities/ledger-entry';
+import { LedgerPosting } from '../db/entities/ledger-posting';
+import { Partner } from '../db/entities/partner';
+import { Payout, PayoutLine } from '../db/entities/payout';
+import { publicId } from '../ids';
+import { ACCOUNT, post } from './ledger';
+import { periodEndOf } from './periods';
+
+export interface PayoutView {
+  payout_id: string;
+  period_start: string;
+  period_end: string;
+  amount_cents: number;
+  currency: string;
+  status: 'paid';
+  paid_at: string;
+  breakdown: { service_collected_cents: number; brokerage_cents: number };
+}
+
+/** What each posting not yet paid owes the partner, by posting. */
+async function unpaid(manager: EntityManager, environment: Environment, partnerId?: string) {
+  const q = manager
+    .getRepository(LedgerEntry)
+    .createQueryBuilder('e')
+    .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
+    .leftJoin(PayoutLine, 'l', 'l.posting_id = p.id')
+    .select('p.id', 'posting_id')
+    .addSelect('p.partner_id', 'partner_id')
+    .addSelect("to_char(p.period_start, 'YYYY-MM-DD')", 'period_start')
+    .addSelect('-sum(e.amount_cents)', 'owed')
+    .addSelect('min(e.currency)', 'currency')
+    .where("e.account = :payable AND p.kind IN ('sale', 'reversal') AND p.environment = :environment AND l.posting_id IS NULL", { payable: ACCOUNT.serviceOwesPartner, environment })
+    .groupBy('p.id');
+  if (partnerId) q.andWhere('p.partner_id = :partnerId', { partnerId });
+  return (await q.getRawMany<{ posting_id: string; partner_id: string; period_start: string; owed: string; currency: string }>()).map((r) => ({ ...r, owed: Number(r.owed) }));
+}
+
+/**
+ * Pays every partner of the environment what is payable now. A partner whose net payable is not
+ * positive (clawbacks above commissions) is carried to the next run. Returns the payouts made.
+ */
+export async function runPayouts(dataSource: DataSource, environment: Environment, at: Date): Promise<PayoutView[]> {
+  const partnerIds = [...new Set((await unpaid(dataSource.manager, environment)).map((r) => r.partner_id))];
+  const made: PayoutView[] = [];
+  for (const partnerId of partnerIds) {
+    const payout = await dataSource.transaction(async (tx) => {
+      // One run per partner at a time: the partner's row lock.
+      await tx.getRepository(Partner).createQueryBuilder('p').setLock('pessimistic_write').where('p.id = :partnerId', { partnerId }).getOneOrFail();
+      const lines = await unpaid(tx, environment, partnerId);
+      const amount = lines.reduce((sum, l) => sum + l.owed, 0);
+      if (amount <= 0) return undefined;
+      const periods = lines.map((l) => l.period_start).sort();
+      const row = await tx.getRepository(Payout).save(
+        tx.getRepository(Payout).create({
+          publicId: publicId('po'),
+          partnerId,
+          environment,
+          periodStart: periods[0],
+          periodEnd: periodEndOf(periods[periods.length - 1]),
+          currency: lines[0].currency,
+          status: 'paid',
+          paidAt: at,
+        }),
+      );
+      await tx.getRepository(PayoutLine).insert(lines.map((l) => ({ payoutId: row.id, postingId: l.posting_id })));
+      await post(tx, {
+        idempotencyKey: `payout:${row.id}`,
+        partnerId,
+        environment,
+        kind: 'payout',
+        paymentModel: null,
+        transactionId: null,
+        payoutId: row.id,
+        occurredAt: at,
+        currency: row.currency,
+        settled: false,
+        entries: [
+          { account: ACCOUNT.serviceOwesPartner, amountCents: amount },
+          { account: ACCOUNT.serviceCash, amountCents: -amount },
+        ],
+      });
+      return row;
+    });
+    if (payout) made.push((await payoutViews(dataSource.manager, [payout]))[0]);
+  }
+  return made;
+}
+
+/** Amount and breakdown of each payout, summed from the entries its lines pay. */
+export async function payoutViews(manager: EntityManager, payouts: Payout[]): Promise<PayoutView[]> {
+  if (!payouts.length) return [];
+  const rows = await manager
+    .getRepository(LedgerEntry)
+    .createQueryBuilder('e')
+    .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
+    .innerJoin(PayoutLine, 'l', 'l.posting_id = p.id')
+    .select('l.payout_id', 'payout_id')
+    .addSelect('p.payment_model', 'payment_model')
+    .addSelect('-sum(e.amount_cents)', 'owed')
+    .where('e.account = :payable AND l.payout_id IN (:...ids)', { payable: ACCOUNT.serviceOwesPartner, ids: payouts.map((p) => p.id) })
+    .groupBy('l.payout_id')
+    .addGroupBy('p.payment_model')
+    .getRawMany<{ payout_id: string; payment_model: string; owed: string }>();
+  return payouts.map((p) => {
+    const mine = rows.filter((r) => r.payout_id === p.id);
+    const by = (model: string) => mine.filter((r) => r.payment_model === model).reduce((s, r) => s + Number(r.owed), 0);
+    return {
+      payout_id: p.publicId,
+      period_start: p.periodStart,
+      period_end: p.periodEnd,
+      amount_cents: mine.reduce((s, r) => s + Number(r.owed), 0),
+      currency: p.currency,
+      status: p.status,
+      paid_at: p.paidAt.toISOString(),
+      breakdown: { service_collected_cents: by('service_collected'), brokerage_cents: by('brokerage') },
+    };
+  });
+}
+
+/** Newest first, keyset-paginated on (paid_at, id). */
+export async function listPayouts(dataSource: DataSource, partnerId: string, environment: Environment, page: { limit: number; cursor?: { paidAt: string; id: string } }) {
+  const q = dataSource
+    .getRepository(Payout)
+    .createQueryBuilder('p')
+    .addSelect(`to_char(p.paid_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, 'cursor_at')
+    .where('p.partner_id = :partnerId AND p.environment = :environment', { partnerId, environment });
+  if (page.cursor) q.andWhere('(p.paid_at, p.id) < (CAST(:at AS timestamptz), CAST(:id AS uuid))', { at: page.cursor.paidAt, id: page.cursor.id });
+  const { entities, raw } = await q.orderBy('p.paid_at', 'DESC').addOrderBy('p.id', 'DESC').limit(page.limit + 1).getRawAndEntities<{ cursor_at: string }>();
+  const shown = entities.slice(0, page.limit);
+  return {
+    data: await payoutViews(dataSource.manager, shown),
+    next: entities.length > page.limit ? { paidAt: raw[page.limit - 1].cursor_at, id: shown[shown.length - 1].id } : null,
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Sales in the ledger: a completed order becomes one transaction and its sale posting; undoing a
+ * booked sale (a refund after completion, a chargeback) appends the reversing posting, once, in
+ * the period in which it happens.
+ */
+import type { EntityManager } from 'typeorm';
+import { LedgerEntry } from '../db/entities/ledger-entry';
+import { LedgerPosting } from '../db/entities/ledger-posting';
+import type { Order } from '../db/entities/order';
+import { SaleTransaction } from '../db/entities/sale-transaction';
+import { publicId } from '../ids';
+import { commissionCents } from '../money';
+import { post, saleEntries, type Account } from './ledger';
+
+/** Books the completed order at the rate fixed on it; a retry finds the sale booked and does nothing. */
+export async function bookSale(tx: EntityManager, order: Order, at: Date): Promise<void> {
+  const gross = order.salePriceCents;
+  const commission = commissionCents(gross, order.commissionBps);
+  const inserted = await tx
+    .getRepository(SaleTransaction)
+    .createQueryBuilder()
+    .insert()
+    .values({
+      publicId: publicId('txn'),
+      partnerId: order.partnerId,
+      environment: order.environment,
+      orderId: order.id,
+      domain: order.domain,
+      paymentModel: order.paymentModel,
+      grossCents: gross,
+      commissionCents: commission,
+      currency: order.currency,
+      occurredAt: at,
+    })
+    .orIgnore()
+    .returning(['id'])
+    .execute();
+  const txn = (inserted.raw as Array<{ id: string }>)[0];
+  if (!txn) return;
+  await post(tx, {
+    idempotencyKey: `order:${order.id}:completed`,
+    partnerId: order.partnerId,
+    environment: order.environment,
+    kind: 'sale',
+    paymentModel: order.paymentModel,
+    transactionId: txn.id,
+    occurredAt: at,
+    currency: order.currency,
+    entries: saleEntries(order.paymentModel, gross, commission),
+  });
+}
+
+/**
+ * Undoes a booked sale: the transaction reads `reversed` and a posting with every entry of the
+ * sale negated is booked in the period of `at` (or the next open one). Returns false when it was
+ * already reversed.
+ */
+export async function reverseSale(tx: EntityManager, transactionId: string, at: Date): Promise<boolean> {
+  const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('pessimistic_write').where('t.id = :transactionId', { transactionId }).getOneOrFail();
+  if (txn.status === 'reversed') return false;
+  const sale = await tx.getRepository(LedgerPosting).findOneByOrFail({ transactionId, kind: 'sale' });
+  const entries = await tx.getRepository(LedgerEntry).findBy({ postingId: sale.id });
+  const posted = await post(tx, {
+    idempotencyKey: `transaction:${transactionId}:reversed`,
+    partnerId: txn.partnerId,
+    environment: txn.environment,
+    kind: 'reversal',
+    paymentModel: txn.paymentModel,
+    transactionId,
+    occurredAt: at,
+    currency: txn.currency,
+    entries: entries.map((e) => ({ account: e.account as Account, amountCents: -e.amountCents })),
+  });
+  await tx.getRepository(SaleTransaction).update({ id: transactionId }, { status: 'reversed', reversedAt: at });
+  return posted !== undefined;
+}

@@ -1,0 +1,220 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { LedgerEntry } from '../../src/db/entities/ledger-entry';
+import { LedgerPosting } from '../../src/db/entities/ledger-posting';
+import { Partner } from '../../src/db/entities/partner';
+import { SaleTransaction } from '../../src/db/entities/sale-transaction';
+import { Settlement } from '../../src/db/entities/settlement';
+import { bookSale, reverseSale } from '../../src/finance/sales';
+import { closeSettlements } from '../../src/finance/settlements';
+import { reconcile } from '../../src/finance/reconcile';
+import { advanceOrder } from '../../src/orders/fulfilment';
+import { Order } from '../../src/db/entities/order';
+import { getStack, newPartner } from '../helpers/stack';
+import { completedSale, pendingOrder } from '../helpers/money';
+
+const run = promisify(execFile);
+
+async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const s = getStack();
+  try {
+    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
+      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+type TxnList = {
+  data: Array<{ transaction_id: string; order_id: string; payment_model: string; status: string; gross_cents: number; commission_cents: number; occurred_at: string }>;
+  next_cursor: string | null;
+  totals: { count: number; gmv_cents: number; commission_cents: number; currency: string };
+};
+type SettlementList = { data: Array<{ settlement_id: string; period_start: string; period_end: string; status: string; gross_sold_cents: number; commission_retained_cents: number; amount_owed_to_service_cents: number }> };
+
+describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', () => {
+  it('every posting balances to zero and carries its business key; a sale books gross, what the partner owes and its commission', async () => {
+    const { partnerId } = await newPartner();
+    const order = await completedSale(partnerId, '2026-05-10T12:00:00Z', { priceCents: 123_457, commissionBps: 1500 });
+    const posting = await getStack().dataSource.getRepository(LedgerPosting).findOneByOrFail({ idempotencyKey: `order:${order.id}:completed` });
+    assert.equal(posting.periodStart, '2026-05-01');
+    const entries = await getStack().dataSource.getRepository(LedgerEntry).findBy({ postingId: posting.id });
+    const by = Object.fromEntries(entries.map((e) => [e.account, e.amountCents]));
+    assert.deepEqual(by, { sales: -123_457, partner_owes_service: 123_457 - 18_518, partner_commission_retained: 18_518 });
+    assert.equal(entries.reduce((s, e) => s + e.amountCents, 0), 0);
+  });
+
+  it('a retried booking and two racing completions book the sale once', async () => {
+    const s = getStack();
+    const { partnerId } = await newPartner();
+    const order = await pendingOrder(partnerId);
+    const at = '2026-05-11T08:00:00Z';
+    await Promise.all([0, 1, 2, 3].map(() => advanceOrder(s.dataSource, { orderId: order.id, to: 'TRANSFER_COMPLETED', at })));
+    const completed = await s.dataSource.getRepository(Order).findOneByOrFail({ id: order.id });
+    await s.dataSource.transaction((tx) => bookSale(tx, completed, new Date(at))); // the activity retried after its commit
+    assert.equal(await s.dataSource.getRepository(SaleTransaction).countBy({ partnerId }), 1);
+    assert.equal(await s.dataSource.getRepository(LedgerPosting).countBy({ partnerId }), 1);
+    assert.equal(await s.dataSource.getRepository(LedgerEntry).countBy({ partnerId }), 3);
+  });
+
+  it('a posting that does not balance is refused by the database at commit', async () => {
+    const s = getStack();
+    const { partnerId } = await newPartner();
+    await assert.rejects(
+      s.dataSource.transaction(async (tx) => {
+        const p = await tx.getRepository(LedgerPosting).save(
+          tx.getRepository(LedgerPosting).create({ idempotencyKey: `test:${partnerId}:unbalanced`, partnerId, environment: 'sandbox', kind: 'sale', paymentModel: 'partner_collected', transactionId: null, periodStart: '2026-05-01', occurredAt: new Date() }),
+        );
+        await tx.getRepository(LedgerEntry).insert({ postingId: p.id, partnerId, environment: 'sandbox', transactionId: null, account: 'sales', amountCents: -5, currency: 'USD' });
+      }),
+      /does not balance/,
+    );
+    assert.equal(await s.dataSource.getRepository(LedgerPosting).countBy({ partnerId }), 0);
+  });
+
+  it('a rate change applies from then on: past entries keep the rate fixed on their sale', async () => {
+    const s = getStack();
+    const { partnerId, client } = await newPartner();
+    const before = await completedSale(partnerId, '2026-05-12T08:00:00Z', { priceCents: 10_000, commissionBps: 1500 });
+    const entriesBefore = await s.dataSource.getRepository(LedgerEntry).find({ where: { partnerId }, order: { id: 'ASC' } });
+    await s.dataSource.getRepository(Partner).update({ id: partnerId }, { commissionPartnerCollectedBps: 500 });
+    assert.deepEqual(await s.dataSource.getRepository(LedgerEntry).find({ where: { partnerId }, order: { id: 'ASC' } }), entriesBefore);
+    const list = (await client.get<TxnList>('/api/partner/v1/transactions')).body;
+    assert.equal(list.data.find((t) => t.order_id === before.publicId)?.commission_cents, 1500);
+  });
+
+  it('/transactions: newest first across pages, filters by payment model, status and dates, totals over the whole filtered set', async () => {
+    const s = getStack();
+    const { partnerId, client } = await newPartner();
+    const sales: Order[] = [];
+    for (let i = 0; i < 25; i++) {
+      const day = String(1 + (i % 28)).padStart(2, '0');
+      sales.push(await completedSale(partnerId, `2026-06-${day}T10:00:00Z`, { priceCents: 1000 + i, paymentModel: i % 5 === 0 ? 'service_collected' : 'partner_collected', commissionBps: 1000 }));
+    }
+    const reversed = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: sales[3].id });
+    await s.dataSource.transaction((tx) => reverseSale(tx, reversed.id, new Date('2026-06-20T00:00:00Z')));
+
+    const seen: TxnList['data'] = [];
+    let cursor: string | null = null;
+    let totals: TxnList['totals'] | undefined;
+    do {
+      const page: { status: number; text: string; body: TxnList } = await client.get(`/api/partner/v1/transactions?limit=10${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(page.status, 200, page.text);
+      seen.push(...page.body.data);
+      totals ??= page.body.totals;
+      assert.deepEqual(page.body.totals, totals, 'totals are the same on every page');
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    assert.equal(seen.length, 25);
+    assert.deepEqual(seen.map((t) => t.occurred_at), [...seen.map((t) => t.occurred_at)].sort().reverse());
+    const completedGross = sales.filter((o) => o.id !== sales[3].id).reduce((sum, o) => sum + o.salePriceCents, 0);
+    assert.deepEqual(totals, { count: 25, gmv_cents: completedGross, commission_cents: sales.filter((o) => o.id !== sales[3].id).reduce((sum, o) => sum + Math.floor(o.salePriceCents / 10), 0), currency: 'USD' });
+    assert.equal(seen.find((t) => t.order_id === sales[3].publicId)?.status, 'reversed');
+
+    const service = (await client.get<TxnList>('/api/partner/v1/transactions?payment_model=service_collected&limit=2')).body;
+    assert.equal(service.totals.count, 5);
+    assert.equal(service.data.length, 2);
+    assert.ok(service.data.every((t) => t.payment_model === 'service_collected'));
+    const rev = (await client.get<TxnList>('/api/partner/v1/transactions?status=reversed')).body;
+    assert.deepEqual([rev.totals.count, rev.totals.gmv_cents], [1, 0]);
+    const oneDay = (await client.get<TxnList>('/api/partner/v1/transactions?from=2026-06-02&to=2026-06-02')).body;
+    assert.equal(oneDay.totals.count, 1);
+    assert.equal((await client.get('/api/partner/v1/transactions?status=refunded')).status, 400);
+    assert.equal((await client.get('/api/partner/v1/transactions?cursor=bogus')).status, 400);
+  });
+
+  it('a month closes into a settlement equal to the sums of its sales; a closed settlement never changes and a reversal after the close lands in the next month', async () => {
+    const s = getStack();
+    const { partnerId, client } = await newPartner();
+    const july = [
+      await completedSale(partnerId, '2026-07-01T00:00:00Z', { priceCents: 50_000 }),
+      await completedSale(partnerId, '2026-07-15T09:30:00Z', { priceCents: 20_001 }),
+      await completedSale(partnerId, '2026-07-31T23:59:59.999Z', { priceCents: 30_000 }),
+    ];
+    await completedSale(partnerId, '2026-08-01T00:00:00Z', { priceCents: 7_000 });
+    const open = (await client.get<SettlementList>('/api/partner/v1/settlements')).body.data;
+    assert.deepEqual(open.map((x) => [x.period_start, x.period_end, x.status]), [
+      ['2026-08-01', '2026-08-31', 'open'],
+      ['2026-07-01', '2026-07-31', 'open'],
+    ]);
+
+    assert.ok((await closeSettlements(s.dataSource, '2026-08-01')) >= 1);
+    const [aug, jul] = (await client.get<SettlementList>('/api/partner/v1/settlements')).body.data;
+    const gross = july.reduce((sum, o) => sum + o.salePriceCents, 0);
+    const commission = july.reduce((sum, o) => sum + Math.floor((o.salePriceCents * 1500) / 10_000), 0);
+    assert.deepEqual(
+      { status: jul.status, gross: jul.gross_sold_cents, commission: jul.commission_retained_cents, owed: jul.amount_owed_to_service_cents },
+      { status: 'closed', gross, commission, owed: gross - commission },
+    );
+    const txns = (await client.get<TxnList>('/api/partner/v1/transactions?from=2026-07-01&to=2026-07-31')).body.totals;
+    assert.deepEqual([txns.gmv_cents, txns.commission_cents], [gross, commission], 'the settlement equals the sum of its transactions');
+    assert.equal(aug.status, 'open');
+
+    // A chargeback of a July sale booked after July closed: July is untouched, August takes it.
+    const txn = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: july[1].id });
+    await s.dataSource.transaction((tx) => reverseSale(tx, txn.id, new Date('2026-07-20T00:00:00Z')));
+    await s.dataSource.transaction((tx) => reverseSale(tx, txn.id, new Date('2026-07-20T00:00:00Z'))); // once only
+    const [aug2, jul2] = (await client.get<SettlementList>('/api/partner/v1/settlements')).body.data;
+    assert.deepEqual(jul2, jul);
+    assert.equal(aug2.gross_sold_cents, 7_000 - 20_001);
+    assert.equal(aug2.amount_owed_to_service_cents, aug2.gross_sold_cents - aug2.commission_retained_cents);
+    assert.equal(await s.dataSource.getRepository(LedgerPosting).countBy({ partnerId, kind: 'reversal' }), 1);
+    // A late completion dated in July is booked into August too.
+    const late = await completedSale(partnerId, '2026-07-31T12:00:00Z', { priceCents: 1_000 });
+    assert.equal((await s.dataSource.getRepository(LedgerPosting).findOneByOrFail({ idempotencyKey: `order:${late.id}:completed` })).periodStart, '2026-08-01');
+    assert.deepEqual((await client.get<SettlementList>('/api/partner/v1/settlements')).body.data[1], jul);
+  });
+
+  it('payouts run pays what is owed on service-collected sales once, as the sum of its lines; GET /payouts shows it', async () => {
+    const s = getStack();
+    const { partnerId, client } = await newPartner();
+    await completedSale(partnerId, '2026-09-03T10:00:00Z', { paymentModel: 'service_collected', priceCents: 80_000, commissionBps: 1000 });
+    await completedSale(partnerId, '2026-09-04T10:00:00Z', { paymentModel: 'service_collected', priceCents: 12_345, commissionBps: 1000 });
+    await completedSale(partnerId, '2026-09-05T10:00:00Z', { paymentModel: 'partner_collected', priceCents: 5_000 });
+
+    const first = await admin('payouts', 'run', '--env', 'sandbox', '--json');
+    assert.equal(first.code, 0, first.stderr);
+    const made = (JSON.parse(first.stdout) as Array<{ payout_id: string; amount_cents: number; breakdown: { service_collected_cents: number } }>).filter((p) => p.amount_cents === 8000 + 1234);
+    assert.equal(made.length, 1);
+    assert.equal(made[0].breakdown.service_collected_cents, 9234);
+    const second = await admin('payouts', 'run', '--env', 'sandbox', '--json');
+    assert.equal(second.code, 0, second.stderr);
+    assert.deepEqual(JSON.parse(second.stdout), [], 'nothing is paid twice');
+
+    const listed = (await client.get<{ data: Array<{ payout_id: string; amount_cents: number; status: string; period_start: string; period_end: string }> }>('/api/partner/v1/payouts')).body.data;
+    assert.deepEqual(listed.map((p) => [p.payout_id, p.amount_cents, p.status, p.period_start, p.period_end]), [[made[0].payout_id, 9234, 'paid', '2026-09-01', '2026-09-30']]);
+    assert.ok((await reconcile(s.dataSource)).ok);
+  });
+
+  it('reconcile recomputes everything from the ledger and exits non-zero listing each corrupted figure', async () => {
+    const s = getStack();
+    const { partnerId } = await newPartner();
+    const order = await completedSale(partnerId, '2026-03-10T10:00:00Z', { priceCents: 40_000 });
+    await closeSettlements(s.dataSource, '2026-04-01');
+    const clean = await admin('reconcile', '--json');
+    assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+    assert.equal((JSON.parse(clean.stdout) as { ok: boolean }).ok, true);
+
+    const settlement = await s.dataSource.getRepository(Settlement).findOneByOrFail({ partnerId, periodStart: '2026-03-01' });
+    const txn = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id });
+    await s.dataSource.getRepository(Settlement).update({ id: settlement.id }, { grossSoldCents: 40_001 });
+    await s.dataSource.getRepository(SaleTransaction).update({ id: txn.id }, { commissionCents: 1 });
+    try {
+      const dirty = await admin('reconcile', '--env', 'sandbox', '--json');
+      assert.equal(dirty.code, 1, dirty.stdout.slice(0, 600) + dirty.stderr);
+      const report = JSON.parse(dirty.stdout) as { ok: boolean; differences: Array<{ kind: string; id: string; field: string; stored: number; from_ledger: number }> };
+      assert.equal(report.ok, false);
+      assert.ok(report.differences.some((d) => d.kind === 'settlement' && d.id === settlement.publicId && d.field === 'gross_sold_cents' && d.stored === 40_001 && d.from_ledger === 40_000));
+      assert.ok(report.differences.some((d) => d.kind === 'transaction' && d.id === txn.publicId && d.field === 'commission_cents' && d.from_ledger === 6000));
+    } finally {
+      await s.dataSource.getRepository(Settlement).update({ id: settlement.id }, { grossSoldCents: 40_000 });
+      await s.dataSource.getRepository(SaleTransaction).update({ id: txn.id }, { commissionCents: 6000 });
+    }
+    assert.ok((await reconcile(s.dataSource)).ok);
+  });
+});

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { createApp } from '../../src/api/app';
+import { registerSearchAttributes } from '../../src/temporal/search-attributes';
+import { ensureTestServer } from '../../src/temporal/tools';
+import { monthCloseWorkflowId, monthEndWorkflow } from '../../workflows/month-end';
+import { getStack, listen, newPartner } from '../helpers/stack';
+import { freshDomain, order, quote } from '../helpers/orders';
+import { completedSale } from '../helpers/money';
+import type { PartnerClient } from '../../src/client/partner-client';
+
+type Settlements = { data: Array<{ period_start: string; status: string; gross_sold_cents: number; commission_retained_cents: number; amount_owed_to_service_cents: number }> };
+type Transactions = { data: Array<{ order_id: string; occurred_at: string; gross_cents: number; commission_cents: number }> };
+
+/**
+ * The month end needs a clock of its own: this file runs its own time-skipping server (so the
+ * suite's shared clock, which other tests push days ahead, does not decide where midnight is),
+ * with a worker and an API on it.
+ */
+describe('month end on the time-skipping server: settlements close at midnight UTC, then payouts', function () {
+  this.timeout(5 * 60_000);
+  let env: TestWorkflowEnvironment;
+  let worker: Worker;
+  let running: Promise<void>;
+  let taskQueue: string;
+  let baseUrl: string;
+
+  before(async () => {
+    const s = getStack();
+    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: await ensureTestServer(s.config.toolCacheDir) } } });
+    await registerSearchAttributes(env.connection, 'default');
+    taskQueue = `month-end-${randomUUID()}`;
+    worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: s.workflowBundle,
+      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: env.client, taskQueue } }),
+    });
+    running = worker.run();
+    baseUrl = await listen(createApp({ ...s.appDeps, workflows: { client: env.client, taskQueue } }));
+  });
+
+  after(async () => {
+    worker.shutdown();
+    await running;
+    await env.teardown();
+  });
+
+  async function skipTo(iso: string): Promise<void> {
+    const gap = Date.parse(iso) - (await env.currentTimeMs());
+    assert.ok(gap > 0, `the clock (${new Date(Date.parse(iso) - gap).toISOString()}) is already past ${iso}`);
+    await env.sleep(gap);
+  }
+
+  /**
+   * Waits for a workflow by polling, with the server's clock held: waiting on result() would let
+   * the time-skipping server jump ahead while an activity runs (to the next timer it knows of).
+   */
+  async function completed<T>(workflowId: string): Promise<T> {
+    for (let i = 0; i < 400; i++) {
+      try {
+        // A plain client: the environment's own would let time skip while it reads the result.
+        const handle = new Client({ connection: env.connection }).workflow.getHandle(workflowId);
+        if ((await handle.describe()).status.name === 'COMPLETED') return (await handle.result()) as T;
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`${workflowId} did not complete`);
+  }
+
+  const closeResult = (before: string) => completed<{ closed: number }>(monthCloseWorkflowId(before));
+
+  /** A sale through the API, its fulfilment's polls moved along 5 seconds of workflow time at a step. */
+  async function sell(client: PartnerClient): Promise<string> {
+    const q = await quote(client, (await freshDomain()).name);
+    assert.equal(q.status, 201, q.text);
+    const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: `pay_${randomUUID()}`, sale_price_cents: q.body.price_cents });
+    assert.equal(o.status, 201, o.text);
+    for (let i = 0; i < 40; i++) {
+      const status = (await client.get<{ status: string }>(`/api/partner/v1/orders/${o.body.public_id}`)).body.status;
+      if (status === 'TRANSFER_COMPLETED') return o.body.public_id;
+      if (status === 'TRANSFER_PENDING') await env.sleep(5_000);
+      else await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`order ${o.body.public_id} did not complete`);
+  }
+
+  it('books sales either side of midnight UTC into their own months; on start it closes every month left open (catch-up), then closes each month at 00:05 UTC on the first and pays what is owed', async () => {
+    const { client, partnerId } = await newPartner({ baseUrl });
+    assert.ok((await env.currentTimeMs()) < Date.parse('2026-11-30T00:00:00Z'), 'this test starts before the end of November 2026');
+    // August was never closed (the worker was down at its end), and a hosted-checkout sale in November owes the partner 5,000.
+    await completedSale(partnerId, '2026-08-15T10:00:00Z', { priceCents: 9_999 });
+    await completedSale(partnerId, '2026-11-10T10:00:00Z', { paymentModel: 'service_collected', priceCents: 50_000, commissionBps: 1000 });
+
+    // Two sales through the API, completed by their workflows on this server's clock.
+    await skipTo('2026-11-30T23:58:00Z');
+    const before = await sell(client);
+    await skipTo('2026-11-30T23:59:45Z');
+    const after = await sell(client);
+    const txns = (await client.get<Transactions>('/api/partner/v1/transactions')).body.data;
+    const sale = (id: string) => txns.find((t) => t.order_id === id)!;
+    assert.ok(sale(before).occurred_at < '2026-12-01T00:00:00Z', `completed ${sale(before).occurred_at}`);
+    assert.ok(sale(after).occurred_at >= '2026-12-01T00:00:00Z', `completed ${sale(after).occurred_at}`);
+
+    // The month-end workflow starts after the month ended: it first closes what is still open.
+    const monthEnd = await env.client.workflow.start(monthEndWorkflow, { workflowId: `finance:month-end:${randomUUID()}`, taskQueue });
+    assert.ok((await closeResult('2026-12-01')).closed >= 2);
+    let settlements = (await client.get<Settlements>('/api/partner/v1/settlements')).body.data;
+    assert.deepEqual(settlements.map((x) => [x.period_start, x.status]), [
+      ['2026-12-01', 'open'],
+      ['2026-11-01', 'closed'],
+      ['2026-08-01', 'closed'],
+    ]);
+    const nov = settlements[1];
+    assert.deepEqual([nov.gross_sold_cents, nov.commission_retained_cents], [sale(before).gross_cents, sale(before).commission_cents]);
+    assert.equal(nov.amount_owed_to_service_cents, nov.gross_sold_cents - nov.commission_retained_cents);
+    assert.deepEqual([settlements[0].gross_sold_cents, settlements[0].commission_retained_cents], [sale(after).gross_cents, sale(after).commission_cents]);
+    const payouts = (await client.get<{ data: Array<{ amount_cents: number; paid_at: string; breakdown: { service_collected_cents: number } }> }>('/api/partner/v1/payouts')).body.data;
+    assert.deepEqual(payouts.map((p) => [p.amount_cents, p.breakdown.service_collected_cents]), [[5_000, 5_000]]);
+
+    // Its timer: December closes 5 minutes into January, not before.
+    await skipTo('2027-01-01T00:04:00Z');
+    assert.equal((await client.get<Settlements>('/api/partner/v1/settlements')).body.data[0].status, 'open');
+    await skipTo('2027-01-01T00:06:00Z');
+    assert.ok((await closeResult('2027-01-01')).closed >= 1);
+    settlements = (await client.get<Settlements>('/api/partner/v1/settlements')).body.data;
+    assert.deepEqual(settlements.map((x) => [x.period_start, x.status]), [
+      ['2026-12-01', 'closed'],
+      ['2026-11-01', 'closed'],
+      ['2026-08-01', 'closed'],
+    ]);
+    assert.equal(settlements[0].gross_sold_cents, sale(after).gross_cents);
+    await monthEnd.cancel();
+  });
+});
