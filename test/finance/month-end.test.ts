@@ -8,11 +8,12 @@ import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
 import { registerSearchAttributes } from '../../src/temporal/search-attributes';
 import { ensureTestServer } from '../../src/temporal/tools';
-import { monthCloseWorkflowId, monthEndWorkflow } from '../../workflows/month-end';
+import { monthCloseWorkflowId, monthEndWorkflow, payoutRunWorkflow } from '../../workflows/month-end';
 import { getStack, listen, newPartner } from '../helpers/stack';
 import { freshDomain, order, quote } from '../helpers/orders';
 import { completedSale } from '../helpers/money';
 import type { PartnerClient } from '../../src/client/partner-client';
+import { recordHistory } from '../helpers/histories';
 
 type Settlements = { data: Array<{ period_start: string; status: string; gross_sold_cents: number; commission_retained_cents: number; amount_owed_to_service_cents: number }> };
 type Transactions = { data: Array<{ order_id: string; occurred_at: string; gross_cents: number; commission_cents: number }> };
@@ -137,6 +138,12 @@ describe('month end on the time-skipping server: settlements close at midnight U
       ['2026-08-01', 'closed'],
     ]);
     assert.equal(settlements[0].gross_sold_cents, sale(after).gross_cents);
+    await recordHistory(monthEnd.workflowId, 'month-end', { client: env.client });
+    await recordHistory(monthCloseWorkflowId('2027-01-01'), 'month-close', { client: env.client });
     await monthEnd.cancel();
+    // An operator's payout run (what `admin payouts run` starts).
+    const run = await env.client.workflow.start(payoutRunWorkflow, { workflowId: `finance:payouts:sandbox:${randomUUID()}`, taskQueue, args: [{ environment: 'sandbox' }] });
+    assert.ok(Array.isArray((await completed<{ payouts: unknown[] }>(run.workflowId)).payouts));
+    await recordHistory(run.workflowId, 'payout-run', { client: env.client });
   });
 });

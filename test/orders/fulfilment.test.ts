@@ -8,6 +8,7 @@ import { WorkflowNotFoundError } from '@temporalio/common';
 import { Partner } from '../../src/db/entities/partner';
 import { getStack, listen, newPartner } from '../helpers/stack';
 import { buy, count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
+import { recordHistory } from '../helpers/histories';
 
 const STEPS = ['PAYMENT_RECORDED', 'DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED'];
 
@@ -43,6 +44,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     const [owed] = (await getStack().dataSource.query(`SELECT sum(amount_cents)::bigint AS s FROM ledger_entries WHERE partner_id = $1 AND account = 'partner_owes_service'`, [partnerId])) as Array<{ s: string }>;
     assert.equal(Number(owed.s), o.sale_price_cents - Number(txn.commission_cents));
     assert.deepEqual(await eventTypes(o.public_id), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'transfer.completed']);
+    await recordHistory(`order:${o.public_id}`, 'order-completed');
   });
 
   it('sandbox input fail_transfer: the registry rejects it, the order ends TRANSFER_FAILED and the domain is listed again', async () => {
@@ -55,6 +57,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     assert.match(failed.failure_reason ?? '', /rejected/);
     assert.equal((await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${o.domain}`)).body.available, true);
     assert.deepEqual((await eventTypes(o.public_id)).slice(-1), ['transfer.failed']);
+    await recordHistory(`order:${o.public_id}`, 'order-transfer-rejected');
   });
 
   it('sandbox input stall_transfer: the registry never confirms and the order fails after 5 days', async () => {
@@ -65,6 +68,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     const elapsed = (await getStack().env.currentTimeMs()) - started;
     assert.ok(elapsed >= 5 * 24 * 3600_000, `failed after ${elapsed / 3600_000} h`);
     assert.match((await orderState(client, o.public_id)).failure_reason ?? '', /5 days/);
+    await recordHistory(`order:${o.public_id}`, 'order-transfer-stalled');
   });
 
   it('sandbox input flaky_registrar: transient failures are retried and the transfer completes', async () => {
@@ -74,6 +78,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     const history = await getStack().env.client.workflow.getHandle(`order:${o.public_id}`).fetchHistory();
     const retried = (history.events ?? []).some((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
     assert.ok(retried, 'the history shows retried registrar calls');
+    await recordHistory(`order:${o.public_id}`, 'order-flaky-registrar');
   });
 
   it('a worker stopped mid-transfer and started again finishes the order exactly once', async () => {

@@ -9,6 +9,7 @@ import { orderWorkflowId, transferOutcomeUpdate } from '../../workflows/messages
 import { BusinessStatus } from '../../workflows/search-attributes';
 import { getStack, newPartner } from '../helpers/stack';
 import { count, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
+import { recordHistory } from '../helpers/histories';
 
 const run = promisify(execFile);
 
@@ -83,6 +84,7 @@ describe('live transfers: without a registrar adapter, operators record each out
     const again = await admin('order', 'transfer-failed', o.public_id, '--json');
     assert.notEqual(again.code, 0);
     assert.match(again.stderr, /not waiting for an operator/);
+    await recordHistory(orderWorkflowId(o.public_id), 'order-operator-completed');
     assert.equal((await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body.status, 'TRANSFER_COMPLETED');
   });
 
@@ -139,5 +141,6 @@ describe('live transfers: without a registrar adapter, operators record each out
     assert.equal(res.body.status, 'succeeded');
     assert.equal((await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body.status, 'REFUNDED');
     assert.equal((await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${o.domain}`)).body.available, true);
+    await recordHistory(orderWorkflowId(o.public_id), 'order-operator-refund');
   });
 });

@@ -6,6 +6,7 @@ import { SCOPES } from '../../src/auth/scopes';
 import { PartnerClient } from '../../src/client/partner-client';
 import { getStack, newPartner } from '../helpers/stack';
 import { freshDomain, order, quote, quoteResult } from '../helpers/orders';
+import { recordHistory } from '../helpers/histories';
 
 describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () => {
   it('answers 201 with the price, expires_at 10 minutes on and a token that verifies offline against the published keys', async () => {
@@ -71,6 +72,7 @@ describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () =
     const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_on_time', sale_price_cents: q.body.price_cents });
     assert.equal(o.status, 201, o.text);
     assert.equal(await quoteResult(q.body.quote_id), 'consumed');
+    await recordHistory(`quote:${q.body.quote_id}`, 'quote-consumed');
   });
 
   it('once the 10 minutes are past the order is 422 quote_expired and the domain is available again', async () => {
@@ -78,6 +80,7 @@ describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () =
     const domain = await freshDomain();
     const q = await quote(client, domain.name);
     assert.equal(await quoteResult(q.body.quote_id), 'expired');
+    await recordHistory(`quote:${q.body.quote_id}`, 'quote-expired');
     const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_late', sale_price_cents: q.body.price_cents });
     assert.equal(o.status, 422);
     assert.equal((o.body as unknown as { error: { code: string } }).error.code, 'quote_expired');

@@ -6,6 +6,7 @@ import { createApp } from '../../src/api/app';
 import { getStack, listen, newPartner } from '../helpers/stack';
 import { buy, count, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
+import { recordHistory } from '../helpers/histories';
 
 type RefundBody = { refund_id: string; order_id: string; status: string; amount_cents: number; currency: string; created_at: string };
 
@@ -60,6 +61,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     assert.equal(again.status, 200);
     assert.deepEqual(again.body, res.body);
     assert.equal(await count('SELECT 1 FROM refunds WHERE partner_id = $1', [partnerId]), 1);
+    await recordHistory(`order:${o.public_id}`, 'order-refunded-in-flight');
   });
 
   it('the registry completing the transfer before the cancellation lands: 422 refund_not_allowed, and order, refund rows, name, sale and events all say completed', async () => {
@@ -82,6 +84,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     assert.deepEqual(await eventTypes(o.public_id), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'transfer.completed']);
     // Asking again is refused the same way, by the order's status.
     assert.equal((await client.post('/api/partner/v1/refunds', { order_id: o.public_id })).status, 422);
+    await recordHistory(`order:${o.public_id}`, 'order-refund-refused');
   });
 
   it('a refund that reaches the workflow before the registrar was asked anything is granted without a registrar call', async () => {
@@ -106,6 +109,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     });
     assert.deepEqual((await orderState(client, o.public_id)).timeline.map((t) => t.status), ['PAYMENT_RECORDED', 'REFUNDED']);
     assert.equal(await registryState(o.public_id), undefined, 'the registrar was never asked to transfer');
+    await recordHistory(`order:${o.public_id}`, 'order-refunded-before-transfer');
     assert.equal(await available(client, o.domain), true);
   });
 

@@ -12,6 +12,7 @@ import { webhookWorkflowId } from '../../workflows/messages';
 import { getStack, listen, newPartner } from '../helpers/stack';
 import { buy, fulfilmentResult } from '../helpers/orders';
 import { startReceiver, waitUntil } from '../helpers/receiver';
+import { recordHistory } from '../helpers/histories';
 
 const SECRET = 'whsec_test_0123456789abcdef';
 type Page = { data: Array<{ id: string; type: string }>; next_cursor: string };
@@ -85,6 +86,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       assert.ok((await historyIds(client)).includes(first), 'still in the history');
       const [endpoint] = (await s.dataSource.query('SELECT enabled FROM webhook_endpoints WHERE partner_id = $1', [partnerId])) as Array<{ enabled: boolean }>;
       assert.equal(endpoint.enabled, false, 'the endpoint is disabled until registered again');
+      await recordHistory(webhookWorkflowId(partnerId, 'sandbox'), 'webhook-delivery-gave-up');
     } finally {
       await receiver.close();
     }
@@ -158,6 +160,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       assert.doesNotMatch(deliveries[0].last_error, /gave up/);
       const [endpoint] = (await s.dataSource.query('SELECT enabled FROM webhook_endpoints WHERE partner_id = $1', [partnerId])) as Array<{ enabled: boolean }>;
       assert.equal(endpoint.enabled, true, 'the endpoint stays enabled');
+      await recordHistory(handle.workflowId, 'webhook-delivery-cancelled');
     } finally {
       await receiver.close();
     }

@@ -7,6 +7,7 @@ import { fulfilmentRecoveryWorkflow } from '../../workflows';
 import { ROUNDS_PER_RUN } from '../../workflows/fulfilment-recovery';
 import { getStack } from '../helpers/stack';
 import { waitUntil } from '../helpers/receiver';
+import { recordHistory } from '../helpers/histories';
 
 const EventType = temporal.api.enums.v1.EventType;
 /** Temporal warns about a workflow's history at 10,240 events (and fails it at 51,200). */
@@ -45,6 +46,7 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
       assert.equal(roundsInRun, ROUNDS_PER_RUN);
       assert.ok(length < HISTORY_WARNING / 2, `${length} events in one run: well under ${HISTORY_WARNING}`);
       assert.ok(rounds >= ROUNDS_PER_RUN);
+      await recordHistory(workflowId, 'fulfilment-recovery-run', { runId: started.firstExecutionRunId });
       // Terminated only once the next run sleeps: the test server leaks its time-skipping lock when
       // a run is terminated with a workflow task in flight (sdk-java #3088), stalling later tests.
       const nextRun = s.env.client.workflow.getHandle(workflowId);

@@ -5,6 +5,7 @@ import { createActivities } from '../../activities';
 import { nonceRetentionWorkflow } from '../../workflows';
 import { getStack } from '../helpers/stack';
 import { waitUntil } from '../helpers/receiver';
+import { recordHistory } from '../helpers/histories';
 
 async function nonceExists(keyId: string, nonce: string): Promise<boolean> {
   const rows = (await getStack().dataSource.query('SELECT 1 FROM request_nonces WHERE key_id = $1 AND nonce = $2', [keyId, nonce])) as unknown[];
@@ -47,6 +48,7 @@ describe('nonce retention workflow (time-skipping server)', () => {
       // Fifteen minutes later (skipped, not waited), the next rounds prune the other one too.
       await s.env.sleep('15 minutes');
       await waitUntil(async () => !(await nonceExists(keyId, fresh)));
+      await recordHistory(handle.workflowId, 'nonce-retention');
       await handle.terminate('test done');
     });
   });
