@@ -21,6 +21,9 @@ ENV NODE_ENV=production TOOL_CACHE_DIR=/app/.tools DATA_DIR=/var/lib/partner-api
 RUN mkdir -p /var/lib/partner-api && chown node:node /var/lib/partner-api
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# Buyer-facing pages: templates and their stylesheet and script, read at run time.
+COPY --from=build /app/src/pages/views ./src/pages/views
+COPY --from=build /app/src/pages/assets ./src/pages/assets
 COPY --from=build /app/.tools/all-MiniLM-L6-v2-onnx-int8 ./.tools/all-MiniLM-L6-v2-onnx-int8
 COPY package.json ./
 COPY data ./data

@@ -20,6 +20,7 @@ import type { Environment } from '../src/config';
 import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
 import { lateDeliveries, notifyEventsAppended, wakeDelivery } from '../src/webhooks/notify';
 import { closeSettlements } from '../src/finance/settlements';
+import { expireSession } from '../src/checkout/sessions';
 import { runPayouts } from '../src/finance/payouts';
 import type { PayoutSummary } from '../workflows/messages';
 
@@ -145,6 +146,11 @@ export function createActivities(deps: ActivityDeps) {
       const late = await lateDeliveries(deps.dataSource);
       for (const { partnerId, environment } of late) await wakeDelivery(deps.workflows, partnerId, environment);
       return late.length;
+    },
+
+    /** The checkout session's 7 days are over: an open session expires. */
+    async expireCheckoutSession(input: { sessionPublicId: string }): Promise<'expired' | 'complete' | 'absent'> {
+      return expireSession(deps.dataSource, input.sessionPublicId);
     },
 
     /** Closes every open settlement of a month before `before` (YYYY-MM-01); returns how many. */

@@ -5,3 +5,4 @@ export { orderFulfilmentWorkflow } from './order-fulfilment';
 export { fulfilmentRecoveryWorkflow } from './fulfilment-recovery';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { monthCloseWorkflow, monthEndWorkflow, payoutRunWorkflow } from './month-end';
+export { checkoutSessionWorkflow } from './checkout-session';

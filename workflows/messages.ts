@@ -114,3 +114,11 @@ export interface MonthCloseResult {
   closed: number;
   payouts: PayoutSummary[];
 }
+
+export const checkoutWorkflowId = (sessionPublicId: string) => `checkout:${sessionPublicId}`;
+/** The session was paid: its 7-day wait ends. */
+export const checkoutPaidSignal = defineSignal('checkoutPaid');
+
+export interface CheckoutSessionInput {
+  sessionPublicId: string;
+}

@@ -14,7 +14,7 @@ import type { Partner } from '../db/entities/partner';
 import { importInventory, parseInventoryCsv } from '../discovery/inventory';
 import { createPartner, findOrCreatePartner, findPartnerByName, listPartners, updatePartner } from '../partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../main/runtime';
-import { recordTransferOutcome } from './orders';
+import { recordTransferOutcome, refundByService } from './orders';
 import { runPayoutsNow } from './finance';
 import { reconcile } from '../finance/reconcile';
 
@@ -233,6 +233,19 @@ for (const outcome of ['completed', 'failed'] as const) {
       }),
     );
 }
+
+order
+  .command('refund')
+  .description('refund a service-collected sale (hosted checkout): stops the transfer, or reverses the completed sale in the ledger')
+  .argument('<public_id>', 'the order, ord_…')
+  .option('--reason <text>', 'why, kept on the refund')
+  .option('--json', 'JSON output: the refund')
+  .action(async (publicId: string, o) =>
+    withSession(async ({ dataSource }) => {
+      const { http_status: status, ...refund } = await refundByService(loadConfig(), dataSource, publicId, o.reason ?? null);
+      output(o.json, refund, `${refund.refund_id}: ${refund.status}${status === 200 ? ' (already refunded)' : ''}`);
+    }),
+  );
 
 program
   .command('payouts')

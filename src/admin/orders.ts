@@ -7,6 +7,9 @@ import { Order } from '../db/entities/order';
 import { loadOrderView, type OrderView } from '../orders/order-view';
 import { orderWorkflowId, transferOutcomeUpdate, type TransferOutcome } from '../../workflows/messages';
 import { withTemporal } from './temporal';
+import { ApiError } from '../api/errors';
+import { refundOrder } from '../orders/refund-requests';
+import type { RefundView } from '../orders/refunds';
 
 /**
  * Sends the recordTransferOutcome Update (the same one the Temporal UI sends) and answers the
@@ -26,4 +29,24 @@ export async function recordTransferOutcome(config: Config, dataSource: DataSour
     }
   });
   return loadOrderView(dataSource.manager, await orders.findOneByOrFail({ publicId }));
+}
+
+/**
+ * `admin order refund`: the service refunds a service-collected sale (CONTRACT §12). Before the
+ * transfer completes it is the same decision as a partner's refund (the order's workflow stops
+ * the transfer first); after, within 30 days of payment, the sale is reversed in the ledger.
+ * Answers the refund; asking again answers the same one.
+ */
+export async function refundByService(config: Config, dataSource: DataSource, publicId: string, reason: string | null): Promise<RefundView & { http_status: number }> {
+  const order = await dataSource.getRepository(Order).findOneBy({ publicId });
+  if (!order) throw new Error(`no order ${publicId}`);
+  return withTemporal(config, async (client) => {
+    try {
+      const answer = await refundOrder({ dataSource, workflows: { client, taskQueue: config.temporal.taskQueue } }, order, reason, 'service');
+      return { ...answer.refund, http_status: answer.status };
+    } catch (err) {
+      if (err instanceof ApiError) throw new Error(err.message);
+      throw err;
+    }
+  });
 }

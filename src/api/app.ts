@@ -2,14 +2,19 @@
  * createApp(deps): the Koa application with every middleware composed in one visible order.
  * It never listens; main/api.ts does, and tests drive it over a real socket.
  */
-import { financeRoutes } from '../finance/routes';
 import Router, { type RouterMiddleware } from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import type { CredentialService } from '../auth/credentials';
+import { checkoutRoutes } from '../checkout/routes';
+import { CheckoutPageToken } from '../checkout/page-token';
+import { SandboxCardProcessor, type PaymentPort } from '../checkout/payments';
+import type { CheckoutDeps } from '../checkout/sessions';
 import { discoveryRoutes } from '../discovery/routes';
+import { financeRoutes } from '../finance/routes';
+import { checkoutPages } from '../pages/checkout-pages';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import { orderRoutes } from '../orders/routes';
 import type { WorkflowStarter } from '../orders/start-workflows';
@@ -39,6 +44,18 @@ export interface AppDeps {
   /** Resolves when Temporal answers; rejects otherwise. */
   temporalReady: () => Promise<void>;
   now?: () => number;
+  /** Card processors per environment (hosted checkout); sandbox's simulator unless given. */
+  payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
+}
+
+/** What hosted checkout needs, from the app's dependencies. */
+export function checkoutDeps(deps: AppDeps): CheckoutDeps {
+  return {
+    dataSource: deps.dataSource,
+    workflows: deps.workflows,
+    pageToken: new CheckoutPageToken(deps.secretBox.deriveKey('checkout-page-token')),
+    payments: deps.payments ?? { sandbox: new SandboxCardProcessor() },
+  };
 }
 
 export const OPENAPI_PATH = '/api/partner/v1/openapi.json';
@@ -53,7 +70,13 @@ const PUBLIC_ROUTES: PublicRoute[] = [
 
 /** Every signed route of the API, one table; each declares its scope and schemas. */
 export function partnerRoutes(deps: AppDeps): RouteSpec[] {
-  return [...discoveryRoutes(deps), ...orderRoutes(deps), ...financeRoutes(deps), ...webhookRoutes(deps)];
+  return [
+    ...discoveryRoutes(deps),
+    ...orderRoutes(deps),
+    ...checkoutRoutes({ ...checkoutDeps(deps), publicBaseUrl: deps.config.http.publicBaseUrl }),
+    ...financeRoutes(deps),
+    ...webhookRoutes(deps),
+  ];
 }
 
 /** `routes` defaults to the partner API's table; tests may mount others on the same middleware. */
@@ -96,6 +119,9 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   }
 
   app.use(requestContext(deps.logger));
+  // The buyer's pages answer HTML, with their own security headers and error pages.
+  const pages = checkoutPages(checkoutDeps(deps), deps.logger);
+  app.use(pages.routes());
   app.use(errorMapping());
   app.use(router.routes());
   // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).

@@ -3,7 +3,7 @@
  * 12-byte IV | 16-byte auth tag | ciphertext. The key id is bound as associated data, so a
  * ciphertext copied onto another credential's row fails to decrypt.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -19,6 +19,11 @@ export class SecretBox {
     cipher.setAAD(Buffer.from(associatedData, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return Buffer.concat([iv, cipher.getAuthTag(), ciphertext]);
+  }
+
+  /** A 32-byte key for one purpose (HKDF-SHA256 of the master key), so no two uses share a key. */
+  deriveKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.masterKey, Buffer.alloc(0), `domain-partner-api:${purpose}`, 32));
   }
 
   open(sealed: Buffer, associatedData: string): string {

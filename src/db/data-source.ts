@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
+import { CheckoutPayment, CheckoutSession } from './entities/checkout-session';
 import { Credential } from './entities/credential';
 import { Domain } from './entities/domain';
 import { IdempotencyKey } from './entities/idempotency-key';
@@ -24,6 +25,7 @@ import { Search1795000300000 } from './migrations/1795000300000-search';
 import { OrderIntegrity1795000400000 } from './migrations/1795000400000-order-integrity';
 import { Hardening1795000500000 } from './migrations/1795000500000-hardening';
 import { Ledger1795000600000 } from './migrations/1795000600000-ledger';
+import { Checkout1795000700000 } from './migrations/1795000700000-checkout';
 
 export const entities = [
   Partner,
@@ -45,6 +47,8 @@ export const entities = [
   Settlement,
   Payout,
   PayoutLine,
+  CheckoutSession,
+  CheckoutPayment,
 ];
 export const migrations = [
   Foundation1795000000000,
@@ -54,6 +58,7 @@ export const migrations = [
   OrderIntegrity1795000400000,
   Hardening1795000500000,
   Ledger1795000600000,
+  Checkout1795000700000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -15,6 +15,8 @@ export interface OrderView {
   created_at: string;
   updated_at: string;
   failure_reason: string | null;
+  /** The partner's reference from its checkout session (service-collected sales), else null. */
+  client_reference_id: string | null;
   timeline: Array<{ status: OrderStatus; at: string; detail?: string }>;
 }
 
@@ -31,6 +33,7 @@ export async function loadOrderView(manager: EntityManager, order: Order): Promi
     created_at: order.createdAt.toISOString(),
     updated_at: order.updatedAt.toISOString(),
     failure_reason: order.failureReason,
+    client_reference_id: order.clientReferenceId,
     timeline: timeline.map((t) => ({ status: t.status, at: t.at.toISOString(), ...(t.detail ? { detail: t.detail } : {}) })),
   };
 }

@@ -13,7 +13,7 @@ import type { Environment } from '../config';
 import { ApiError, errorBody, type ErrorCode } from '../api/errors';
 import { Domain } from '../db/entities/domain';
 import { IdempotencyKey } from '../db/entities/idempotency-key';
-import { Order } from '../db/entities/order';
+import { Order, type PaymentModel } from '../db/entities/order';
 import { OrderTimelineEntry } from '../db/entities/order-timeline-entry';
 import { Partner } from '../db/entities/partner';
 import { Quote } from '../db/entities/quote';
@@ -114,32 +114,62 @@ async function createOrderRow(tx: EntityManager, input: { partnerId: string; env
   if (input.body.sale_price_cents !== domain.buyNowPriceCents) {
     throw new ContractError('price_mismatch', `sale_price_cents ${input.body.sale_price_cents} differs from the listing price ${domain.buyNowPriceCents} ${domain.currency}`);
   }
-  const partner = await tx.getRepository(Partner).findOneByOrFail({ id: input.partnerId });
+  await tx.getRepository(Quote).update({ id: quote.id }, { status: 'consumed', closedAt: () => 'now()' });
+  return recordSale(tx, {
+    partnerId: input.partnerId,
+    environment: input.environment,
+    domain,
+    paymentModel: 'partner_collected',
+    externalPaymentRef: input.body.external_payment_ref,
+    quoteId: quote.id,
+  });
+}
 
+/**
+ * A sale recorded, in the caller's transaction holding the domain's row lock: the order at
+ * PAYMENT_RECORDED with the partner's rate for its payment model fixed on it, its first timeline
+ * entry, the name sold and held by this order, and `order.created`. Shared by partner-collected
+ * orders and hosted checkout, so both sell by the same rules.
+ */
+export async function recordSale(
+  tx: EntityManager,
+  sale: {
+    partnerId: string;
+    environment: Environment;
+    domain: Domain;
+    paymentModel: PaymentModel;
+    externalPaymentRef: string;
+    quoteId?: string;
+    checkoutSessionId?: string;
+    clientReferenceId?: string | null;
+  },
+): Promise<{ id: string; publicId: string; view: OrderView }> {
+  const partner = await tx.getRepository(Partner).findOneByOrFail({ id: sale.partnerId });
   const orders = tx.getRepository(Order);
   const order = await orders.save(
     orders.create({
       publicId: publicId('ord'),
-      partnerId: input.partnerId,
-      environment: input.environment,
-      quoteId: quote.id,
-      domainId: quote.domainId,
-      domain: quote.domain,
-      salePriceCents: domain.buyNowPriceCents,
-      currency: domain.currency,
-      externalPaymentRef: input.body.external_payment_ref,
-      paymentModel: 'partner_collected',
-      commissionBps: partner.commissionPartnerCollectedBps,
+      partnerId: sale.partnerId,
+      environment: sale.environment,
+      quoteId: sale.quoteId ?? null,
+      checkoutSessionId: sale.checkoutSessionId ?? null,
+      clientReferenceId: sale.clientReferenceId ?? null,
+      domainId: sale.domain.id,
+      domain: sale.domain.name,
+      salePriceCents: sale.domain.buyNowPriceCents,
+      currency: sale.domain.currency,
+      externalPaymentRef: sale.externalPaymentRef,
+      paymentModel: sale.paymentModel,
+      commissionBps: sale.paymentModel === 'partner_collected' ? partner.commissionPartnerCollectedBps : partner.commissionServiceCollectedBps,
       status: 'PAYMENT_RECORDED',
       failureReason: null,
     }),
   );
   await tx.getRepository(OrderTimelineEntry).insert({ orderId: order.id, status: 'PAYMENT_RECORDED', at: order.createdAt, detail: null });
-  await tx.getRepository(Quote).update({ id: quote.id }, { status: 'consumed', closedAt: () => 'now()' });
-  await tx.getRepository(Domain).update({ id: domain.id }, { status: 'sold', reservedByQuoteId: null, heldByOrderId: order.id });
+  await tx.getRepository(Domain).update({ id: sale.domain.id }, { status: 'sold', reservedByQuoteId: null, heldByOrderId: order.id });
   const view = await loadOrderView(tx, order);
-  await appendEvent(tx, { partnerId: input.partnerId, environment: input.environment, type: 'order.created', data: view, dedupeKey: `order:${order.id}:created` });
-  return { id: order.id, view };
+  await appendEvent(tx, { partnerId: sale.partnerId, environment: sale.environment, type: 'order.created', data: view, dedupeKey: `order:${order.id}:created` });
+  return { id: order.id, publicId: order.publicId, view };
 }
 
 export async function markWorkflowStarted(dataSource: DataSource, orderId: string): Promise<void> {

@@ -20,7 +20,7 @@ import { publicId } from '../ids';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { fulfilmentStateQuery, ORDER_ENDED, orderWorkflowId, REFUND_NOT_ALLOWED, REFUND_UPDATE_ID, refundUpdate, type RefundDecision } from '../../workflows/messages';
 import { findOrderRow, markWorkflowStarted } from './orders';
-import { findRefund, grantRefund, RefundNotAllowed, refundView, type RefundView } from './refunds';
+import { findRefund, grantRefund, refundCompletedSale, RefundNotAllowed, refundView, type RefundView } from './refunds';
 import { startOrderFulfilment, type WorkflowStarter } from './start-workflows';
 
 /** How long POST /refunds waits for the workflow's decision before answering 202 `pending`. */
@@ -36,10 +36,22 @@ interface Deps {
   workflows: WorkflowStarter;
 }
 
+/**
+ * Who asks: a partner refunds its partner-collected orders (POST /refunds), only before
+ * completion; the service refunds service-collected sales (`admin order refund`), also after
+ * completion within the refund window, by reversing the booked sale.
+ */
+export type RefundBy = 'partner' | 'service';
+
 export async function requestRefund(deps: Deps, input: { partnerId: string; environment: Environment; orderPublicId: string; reason: string | null }): Promise<RefundAnswer> {
   const order = await findOrderRow(deps.dataSource.manager, input.partnerId, input.environment, input.orderPublicId);
   if (!order) throw new ApiError('not_found', `no order ${input.orderPublicId}`);
-  const settled = await settledWithoutWorkflow(deps, order, input.reason);
+  return refundOrder(deps, order, input.reason, 'partner');
+}
+
+export async function refundOrder(deps: Deps, order: Order, reason: string | null, by: RefundBy): Promise<RefundAnswer> {
+  const input = { partnerId: order.partnerId, environment: order.environment, orderPublicId: order.publicId, reason };
+  const settled = await settledWithoutWorkflow(deps, order, input.reason, by);
   if (settled) return settled;
 
   if (!order.workflowStarted) {
@@ -64,7 +76,7 @@ export async function requestRefund(deps: Deps, input: { partnerId: string; envi
     if (failure?.type === REFUND_NOT_ALLOWED) throw new ApiError('refund_not_allowed', failure.message);
     if (failure?.type === ORDER_ENDED || err instanceof WorkflowNotFoundError) {
       const now = await findOrderRow(deps.dataSource.manager, input.partnerId, input.environment, input.orderPublicId);
-      const after = now && (await settledWithoutWorkflow(deps, now, input.reason));
+      const after = now && (await settledWithoutWorkflow(deps, now, input.reason, by));
       if (after) return after;
       throw new ApiError('conflict', `fulfilment of order ${order.publicId} was stopped by an operator; its refund is decided by support`);
     }
@@ -94,11 +106,19 @@ export async function requestRefund(deps: Deps, input: { partnerId: string; envi
 }
 
 /** The answers that need no workflow: an existing refund, a refusal the order's status decides, a failed order. */
-async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string | null): Promise<RefundAnswer | undefined> {
+async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string | null, by: RefundBy): Promise<RefundAnswer | undefined> {
   const existing = await findRefund(deps.dataSource.manager, order.id);
   if (existing) return { status: 200, refund: refundView(existing, order.publicId) };
-  if (order.paymentModel !== 'partner_collected') {
+  if (by === 'partner' && order.paymentModel !== 'partner_collected') {
     throw new ApiError('refund_not_allowed', 'a service-collected sale is refunded by the service, not through this endpoint');
+  }
+  if (by === 'service' && order.paymentModel !== 'service_collected') {
+    throw new ApiError('refund_not_allowed', `order ${order.publicId} is partner-collected: its partner refunds it (POST /refunds)`);
+  }
+  if (by === 'service' && order.status === 'TRANSFER_COMPLETED') {
+    const reversed = await refundCompletedSale(deps.dataSource, order.id, reason, new Date());
+    await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
+    return { status: reversed.created ? 201 : 200, refund: reversed.refund };
   }
   if (order.status === 'TRANSFER_COMPLETED') {
     throw new ApiError('refund_not_allowed', `order ${order.publicId} reached TRANSFER_COMPLETED; refunds are possible only before that`);

@@ -9,6 +9,9 @@ import type { OrderStatus } from '../../workflows/messages';
 import { Order } from '../db/entities/order';
 import { Refund } from '../db/entities/refund';
 import { appendEvent } from '../events/outbox';
+import { SaleTransaction } from '../db/entities/sale-transaction';
+import { reverseSale } from '../finance/sales';
+import { publicId } from '../ids';
 import { loadOrderForUpdate, releaseName, writeStatus } from './fulfilment';
 import { loadOrderView } from './order-view';
 
@@ -86,5 +89,56 @@ export async function grantRefund(
       dedupeKey: `order:${order.id}:REFUNDED`,
     });
     return { refund: view, created: true, event };
+  });
+}
+
+/** The refund window of a service-collected sale (CONTRACT §11): 30 days from payment. */
+export const SERVICE_REFUND_WINDOW_DAYS = 30;
+
+/**
+ * The service refunds a service-collected sale after its transfer completed: the refund row, the
+ * order REFUNDED, the booked sale reversed in the ledger (in the period in which this happens),
+ * `order.refunded`. The name stays with the buyer; recovering it is an operator's task. Once only.
+ */
+export async function refundCompletedSale(dataSource: DataSource, orderId: string, reason: string | null, at: Date): Promise<{ refund: RefundView; created: boolean }> {
+  return dataSource.transaction(async (tx) => {
+    const order = await loadOrderForUpdate(tx, orderId);
+    const existing = await findRefund(tx, order.id);
+    if (existing) return { refund: refundView(existing, order.publicId), created: false };
+    if (order.paymentModel !== 'service_collected' || order.status !== 'TRANSFER_COMPLETED') {
+      throw new RefundNotAllowed(`order ${order.publicId} is not a completed service-collected sale`);
+    }
+    const { inWindow } = (await tx
+      .getRepository(Order)
+      .createQueryBuilder('o')
+      // The database's clock: the window is counted from the payment the row records.
+      .select(`o.created_at + make_interval(days => :days) > now()`, 'inWindow')
+      .where('o.id = :id', { id: order.id, days: SERVICE_REFUND_WINDOW_DAYS })
+      .getRawOne<{ inWindow: boolean }>())!;
+    if (!inWindow) throw new RefundNotAllowed(`order ${order.publicId} was paid more than ${SERVICE_REFUND_WINDOW_DAYS} days ago; its refund window has closed`);
+    const refund = await tx.getRepository(Refund).save(
+      tx.getRepository(Refund).create({
+        publicId: publicId('ref'),
+        orderId: order.id,
+        partnerId: order.partnerId,
+        amountCents: order.salePriceCents,
+        currency: order.currency,
+        reason,
+        status: 'succeeded',
+        createdAt: at,
+      }),
+    );
+    const txn = await tx.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id });
+    await reverseSale(tx, txn.id, at);
+    const updated = await writeStatus(tx, order, 'REFUNDED', at.toISOString(), reason);
+    const view = refundView(refund, order.publicId);
+    await appendEvent(tx, {
+      partnerId: order.partnerId,
+      environment: order.environment,
+      type: 'order.refunded',
+      data: { ...(await loadOrderView(tx, updated)), refund: view },
+      dedupeKey: `order:${order.id}:REFUNDED`,
+    });
+    return { refund: view, created: true };
   });
 }

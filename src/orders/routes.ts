@@ -40,6 +40,7 @@ const Order = z
     created_at: z.string().openapi({ format: 'date-time' }),
     updated_at: z.string().openapi({ format: 'date-time' }),
     failure_reason: z.string().nullable(),
+    client_reference_id: z.string().nullable().openapi({ description: "the partner's reference from its checkout session; null for partner-collected orders" }),
     timeline: z.array(TimelineEntry),
   })
   .openapi('Order');

@@ -17,6 +17,8 @@ const SPEC_SCOPES: Record<string, Scope[]> = {
   'GET /api/partner/v1/orders': ['search', 'buy'],
   'GET /api/partner/v1/orders/{public_id}': ['search', 'buy'],
   'POST /api/partner/v1/refunds': ['buy'],
+  'POST /api/partner/v1/checkout-session': ['embed'],
+  'GET /api/partner/v1/checkout-session/{session_id}': ['embed'],
   'GET /api/partner/v1/settlements': ['buy'],
   'GET /api/partner/v1/transactions': ['report'],
   'GET /api/partner/v1/payouts': ['report'],

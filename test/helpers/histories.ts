@@ -4,7 +4,7 @@
  * its history here; test/workflows/replay.test.ts replays every saved history against the
  * current workflow code, so a change that would break the histories in flight fails CI.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -14,9 +14,14 @@ export function historiesDir(): string {
   return path.join(getStack().config.projectRoot, 'test', 'workflows', 'histories');
 }
 
-/** Saves the workflow's history as `<name>.json` when recording; otherwise does nothing. */
+/**
+ * Saves the workflow's history as `<name>.json` when recording; otherwise does nothing. A history
+ * already saved is kept (it stands for runs started by earlier code) unless RECORD_HISTORIES is
+ * `overwrite`.
+ */
 export async function recordHistory(workflowId: string, name: string, options: { client?: Client; runId?: string } = {}): Promise<void> {
   if (!process.env.RECORD_HISTORIES) return;
+  if (process.env.RECORD_HISTORIES !== 'overwrite' && existsSync(path.join(historiesDir(), `${name}.json`))) return;
   const history = await (options.client ?? getStack().env.client).workflow.getHandle(workflowId, options.runId).fetchHistory();
   mkdirSync(historiesDir(), { recursive: true });
   writeFileSync(path.join(historiesDir(), `${name}.json`), `${JSON.stringify(historyToObject(history), null, 1)}\n`);

@@ -51,6 +51,14 @@ export class Order {
   @Column({ name: 'failure_reason', type: 'text', nullable: true })
   failureReason: string | null;
 
+  /** The hosted checkout this sale was paid on (service-collected sales). */
+  @Column({ name: 'checkout_session_id', type: 'uuid', nullable: true })
+  checkoutSessionId: string | null;
+
+  /** The partner's own reference, from its checkout session. */
+  @Column({ name: 'client_reference_id', type: 'text', nullable: true })
+  clientReferenceId: string | null;
+
   @Column({ name: 'workflow_started', type: 'boolean', default: false })
   workflowStarted: boolean;
 

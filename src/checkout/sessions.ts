@@ -1,0 +1,211 @@
+/**
+ * Hosted checkout sessions (CONTRACT §9). Opening one reserves nothing (seven days would block
+ * the market); paying does, in one transaction with the same rules as a quote and an order: the
+ * name must still be listed at the price the session showed, the session must be open, and the
+ * payment is taken once per session (its row lock, then a unique payment row).
+ */
+import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import type { Environment } from '../config';
+import { ApiError } from '../api/errors';
+import { CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
+import { Domain } from '../db/entities/domain';
+import { Order } from '../db/entities/order';
+import { publicId } from '../ids';
+import { markWorkflowStarted, recordSale } from '../orders/orders';
+import { startOrderFulfilment, type WorkflowStarter } from '../orders/start-workflows';
+import { notifyEventsAppended } from '../webhooks/notify';
+import { checkoutSessionWorkflow } from '../../workflows';
+import { checkoutPaidSignal, checkoutWorkflowId } from '../../workflows/messages';
+import { BusinessStatus, Domain as DomainAttr, Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
+import type { CheckoutPageToken } from './page-token';
+import type { CardPayment, PaymentPort } from './payments';
+
+export const CHECKOUT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
+
+export interface SessionView {
+  session_id: string;
+  checkout_url: string;
+  domain: string;
+  price_cents: number;
+  currency: string;
+  status: CheckoutSession['status'];
+  expires_at: string;
+  created_at: string;
+  order_id: string | null;
+  success_url: string | null;
+  cancel_url: string | null;
+  customer_email: string | null;
+  client_reference_id: string | null;
+}
+
+export interface CheckoutDeps {
+  dataSource: DataSource;
+  workflows: WorkflowStarter;
+  pageToken: CheckoutPageToken;
+  /** Card processors per environment; live has none until one is configured. */
+  payments: Partial<Record<Environment, PaymentPort>>;
+}
+
+export function checkoutUrl(baseUrl: string, token: string): string {
+  return `${baseUrl.replace(/\/$/, '')}/checkout?pt=${encodeURIComponent(token)}`;
+}
+
+export async function sessionView(deps: CheckoutDeps, session: CheckoutSession, baseUrl: string): Promise<SessionView> {
+  const order = session.orderId ? await deps.dataSource.getRepository(Order).findOne({ select: { id: true, publicId: true }, where: { id: session.orderId } }) : null;
+  return {
+    session_id: session.publicId,
+    checkout_url: checkoutUrl(baseUrl, deps.pageToken.sign(session.publicId, session.expiresAt)),
+    domain: session.domain,
+    price_cents: session.priceCents,
+    currency: session.currency,
+    status: session.status,
+    expires_at: session.expiresAt.toISOString(),
+    created_at: session.createdAt.toISOString(),
+    order_id: order?.publicId ?? null,
+    success_url: session.successUrl,
+    cancel_url: session.cancelUrl,
+    customer_email: session.customerEmail,
+    client_reference_id: session.clientReferenceId,
+  };
+}
+
+export async function openSession(
+  deps: CheckoutDeps,
+  input: { partnerId: string; environment: Environment; domain: string; successUrl?: string; cancelUrl?: string; customerEmail?: string; clientReferenceId?: string },
+): Promise<CheckoutSession> {
+  const domain = await deps.dataSource.getRepository(Domain).findOneBy({ environment: input.environment, name: input.domain });
+  if (!domain || domain.status === 'unlisted') throw new ApiError('not_found', `${input.domain} is not listed`);
+  if (domain.status === 'reserved') throw new ApiError('conflict', `${input.domain} is reserved by an active quote`);
+  if (domain.status === 'sold') throw new ApiError('conflict', `${input.domain} has been sold`);
+  if (!deps.payments[input.environment]) throw new ApiError('service_unavailable', `card payments are not available in ${input.environment} yet`);
+
+  const sessionPublicId = publicId('cs');
+  // The timer exists before the session does, so no session outlives its seven days.
+  await deps.workflows.client.workflow.start(checkoutSessionWorkflow, {
+    workflowId: checkoutWorkflowId(sessionPublicId),
+    taskQueue: deps.workflows.taskQueue,
+    args: [{ sessionPublicId }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: [
+      { key: PartnerId, value: input.partnerId },
+      { key: DomainAttr, value: domain.name },
+      { key: EnvironmentAttr, value: input.environment },
+      { key: BusinessStatus, value: 'open' },
+    ],
+  });
+  const sessions = deps.dataSource.getRepository(CheckoutSession);
+  const now = new Date();
+  return sessions.save(
+    sessions.create({
+      publicId: sessionPublicId,
+      partnerId: input.partnerId,
+      environment: input.environment,
+      domainId: domain.id,
+      domain: domain.name,
+      priceCents: domain.buyNowPriceCents,
+      currency: domain.currency,
+      successUrl: input.successUrl ?? null,
+      cancelUrl: input.cancelUrl ?? null,
+      customerEmail: input.customerEmail ?? null,
+      clientReferenceId: input.clientReferenceId ?? null,
+      status: 'open',
+      orderId: null,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + CHECKOUT_SESSION_MS),
+      closedAt: null,
+    }),
+  );
+}
+
+export async function findSession(dataSource: DataSource, sessionPublicId: string): Promise<CheckoutSession | null> {
+  return dataSource.getRepository(CheckoutSession).findOneBy({ publicId: sessionPublicId });
+}
+
+/** The session's timer fired: an open session expires; a paid one is left alone. */
+export async function expireSession(dataSource: DataSource, sessionPublicId: string): Promise<'expired' | 'complete' | 'absent'> {
+  return dataSource.transaction(async (tx) => {
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+    if (!session) return 'absent';
+    if (session.status === 'complete') return 'complete';
+    if (session.status === 'open') await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'expired', closedAt: () => 'now()' });
+    return 'expired';
+  });
+}
+
+export interface BuyerDetails {
+  name: string;
+  email: string;
+  registrant: Record<string, string>;
+}
+
+export type PayOutcome =
+  | { kind: 'paid'; session: CheckoutSession; orderPublicId: string }
+  | { kind: 'declined'; reason: string }
+  | { kind: 'expired' }
+  | { kind: 'unavailable'; reason: string }
+  | { kind: 'not_found' }
+  | { kind: 'no_processor' };
+
+/**
+ * Pays the session: once. A second submit (double click, back button, another tab) waits on the
+ * session's row lock and then finds it complete: it answers the same order and charges nothing.
+ * The card is authorised while the session and the name are locked, so nobody else can buy the
+ * name between the charge and the sale; a decline changes nothing.
+ */
+export async function payForSession(deps: CheckoutDeps, sessionPublicId: string, card: Omit<CardPayment, 'sessionId' | 'amountCents' | 'currency'>, buyer: BuyerDetails): Promise<PayOutcome> {
+  const outcome = await deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean }> => {
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+    if (!session) return { kind: 'not_found' };
+    if (session.status === 'complete') {
+      const order = await tx.getRepository(Order).findOneByOrFail({ id: session.orderId! });
+      return { kind: 'paid', session, orderPublicId: order.publicId };
+    }
+    if (session.status === 'expired') return { kind: 'expired' };
+    const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: session.domainId }).getOneOrFail();
+    if (domain.status !== 'listed') return { kind: 'unavailable', reason: `${domain.name} has just been ${domain.status === 'sold' ? 'sold' : 'reserved by another buyer'}.` };
+    if (domain.buyNowPriceCents !== session.priceCents) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
+    const processor = deps.payments[session.environment];
+    if (!processor) return { kind: 'no_processor' };
+
+    const auth = await processor.authorize({ ...card, sessionId: session.publicId, amountCents: session.priceCents, currency: session.currency });
+    if (!auth.approved) return { kind: 'declined', reason: auth.reason };
+    await tx.getRepository(CheckoutPayment).insert({
+      sessionId: session.id,
+      processor: auth.processor,
+      paymentRef: auth.paymentRef,
+      amountCents: session.priceCents,
+      currency: session.currency,
+      cardLast4: card.cardNumber.slice(-4),
+      buyerName: buyer.name,
+      buyerEmail: buyer.email,
+      registrant: buyer.registrant,
+    });
+    const sale = await recordSale(tx, {
+      partnerId: session.partnerId,
+      environment: session.environment,
+      domain,
+      paymentModel: 'service_collected',
+      externalPaymentRef: auth.paymentRef,
+      checkoutSessionId: session.id,
+      clientReferenceId: session.clientReferenceId,
+    });
+    await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'complete', orderId: sale.id, closedAt: () => 'now()' });
+    return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true };
+  });
+
+  if (outcome.kind === 'paid') {
+    // After commit, idempotently: the recovery sweep starts any fulfilment a crash left unstarted.
+    const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ publicId: outcome.orderPublicId });
+    if (!order.workflowStarted) {
+      await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain });
+      await markWorkflowStarted(deps.dataSource, order.id);
+    }
+    if (outcome.created) {
+      await deps.workflows.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal).catch(() => undefined);
+      await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
+    }
+  }
+  return outcome;
+}

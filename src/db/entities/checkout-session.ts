@@ -1,0 +1,99 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import type { Environment } from '../../config';
+import { centsColumn } from '../columns';
+
+export type CheckoutStatus = 'open' | 'complete' | 'expired';
+
+/** A hosted checkout (CONTRACT §9): open for 7 days (its workflow's timer), complete once paid. */
+@Entity({ name: 'checkout_sessions' })
+export class CheckoutSession {
+  @PrimaryGeneratedColumn('uuid')
+  id: string;
+
+  @Column({ name: 'public_id', type: 'text', unique: true })
+  publicId: string;
+
+  @Column({ name: 'partner_id', type: 'uuid' })
+  partnerId: string;
+
+  @Column({ type: 'text' })
+  environment: Environment;
+
+  @Column({ name: 'domain_id', type: 'uuid' })
+  domainId: string;
+
+  @Column({ type: 'text' })
+  domain: string;
+
+  /** The listing price when the session was opened; paying re-checks it. */
+  @Column({ name: 'price_cents', ...centsColumn })
+  priceCents: number;
+
+  @Column({ type: 'char', length: 3 })
+  currency: string;
+
+  @Column({ name: 'success_url', type: 'text', nullable: true })
+  successUrl: string | null;
+
+  @Column({ name: 'cancel_url', type: 'text', nullable: true })
+  cancelUrl: string | null;
+
+  @Column({ name: 'customer_email', type: 'text', nullable: true })
+  customerEmail: string | null;
+
+  @Column({ name: 'client_reference_id', type: 'text', nullable: true })
+  clientReferenceId: string | null;
+
+  @Column({ type: 'text' })
+  status: CheckoutStatus;
+
+  @Column({ name: 'order_id', type: 'uuid', nullable: true })
+  orderId: string | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt: Date;
+
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt: Date;
+
+  @Column({ name: 'closed_at', type: 'timestamptz', nullable: true })
+  closedAt: Date | null;
+}
+
+/** The one card payment taken on a session. */
+@Entity({ name: 'checkout_payments' })
+export class CheckoutPayment {
+  @PrimaryGeneratedColumn('uuid')
+  id: string;
+
+  @Column({ name: 'session_id', type: 'uuid', unique: true })
+  sessionId: string;
+
+  @Column({ type: 'text' })
+  processor: string;
+
+  @Column({ name: 'payment_ref', type: 'text', unique: true })
+  paymentRef: string;
+
+  @Column({ name: 'amount_cents', ...centsColumn })
+  amountCents: number;
+
+  @Column({ type: 'char', length: 3 })
+  currency: string;
+
+  @Column({ name: 'card_last4', type: 'char', length: 4 })
+  cardLast4: string;
+
+  @Column({ name: 'buyer_name', type: 'text' })
+  buyerName: string;
+
+  @Column({ name: 'buyer_email', type: 'text' })
+  buyerEmail: string;
+
+  /** Optional registrant details the buyer gave (organisation, address, phone). */
+  @Column({ type: 'jsonb' })
+  registrant: Record<string, string>;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt: Date;
+}

@@ -1,0 +1,214 @@
+/**
+ * The hosted checkout page (CONTRACT §9), public: GET /checkout?pt=… shows the form, POST
+ * /checkout pays. The signed `pt` is checked on every load and every post; a token that does not
+ * verify, an expired or a paid session, or a name no longer for sale gets a page saying so (4xx),
+ * never the form. The form is protected against CSRF; the buyer's card number and CVC are never
+ * stored or echoed back (only the last four digits of an approved card are kept).
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import Router from '@koa/router';
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import getRawBody from 'raw-body';
+import { z } from 'zod';
+import { findSession, payForSession, type CheckoutDeps } from '../checkout/sessions';
+import type { CheckoutSession } from '../db/entities/checkout-session';
+import { Domain } from '../db/entities/domain';
+import { Order } from '../db/entities/order';
+import { ASSETS_DIR, renderPage } from './render';
+import { allowFormTargets, csrfToken, csrfValid, pageSecurity } from './security';
+
+const ASSETS: Record<string, string> = { 'pages.css': 'text/css; charset=utf-8', 'checkout.js': 'text/javascript; charset=utf-8' };
+const MAX_FORM_BYTES = 16 * 1024;
+
+/** The form's fields, with the message shown beside each when it is wrong. */
+const PaymentForm = z.object({
+  name: z.string().trim().min(1, 'Enter your full name.').max(200, 'Use at most 200 characters.'),
+  email: z.string().trim().min(1, 'Enter your email address.').max(254).email('Enter an email address like name@example.com.'),
+  card_number: z
+    .string()
+    .transform((v) => v.replace(/[\s-]/g, ''))
+    .pipe(z.string().min(1, 'Enter your card number.').regex(/^\d{12,19}$/, 'Enter the card number as it is printed on the card.')),
+  expiry: z
+    .string()
+    .trim()
+    .min(1, 'Enter the expiry date as MM/YY.')
+    .regex(/^(0[1-9]|1[0-2])\s*\/\s*(\d{2})$/, 'Enter the expiry date as MM/YY, for example 04/29.')
+    .transform((v) => {
+      const [month, year] = v.split('/').map((p) => Number(p.trim()));
+      return { month, year: 2000 + year };
+    })
+    .refine(({ month, year }) => {
+      const now = new Date();
+      return year > now.getUTCFullYear() || (year === now.getUTCFullYear() && month >= now.getUTCMonth() + 1);
+    }, 'This card has expired.'),
+  cvc: z.string().trim().regex(/^\d{3}$/, 'Enter the 3-digit security code from the back of the card.'),
+  organisation: z.string().trim().max(200).optional(),
+  phone: z.string().trim().max(40).optional(),
+  address: z.string().trim().max(400).optional(),
+});
+type FieldErrors = Partial<Record<keyof z.input<typeof PaymentForm>, string>>;
+
+function money(cents: number, currency: string): string {
+  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(cents / 100);
+}
+
+function originOf(url: string | null): string[] {
+  if (!url) return [];
+  try {
+    return [new URL(url).origin];
+  } catch {
+    return [];
+  }
+}
+
+function withQuery(url: string, params: Record<string, string>): string {
+  const target = new URL(url);
+  for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
+  return target.toString();
+}
+
+const MESSAGES = {
+  invalid: { status: 400, title: 'This checkout link is not valid', text: 'The link may be incomplete or changed. Go back to the site you came from and start the purchase again.' },
+  notFound: { status: 404, title: 'This checkout link is not valid', text: 'We could not find this checkout. Go back to the site you came from and start the purchase again.' },
+  expired: { status: 410, title: 'This checkout has expired', text: 'Checkout links last 7 days. Go back to the site you came from to start a new purchase. You have not been charged.' },
+  csrf: { status: 403, title: 'This form has expired', text: 'For your security the form could not be sent. Reload the page and try again. You have not been charged.' },
+  noProcessor: { status: 503, title: 'Card payments are not available', text: 'Card payments are not available here yet. You have not been charged.' },
+} as const;
+
+export function checkoutPages(deps: CheckoutDeps, logger: Logger): Router {
+  const router = new Router();
+  router.use(pageSecurity());
+  router.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      logger.error({ err, request_id: ctx.state.requestId }, 'checkout page failed');
+      renderPage(ctx, 'message', { title: 'Something went wrong', text: 'We could not complete this step. You have not been charged twice; try again in a moment.', requestId: ctx.state.requestId }, 500);
+    }
+  });
+
+  const message = (ctx: Koa.Context, which: keyof typeof MESSAGES, extra: Record<string, unknown> = {}) => {
+    const m = MESSAGES[which];
+    renderPage(ctx, 'message', { title: m.title, text: m.text, ...extra }, m.status);
+  };
+
+  /** The session the token names, once everything about it allows the form; otherwise the page is answered here. */
+  async function openSessionFor(ctx: Koa.Context, pt: unknown): Promise<CheckoutSession | undefined> {
+    const verdict = deps.pageToken.verify(pt, Date.now());
+    if ('problem' in verdict) {
+      message(ctx, verdict.problem === 'expired' ? 'expired' : 'invalid');
+      return undefined;
+    }
+    const session = await findSession(deps.dataSource, verdict.sessionId);
+    if (!session) return void message(ctx, 'notFound');
+    if (session.status === 'expired') return void message(ctx, 'expired');
+    if (session.status === 'complete') {
+      const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: session.orderId! });
+      renderPage(ctx, 'message', { title: 'This checkout is already paid', text: `The payment for ${session.domain} was received. Your order number is ${order.publicId}.`, orderId: order.publicId }, 409);
+      return undefined;
+    }
+    return session;
+  }
+
+  async function showForm(ctx: Koa.Context, session: CheckoutSession, pt: string, status = 200, errors: FieldErrors = {}, values: Record<string, string> = {}) {
+    const domain = await deps.dataSource.getRepository(Domain).findOneByOrFail({ id: session.domainId });
+    if (domain.status !== 'listed' || domain.buyNowPriceCents !== session.priceCents) {
+      renderPage(ctx, 'message', { title: `${session.domain} is no longer available`, text: 'Someone else bought it or it was taken off the market while this page was open. You have not been charged.' }, 409);
+      return;
+    }
+    // Paying answers with a redirect to success_url, which the form's own page must allow.
+    allowFormTargets(ctx, originOf(session.successUrl));
+    renderPage(
+      ctx,
+      'checkout',
+      {
+        title: `Buy ${session.domain}`,
+        domain: session.domain,
+        price: money(session.priceCents, session.currency),
+        pt,
+        csrf: csrfToken(ctx),
+        cancelUrl: session.cancelUrl,
+        errors,
+        values: { email: session.customerEmail ?? '', ...values },
+        errorCount: Object.keys(errors).length,
+      },
+      status,
+    );
+  }
+
+  router.get('/checkout', async (ctx) => {
+    const session = await openSessionFor(ctx, ctx.query.pt);
+    if (session) await showForm(ctx, session, String(ctx.query.pt));
+  });
+
+  router.post('/checkout', async (ctx) => {
+    let fields: URLSearchParams;
+    try {
+      fields = new URLSearchParams((await getRawBody(ctx.req, { length: ctx.get('content-length') || undefined, limit: MAX_FORM_BYTES, encoding: 'utf8' })) as string);
+    } catch {
+      return message(ctx, 'invalid');
+    }
+    if (!csrfValid(ctx, fields.get('_csrf'))) return message(ctx, 'csrf');
+    const pt = fields.get('pt');
+    const session = await openSessionFor(ctx, pt);
+    if (!session) return;
+
+    const raw = Object.fromEntries([...fields.entries()].filter(([k]) => k in PaymentForm.shape));
+    // What the buyer typed goes back into the form on an error, except the card number and CVC.
+    const keep = { name: raw.name ?? '', email: raw.email ?? '', expiry: raw.expiry ?? '', organisation: raw.organisation ?? '', phone: raw.phone ?? '', address: raw.address ?? '' };
+    const parsed = PaymentForm.safeParse(raw);
+    if (!parsed.success) {
+      const errors: FieldErrors = {};
+      for (const issue of parsed.error.issues) {
+        const field = issue.path[0] as keyof FieldErrors;
+        errors[field] ??= issue.code === 'invalid_type' ? 'This field is required.' : issue.message;
+      }
+      return showForm(ctx, session, pt!, 422, errors, keep);
+    }
+    const form = parsed.data;
+    const outcome = await payForSession(
+      deps,
+      session.publicId,
+      { cardNumber: form.card_number, expiryMonth: form.expiry.month, expiryYear: form.expiry.year, cvc: form.cvc },
+      {
+        name: form.name,
+        email: form.email,
+        registrant: Object.fromEntries(Object.entries({ organisation: form.organisation, phone: form.phone, address: form.address }).filter(([, v]) => v)) as Record<string, string>,
+      },
+    );
+    switch (outcome.kind) {
+      case 'paid': {
+        const orderId = outcome.orderPublicId;
+        if (outcome.session.successUrl) {
+          allowFormTargets(ctx, originOf(outcome.session.successUrl));
+          ctx.status = 303;
+          ctx.redirect(withQuery(outcome.session.successUrl, { session_id: outcome.session.publicId, order_id: orderId }));
+          return;
+        }
+        return renderPage(ctx, 'receipt', { title: 'Payment received', domain: outcome.session.domain, price: money(outcome.session.priceCents, outcome.session.currency), orderId });
+      }
+      case 'declined':
+        return showForm(ctx, session, pt!, 402, { card_number: outcome.reason }, keep);
+      case 'expired':
+        return message(ctx, 'expired');
+      case 'unavailable':
+        return renderPage(ctx, 'message', { title: `${session.domain} is no longer available`, text: `${outcome.reason} You have not been charged.` }, 409);
+      case 'not_found':
+        return message(ctx, 'notFound');
+      case 'no_processor':
+        return message(ctx, 'noProcessor');
+    }
+  });
+
+  router.get('/checkout/assets/:file', async (ctx) => {
+    const type = ASSETS[ctx.params.file];
+    if (!type) return renderPage(ctx, 'message', { title: 'Not found', text: 'There is nothing here.' }, 404);
+    ctx.type = type;
+    ctx.set('Cache-Control', 'public, max-age=3600');
+    ctx.body = await readFile(path.join(ASSETS_DIR, ctx.params.file));
+  });
+
+  return router;
+}

@@ -1,0 +1,65 @@
+/**
+ * The security of every buyer-facing page, in one place: strict headers from helmet (a CSP that
+ * allows only this origin's own stylesheet and script, no framing, no referrer so a signed link
+ * never leaks to the next site) and CSRF protection of forms (the csrf package: a secret in an
+ * HttpOnly, SameSite=Strict cookie, a token made from it in the form).
+ */
+import Tokens from 'csrf';
+import type Koa from 'koa';
+import helmet from 'koa-helmet';
+
+const tokens = new Tokens();
+const CSRF_COOKIE = 'checkout_csrf';
+
+/** Form targets a page may post to (its own origin always); set by a handler before the headers go out. */
+const formTargets = new WeakMap<object, string[]>();
+
+export function allowFormTargets(ctx: Koa.Context, origins: string[]): void {
+  formTargets.set(ctx.res, origins);
+}
+
+const headers = helmet({
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      'default-src': ["'none'"],
+      'script-src': ["'self'"],
+      'style-src': ["'self'"],
+      'img-src': ["'self'", 'data:'],
+      'connect-src': ["'self'"],
+      // After paying, the form's answer redirects to the partner's success_url: that origin too.
+      'form-action': ["'self'", (_req, res) => (formTargets.get(res) ?? []).join(' ')],
+      'frame-ancestors': ["'none'"],
+      'base-uri': ["'none'"],
+    },
+  },
+  referrerPolicy: { policy: 'no-referrer' },
+  crossOriginOpenerPolicy: { policy: 'same-origin' },
+  crossOriginResourcePolicy: { policy: 'same-origin' },
+  strictTransportSecurity: { maxAge: 31536000, includeSubDomains: true },
+  xFrameOptions: { action: 'deny' },
+});
+
+/** Runs the page, then sets its security headers (so they can depend on what the page decided). */
+export function pageSecurity(): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    await headers(ctx, async () => undefined);
+    ctx.set('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=(self)');
+  };
+}
+
+/** A CSRF token for the form, creating the browser's secret cookie when it has none. */
+export function csrfToken(ctx: Koa.Context): string {
+  let secret = ctx.cookies.get(CSRF_COOKIE);
+  if (!secret || secret.length > 100) {
+    secret = tokens.secretSync();
+    ctx.cookies.set(CSRF_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/checkout', overwrite: true });
+  }
+  return tokens.create(secret);
+}
+
+export function csrfValid(ctx: Koa.Context, token: unknown): boolean {
+  const secret = ctx.cookies.get(CSRF_COOKIE);
+  return typeof token === 'string' && !!secret && tokens.verify(secret, token);
+}

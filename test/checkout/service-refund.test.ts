@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { LedgerPosting } from '../../src/db/entities/ledger-posting';
+import { Order } from '../../src/db/entities/order';
+import { SaleTransaction } from '../../src/db/entities/sale-transaction';
+import { reconcile } from '../../src/finance/reconcile';
+import { completedSale } from '../helpers/money';
+import { getStack, newPartner } from '../helpers/stack';
+
+const run = promisify(execFile);
+
+async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const s = getStack();
+  try {
+    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
+      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('admin order refund: the service refunds a service-collected sale (CONTRACT §11, §12)', () => {
+  it('after completion, within 30 days: the refund is recorded, the sale reversed in the ledger once, the order REFUNDED, order.refunded emitted; asking again answers the same refund', async () => {
+    const s = getStack();
+    const { partnerId, client } = await newPartner();
+    const order = await completedSale(partnerId, new Date().toISOString(), { paymentModel: 'service_collected', priceCents: 30_000, commissionBps: 1000 });
+    const res = await admin('order', 'refund', order.publicId, '--reason', 'buyer disputed', '--json');
+    assert.equal(res.code, 0, res.stderr);
+    const refund = JSON.parse(res.stdout) as { refund_id: string; order_id: string; status: string; amount_cents: number; reason: string };
+    assert.deepEqual([refund.order_id, refund.status, refund.amount_cents, refund.reason], [order.publicId, 'succeeded', 30_000, 'buyer disputed']);
+
+    assert.equal((await s.dataSource.getRepository(Order).findOneByOrFail({ id: order.id })).status, 'REFUNDED');
+    const txn = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id });
+    assert.equal(txn.status, 'reversed');
+    assert.equal(await s.dataSource.getRepository(LedgerPosting).countBy({ transactionId: txn.id, kind: 'reversal' }), 1);
+    const totals = (await client.get<{ totals: { count: number; commission_cents: number } }>('/api/partner/v1/transactions')).body.totals;
+    assert.deepEqual([totals.count, totals.commission_cents], [1, 0]);
+    const events = (await client.get<{ data: Array<{ type: string; data: { public_id?: string } }> }>('/api/partner/v1/events?limit=100')).body.data.filter((e) => e.data.public_id === order.publicId);
+    // (the fixture order was written straight into the read model, so it has no order.created)
+    assert.deepEqual(events.map((e) => e.type), ['transfer.completed', 'order.refunded']);
+
+    const again = await admin('order', 'refund', order.publicId, '--json');
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal((JSON.parse(again.stdout) as { refund_id: string }).refund_id, refund.refund_id);
+    assert.equal(await s.dataSource.getRepository(LedgerPosting).countBy({ transactionId: txn.id, kind: 'reversal' }), 1);
+    assert.ok((await reconcile(s.dataSource)).ok);
+  });
+
+  it('refuses a partner-collected order, a sale paid more than 30 days ago, and an unknown order, changing nothing', async () => {
+    const s = getStack();
+    const { partnerId } = await newPartner();
+    const partnerCollected = await completedSale(partnerId, new Date().toISOString());
+    const res = await admin('order', 'refund', partnerCollected.publicId, '--json');
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /partner-collected/);
+
+    const old = await completedSale(partnerId, new Date().toISOString(), { paymentModel: 'service_collected' });
+    await s.dataSource.getRepository(Order).update({ id: old.id }, { createdAt: () => "now() - interval '31 days'" });
+    const late = await admin('order', 'refund', old.publicId, '--json');
+    assert.equal(late.code, 1);
+    assert.match(late.stderr, /refund window/);
+    assert.equal((await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: old.id })).status, 'completed');
+
+    const unknown = await admin('order', 'refund', 'ord_nope', '--json');
+    assert.equal(unknown.code, 1);
+  });
+});

@@ -1,0 +1,33 @@
+/**
+ * A hosted checkout session (id `checkout:<session_id>`, spec: "expires 7 days after creation").
+ * Holds the 7-day timer: if nobody has paid by then, the session expires and its link shows an
+ * expired page. Paying ends the wait early with the checkoutPaid signal; without the signal the
+ * expiry step finds the session complete and leaves it alone, so the session's row lock, not the
+ * signal, decides a payment racing the last second. BusinessStatus: open, complete or expired.
+ */
+import { condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { checkoutPaidSignal, type CheckoutSessionInput } from './messages';
+import { BusinessStatus } from './search-attributes';
+
+export const CHECKOUT_SESSION_LIFETIME = '7 days';
+
+const { expireCheckoutSession } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Promise<'complete' | 'expired' | 'absent'> {
+  let paid = false;
+  setHandler(checkoutPaidSignal, () => {
+    paid = true;
+  });
+  upsertSearchAttributes([{ key: BusinessStatus, value: 'open' }]);
+  if (await condition(() => paid, CHECKOUT_SESSION_LIFETIME)) {
+    upsertSearchAttributes([{ key: BusinessStatus, value: 'complete' }]);
+    return 'complete';
+  }
+  const outcome = await expireCheckoutSession({ sessionPublicId: input.sessionPublicId });
+  upsertSearchAttributes([{ key: BusinessStatus, value: outcome }]);
+  return outcome;
+}
