@@ -21,6 +21,7 @@ import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src
 import { lateDeliveries, notifyEventsAppended, wakeDelivery } from '../src/webhooks/notify';
 import { closeSettlements } from '../src/finance/settlements';
 import { expireSession } from '../src/checkout/sessions';
+import { accrueCommission } from '../src/referral/commissions';
 import { runPayouts } from '../src/finance/payouts';
 import type { PayoutSummary } from '../workflows/messages';
 
@@ -151,6 +152,11 @@ export function createActivities(deps: ActivityDeps) {
     /** The checkout session's 7 days are over: an open session expires. */
     async expireCheckoutSession(input: { sessionPublicId: string }): Promise<'expired' | 'complete' | 'absent'> {
       return expireSession(deps.dataSource, input.sessionPublicId);
+    },
+
+    /** A referred sale's refund window passed: accrue its commission (or find it reversed). */
+    async accrueReferralCommission(input: { salePublicId: string; at: string }): Promise<'accrued' | 'reversed' | 'absent'> {
+      return accrueCommission(deps.dataSource, input.salePublicId, new Date(input.at));
     },
 
     /** Closes every open settlement of a month before `before` (YYYY-MM-01); returns how many. */

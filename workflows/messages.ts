@@ -122,3 +122,9 @@ export const checkoutPaidSignal = defineSignal('checkoutPaid');
 export interface CheckoutSessionInput {
   sessionPublicId: string;
 }
+
+export const referralWorkflowId = (salePublicId: string) => `referral:${salePublicId}`;
+
+export interface ReferralCommissionInput {
+  salePublicId: string;
+}

@@ -14,7 +14,11 @@ import { SandboxCardProcessor, type PaymentPort } from '../checkout/payments';
 import type { CheckoutDeps } from '../checkout/sessions';
 import { discoveryRoutes } from '../discovery/routes';
 import { financeRoutes } from '../finance/routes';
+import { referralRoutes } from '../referral/routes';
 import { checkoutPages } from '../pages/checkout-pages';
+import { referralPages } from '../pages/referral-pages';
+import { AttributionKeys } from '../referral/attribution';
+import { ClickRecorder } from '../referral/clicks';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import { orderRoutes } from '../orders/routes';
 import type { WorkflowStarter } from '../orders/start-workflows';
@@ -44,6 +48,8 @@ export interface AppDeps {
   /** Resolves when Temporal answers; rejects otherwise. */
   temporalReady: () => Promise<void>;
   now?: () => number;
+  /** Where referral clicks are queued; one is made when not given (the API entry point passes one it flushes on stop). */
+  clickRecorder?: ClickRecorder;
   /** Card processors per environment (hosted checkout); sandbox's simulator unless given. */
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
 }
@@ -75,6 +81,7 @@ export function partnerRoutes(deps: AppDeps): RouteSpec[] {
     ...orderRoutes(deps),
     ...checkoutRoutes({ ...checkoutDeps(deps), publicBaseUrl: deps.config.http.publicBaseUrl }),
     ...financeRoutes(deps),
+    ...referralRoutes({ dataSource: deps.dataSource, publicBaseUrl: deps.config.http.publicBaseUrl }),
     ...webhookRoutes(deps),
   ];
 }
@@ -109,6 +116,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
           body: input.body,
           auth: ctx.state.auth!,
           headers: ctx.headers,
+          rawQuery: ctx.query,
           requestId: ctx.state.requestId,
         });
         ctx.status = result.status ?? route.response.status;
@@ -120,8 +128,18 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
 
   app.use(requestContext(deps.logger));
   // The buyer's pages answer HTML, with their own security headers and error pages.
-  const pages = checkoutPages(checkoutDeps(deps), deps.logger);
-  app.use(pages.routes());
+  const attribution = new AttributionKeys(deps.secretBox.deriveKey('referral-attribution'));
+  app.use(checkoutPages(checkoutDeps(deps), deps.logger, attribution).routes());
+  app.use(
+    referralPages({
+      dataSource: deps.dataSource,
+      checkout: checkoutDeps(deps),
+      search: deps.search,
+      attribution,
+      clicks: deps.clickRecorder ?? new ClickRecorder(deps.dataSource, deps.logger),
+      publicBaseUrl: deps.config.http.publicBaseUrl,
+    }).routes(),
+  );
   app.use(errorMapping());
   app.use(router.routes());
   // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).

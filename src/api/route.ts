@@ -21,6 +21,8 @@ export interface HandlerInput<Q, P, B> {
   body: B;
   auth: AuthContext;
   headers: Record<string, string | string[] | undefined>;
+  /** The query string as sent, before validation (to echo a parameter back as the partner wrote it). */
+  rawQuery: Record<string, string | string[] | undefined>;
   requestId: string;
 }
 

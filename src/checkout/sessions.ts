@@ -15,8 +15,9 @@ import { publicId } from '../ids';
 import { markWorkflowStarted, recordSale } from '../orders/orders';
 import { startOrderFulfilment, type WorkflowStarter } from '../orders/start-workflows';
 import { notifyEventsAppended } from '../webhooks/notify';
-import { checkoutSessionWorkflow } from '../../workflows';
-import { checkoutPaidSignal, checkoutWorkflowId } from '../../workflows/messages';
+import { checkoutSessionWorkflow, referralCommissionWorkflow } from '../../workflows';
+import { recordReferredSale } from '../referral/commissions';
+import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId } from '../../workflows/messages';
 import { BusinessStatus, Domain as DomainAttr, Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
 import type { CheckoutPageToken } from './page-token';
 import type { CardPayment, PaymentPort } from './payments';
@@ -154,8 +155,15 @@ export type PayOutcome =
  * The card is authorised while the session and the name are locked, so nobody else can buy the
  * name between the charge and the sale; a decline changes nothing.
  */
-export async function payForSession(deps: CheckoutDeps, sessionPublicId: string, card: Omit<CardPayment, 'sessionId' | 'amountCents' | 'currency'>, buyer: BuyerDetails): Promise<PayOutcome> {
-  const outcome = await deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean }> => {
+export async function payForSession(
+  deps: CheckoutDeps,
+  sessionPublicId: string,
+  card: Omit<CardPayment, 'sessionId' | 'amountCents' | 'currency'>,
+  buyer: BuyerDetails,
+  /** The link this browser last clicked within 30 days (its attribution cookie), if any. */
+  referral?: { linkCode: string },
+): Promise<PayOutcome> {
+  const outcome = await deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean; referralSale?: string }> => {
     const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session) return { kind: 'not_found' };
     if (session.status === 'complete') {
@@ -192,7 +200,19 @@ export async function payForSession(deps: CheckoutDeps, sessionPublicId: string,
       clientReferenceId: session.clientReferenceId,
     });
     await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'complete', orderId: sale.id, closedAt: () => 'now()' });
-    return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true };
+    const referred = referral
+      ? await recordReferredSale(tx, {
+          linkCode: referral.linkCode,
+          environment: session.environment,
+          orderId: sale.id,
+          buyerEmail: buyer.email,
+          domain: domain.name,
+          amountCents: session.priceCents,
+          currency: session.currency,
+          at: new Date(),
+        })
+      : undefined;
+    return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true, referralSale: referred?.publicId };
   });
 
   if (outcome.kind === 'paid') {
@@ -202,10 +222,31 @@ export async function payForSession(deps: CheckoutDeps, sessionPublicId: string,
       await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain });
       await markWorkflowStarted(deps.dataSource, order.id);
     }
+    if (outcome.referralSale) await startReferralCommission(deps.workflows, outcome.referralSale, order.partnerId, order.domain, order.environment);
     if (outcome.created) {
       await deps.workflows.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal).catch(() => undefined);
       await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
     }
   }
   return outcome;
+}
+
+/** The referred sale's 30-day window, as its own workflow (started once; a retry finds it running). */
+async function startReferralCommission(w: WorkflowStarter, salePublicId: string, sellerPartnerId: string, domain: string, environment: Environment): Promise<void> {
+  await w.client.workflow
+    .start(referralCommissionWorkflow, {
+      workflowId: referralWorkflowId(salePublicId),
+      taskQueue: w.taskQueue,
+      args: [{ salePublicId }],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      typedSearchAttributes: [
+        { key: PartnerId, value: sellerPartnerId },
+        { key: DomainAttr, value: domain },
+        { key: EnvironmentAttr, value: environment },
+      ],
+    })
+    .catch((err: unknown) => {
+      if (!(err instanceof Error && err.name === 'WorkflowExecutionAlreadyStartedError')) throw err;
+    });
 }

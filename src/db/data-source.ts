@@ -11,6 +11,7 @@ import { Settlement } from './entities/settlement';
 import { Order } from './entities/order';
 import { OrderTimelineEntry } from './entities/order-timeline-entry';
 import { Partner } from './entities/partner';
+import { ReferralCheckout, ReferralClick, ReferralLink, ReferralSale } from './entities/referral';
 import { EventCounter, PartnerEvent } from './entities/partner-event';
 import { Quote } from './entities/quote';
 import { Refund } from './entities/refund';
@@ -26,6 +27,7 @@ import { OrderIntegrity1795000400000 } from './migrations/1795000400000-order-in
 import { Hardening1795000500000 } from './migrations/1795000500000-hardening';
 import { Ledger1795000600000 } from './migrations/1795000600000-ledger';
 import { Checkout1795000700000 } from './migrations/1795000700000-checkout';
+import { Referral1795000900000 } from './migrations/1795000900000-referral';
 
 export const entities = [
   Partner,
@@ -49,6 +51,10 @@ export const entities = [
   PayoutLine,
   CheckoutSession,
   CheckoutPayment,
+  ReferralLink,
+  ReferralClick,
+  ReferralCheckout,
+  ReferralSale,
 ];
 export const migrations = [
   Foundation1795000000000,
@@ -59,6 +65,7 @@ export const migrations = [
   Hardening1795000500000,
   Ledger1795000600000,
   Checkout1795000700000,
+  Referral1795000900000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

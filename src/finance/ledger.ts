@@ -26,6 +26,8 @@ export const ACCOUNT = {
   partnerCommissionExpense: 'partner_commission_expense',
   serviceOwesPartner: 'service_owes_partner',
   serviceCash: 'service_cash',
+  referralCommissionExpense: 'referral_commission_expense',
+  referralCommissionPending: 'referral_commission_pending',
 } as const;
 export type Account = (typeof ACCOUNT)[keyof typeof ACCOUNT];
 
@@ -37,6 +39,7 @@ export interface NewPosting {
   paymentModel: TransactionPaymentModel | null;
   transactionId: string | null;
   payoutId?: string | null;
+  referralSaleId?: string | null;
   occurredAt: Date;
   currency: string;
   entries: Array<{ account: Account; amountCents: number }>;
@@ -85,6 +88,7 @@ export async function post(tx: EntityManager, posting: NewPosting): Promise<Ledg
       paymentModel: posting.paymentModel,
       transactionId: posting.transactionId,
       payoutId: posting.payoutId ?? null,
+      referralSaleId: posting.referralSaleId ?? null,
       periodStart,
       occurredAt: posting.occurredAt,
     })

@@ -38,7 +38,7 @@ async function unpaid(manager: EntityManager, environment: Environment, partnerI
     .addSelect("to_char(p.period_start, 'YYYY-MM-DD')", 'period_start')
     .addSelect('-sum(e.amount_cents)', 'owed')
     .addSelect('min(e.currency)', 'currency')
-    .where("e.account = :payable AND p.kind IN ('sale', 'reversal') AND p.environment = :environment AND l.posting_id IS NULL", { payable: ACCOUNT.serviceOwesPartner, environment })
+    .where("e.account = :payable AND p.kind <> 'payout' AND p.environment = :environment AND l.posting_id IS NULL", { payable: ACCOUNT.serviceOwesPartner, environment })
     .groupBy('p.id');
   if (partnerId) q.andWhere('p.partner_id = :partnerId', { partnerId });
   return (await q.getRawMany<{ posting_id: string; partner_id: string; period_start: string; owed: string; currency: string }>()).map((r) => ({ ...r, owed: Number(r.owed) }));

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config, Environment } from '../config';
 import { createApp } from '../api/app';
+import { ClickRecorder } from '../referral/clicks';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
 import type { DomainSearch } from '../discovery/search';
@@ -56,7 +57,9 @@ export interface ApiServerDeps {
 
 export async function startApiServer(deps: ApiServerDeps): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
   const secretBox = new SecretBox(deps.masterKey);
+  const clickRecorder = new ClickRecorder(deps.dataSource, deps.logger);
   const app = createApp({
+    clickRecorder,
     config: deps.config,
     dataSource: deps.dataSource,
     credentials: new CredentialService(deps.dataSource, secretBox),
@@ -83,7 +86,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }),
+      }).then(() => clickRecorder.flush()),
   };
 }
 

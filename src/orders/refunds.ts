@@ -11,6 +11,7 @@ import { Refund } from '../db/entities/refund';
 import { appendEvent } from '../events/outbox';
 import { SaleTransaction } from '../db/entities/sale-transaction';
 import { reverseSale } from '../finance/sales';
+import { reverseCommissionOfOrder } from '../referral/commissions';
 import { publicId } from '../ids';
 import { loadOrderForUpdate, releaseName, writeStatus } from './fulfilment';
 import { loadOrderView } from './order-view';
@@ -77,6 +78,7 @@ export async function grantRefund(
       }),
     );
     const updated = await writeStatus(tx, order, 'REFUNDED', input.at, input.reason);
+    await reverseCommissionOfOrder(tx, order.id, new Date(input.at));
     // After a failed transfer the name was listed again and may have been sold since: only a
     // name this order still holds goes back on the market.
     await releaseName(tx, updated);
@@ -130,6 +132,7 @@ export async function refundCompletedSale(dataSource: DataSource, orderId: strin
     );
     const txn = await tx.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id });
     await reverseSale(tx, txn.id, at);
+    await reverseCommissionOfOrder(tx, order.id, at);
     const updated = await writeStatus(tx, order, 'REFUNDED', at.toISOString(), reason);
     const view = refundView(refund, order.publicId);
     await appendEvent(tx, {

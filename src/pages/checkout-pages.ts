@@ -16,6 +16,8 @@ import { findSession, payForSession, type CheckoutDeps } from '../checkout/sessi
 import type { CheckoutSession } from '../db/entities/checkout-session';
 import { Domain } from '../db/entities/domain';
 import { Order } from '../db/entities/order';
+import { ReferralCheckout, ReferralLink } from '../db/entities/referral';
+import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attribution';
 import { ASSETS_DIR, renderPage } from './render';
 import { allowFormTargets, csrfToken, csrfValid, pageSecurity } from './security';
 
@@ -77,7 +79,13 @@ const MESSAGES = {
   noProcessor: { status: 503, title: 'Card payments are not available', text: 'Card payments are not available here yet. You have not been charged.' },
 } as const;
 
-export function checkoutPages(deps: CheckoutDeps, logger: Logger): Router {
+export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: AttributionKeys): Router {
+  /** The link this browser last clicked within 30 days, if its cookie verifies and the link is of this environment. */
+  const referredBy = async (ctx: Koa.Context, session: CheckoutSession): Promise<ReferralLink | undefined> => {
+    const a = attribution?.read(ctx.cookies.get(ATTRIBUTION_COOKIE), Date.now());
+    if (!a) return undefined;
+    return (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code: a.linkCode, environment: session.environment })) ?? undefined;
+  };
   const router = new Router();
   router.use(pageSecurity());
   router.use(async (ctx, next) => {
@@ -140,7 +148,13 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger): Router {
 
   router.get('/checkout', async (ctx) => {
     const session = await openSessionFor(ctx, ctx.query.pt);
-    if (session) await showForm(ctx, session, String(ctx.query.pt));
+    if (!session) return;
+    await showForm(ctx, session, String(ctx.query.pt));
+    const link = ctx.status === 200 ? await referredBy(ctx, session) : undefined;
+    if (link) {
+      // A checkout started by a referred browser: the funnel's middle step, once per session.
+      await deps.dataSource.getRepository(ReferralCheckout).createQueryBuilder().insert().values({ sessionId: session.id, linkId: link.id, partnerId: link.partnerId, environment: link.environment }).orIgnore().execute();
+    }
   });
 
   router.post('/checkout', async (ctx) => {
@@ -177,6 +191,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger): Router {
         email: form.email,
         registrant: Object.fromEntries(Object.entries({ organisation: form.organisation, phone: form.phone, address: form.address }).filter(([, v]) => v)) as Record<string, string>,
       },
+      await referredBy(ctx, session).then((link) => (link ? { linkCode: link.code } : undefined)),
     );
     switch (outcome.kind) {
       case 'paid': {

@@ -9,7 +9,7 @@ import type Koa from 'koa';
 import helmet from 'koa-helmet';
 
 const tokens = new Tokens();
-const CSRF_COOKIE = 'checkout_csrf';
+const CSRF_COOKIE = 'csrf';
 
 /** Form targets a page may post to (its own origin always); set by a handler before the headers go out. */
 const formTargets = new WeakMap<object, string[]>();
@@ -54,7 +54,7 @@ export function csrfToken(ctx: Koa.Context): string {
   let secret = ctx.cookies.get(CSRF_COOKIE);
   if (!secret || secret.length > 100) {
     secret = tokens.secretSync();
-    ctx.cookies.set(CSRF_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/checkout', overwrite: true });
+    ctx.cookies.set(CSRF_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/', overwrite: true });
   }
   return tokens.create(secret);
 }

@@ -265,7 +265,10 @@ describe('search index: vector indexes', () => {
     const index = HnswIndex.build(store, [...vectors.keys()]);
     assert.equal(index.size, N);
     const sample = Array.from({ length: 40 }, (_, i) => (i * 7) % N);
-    for (const i of sample) assert.deepEqual(index.nearest(vectors[i], 1), [i], `nearest to its own vector: ${i}`);
+    // An approximate index built on several threads: its own vector is nearly always first (seen
+    // once in many runs: one miss in 40), so recall over the sample, not each lookup, is asserted.
+    const found = sample.filter((i) => index.nearest(vectors[i], 1)[0] === i).length;
+    assert.ok(found >= sample.length - 2, `nearest to its own vector for ${found} of ${sample.length}`);
 
     // Removed: never returned, even when asking for everything.
     index.remove(11);

@@ -2,7 +2,7 @@ import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeor
 import type { Environment } from '../../config';
 import type { TransactionPaymentModel } from './sale-transaction';
 
-export type PostingKind = 'sale' | 'reversal' | 'payout';
+export type PostingKind = 'sale' | 'reversal' | 'payout' | 'referral_pending' | 'referral_accrued' | 'referral_reversed';
 
 /**
  * One business event in the ledger, booked once (unique idempotency key), with entries that sum
@@ -30,6 +30,10 @@ export class LedgerPosting {
 
   @Column({ name: 'transaction_id', type: 'uuid', nullable: true })
   transactionId: string | null;
+
+  /** The referred sale a referral commission line belongs to. */
+  @Column({ name: 'referral_sale_id', type: 'uuid', nullable: true })
+  referralSaleId: string | null;
 
   @Column({ name: 'payout_id', type: 'uuid', nullable: true })
   payoutId: string | null;

@@ -1,0 +1,140 @@
+/**
+ * The public pages a tracking link leads to (CONTRACT §11), and the link itself.
+ *
+ * GET /r/<code>: answers 302 to the link's page at once. A person's click (not a known bot by
+ * the `isbot` list, not a HEAD, not a prefetch: `Sec-Purpose`/`Purpose: prefetch`) is counted and
+ * sets the attribution cookie for 30 days (the last link clicked wins); the click is queued and
+ * written after the redirect (ClickRecorder), so the buyer never waits on the write.
+ *
+ * GET /d/<name> (a domain's page, with "Buy now"), /search (the marketplace's search) and
+ * /brokerage (the brokerage product page); `?env=sandbox` shows the sandbox inventory. "Buy now"
+ * opens a hosted checkout for the name, sold by the marketplace itself (its house partner).
+ */
+import Router from '@koa/router';
+import type Koa from 'koa';
+import { isbot } from 'isbot';
+import { LRUCache } from 'lru-cache';
+import getRawBody from 'raw-body';
+import type { DataSource } from 'typeorm';
+import type { Environment } from '../config';
+import { checkoutUrl, openSession, type CheckoutDeps } from '../checkout/sessions';
+import { Domain } from '../db/entities/domain';
+import { Partner } from '../db/entities/partner';
+import { ReferralLink } from '../db/entities/referral';
+import type { DomainSearch } from '../discovery/search';
+import { ATTRIBUTION_COOKIE, ATTRIBUTION_MS, type AttributionKeys } from '../referral/attribution';
+import type { ClickRecorder } from '../referral/clicks';
+import { landingPath } from '../referral/links';
+import { renderPage } from './render';
+import { csrfToken, csrfValid, pageSecurity } from './security';
+import { ApiError } from '../api/errors';
+
+export const HOUSE_PARTNER = 'marketplace (direct sales)';
+
+export interface ReferralPageDeps {
+  dataSource: DataSource;
+  checkout: CheckoutDeps;
+  search: DomainSearch;
+  attribution: AttributionKeys;
+  clicks: ClickRecorder;
+  publicBaseUrl?: string;
+}
+
+function environmentOf(ctx: Koa.Context): Environment {
+  return ctx.query.env === 'sandbox' ? 'sandbox' : 'live';
+}
+
+function money(cents: number, currency: string): string {
+  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(cents / 100);
+}
+
+function isPrefetch(ctx: Koa.Context): boolean {
+  return /prefetch/i.test(ctx.get('Sec-Purpose')) || /prefetch/i.test(ctx.get('Purpose')) || /prefetch/i.test(ctx.get('X-Moz'));
+}
+
+export function referralPages(deps: ReferralPageDeps): Router {
+  const router = new Router();
+  const links = new LRUCache<string, ReferralLink | false>({ max: 10_000, ttl: 60_000 });
+  router.use(pageSecurity());
+
+  router.get('/r/:code', async (ctx) => {
+    const code = ctx.params.code;
+    let link = links.get(code);
+    if (link === undefined) {
+      link = (/^[A-Za-z0-9_-]{6,20}$/.test(code) && (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code }))) || false;
+      links.set(code, link);
+    }
+    if (!link) return renderPage(ctx, 'message', { title: 'This link is not valid', text: 'The link may be incomplete. Try the marketplace’s search instead.' }, 404);
+    const counted = ctx.method === 'GET' && !isPrefetch(ctx) && !isbot(ctx.get('User-Agent'));
+    if (counted) {
+      const now = new Date();
+      const previous = deps.attribution.read(ctx.cookies.get(ATTRIBUTION_COOKIE), now.getTime());
+      const visitor = previous?.visitor ?? deps.attribution.visitorFor(ctx.ip, ctx.get('User-Agent'));
+      deps.clicks.record({ linkId: link.id, partnerId: link.partnerId, environment: link.environment, visitorHash: deps.attribution.visitorHash(visitor), day: now.toISOString().slice(0, 10), clickedAt: now });
+      ctx.cookies.set(ATTRIBUTION_COOKIE, deps.attribution.cookie({ visitor, linkCode: link.code, clickedAt: now }), {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: ctx.secure,
+        path: '/',
+        maxAge: ATTRIBUTION_MS,
+        overwrite: true,
+      });
+    }
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 302;
+    ctx.redirect(landingPath(link));
+  });
+
+  router.get('/d/:name', async (ctx) => {
+    const environment = environmentOf(ctx);
+    const domain = await deps.dataSource.getRepository(Domain).findOneBy({ environment, name: ctx.params.name.toLowerCase() });
+    if (!domain || domain.status === 'unlisted') return renderPage(ctx, 'message', { title: `${ctx.params.name} is not for sale here`, text: 'Search the marketplace for a similar name.' }, 404);
+    renderPage(ctx, 'domain', {
+      tagline: 'Domains for sale',
+      title: `${domain.name} is for sale`,
+      domain: domain.name,
+      price: money(domain.buyNowPriceCents, domain.currency),
+      available: domain.status === 'listed',
+      category: domain.category.replace(/-/g, ' '),
+      registeredYear: domain.registeredYear,
+      action: `/d/${encodeURIComponent(domain.name)}/buy${environment === 'sandbox' ? '?env=sandbox' : ''}`,
+      csrf: csrfToken(ctx),
+      searchHref: `/search${environment === 'sandbox' ? '?env=sandbox' : ''}`,
+    });
+  });
+
+  router.post('/d/:name/buy', async (ctx) => {
+    const fields = new URLSearchParams((await getRawBody(ctx.req, { limit: 4096, encoding: 'utf8' })) as string);
+    if (!csrfValid(ctx, fields.get('_csrf'))) return renderPage(ctx, 'message', { title: 'This form has expired', text: 'Reload the page and try again.' }, 403);
+    const environment = environmentOf(ctx);
+    const house = await deps.dataSource.getRepository(Partner).findOneByOrFail({ name: HOUSE_PARTNER });
+    try {
+      const session = await openSession(deps.checkout, { partnerId: house.id, environment, domain: ctx.params.name.toLowerCase() });
+      ctx.status = 303;
+      ctx.redirect(checkoutUrl('', deps.checkout.pageToken.sign(session.publicId, session.expiresAt)));
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      renderPage(ctx, 'message', { title: `${ctx.params.name} cannot be bought right now`, text: err.code === 'service_unavailable' ? 'Card payments are not available here yet.' : 'It has been sold or is reserved by another buyer.' }, err.status);
+    }
+  });
+
+  router.get('/search', async (ctx) => {
+    const environment = environmentOf(ctx);
+    const q = typeof ctx.query.q === 'string' ? ctx.query.q.trim().slice(0, 200) : '';
+    const hits = q ? await deps.search.search(environment, q, 5) : [];
+    const suffix = environment === 'sandbox' ? '?env=sandbox' : '';
+    renderPage(ctx, 'search', {
+      tagline: 'Domains for sale',
+      title: q ? `Domains for “${q}”` : 'Find a domain',
+      q,
+      env: environment === 'sandbox' ? 'sandbox' : '',
+      results: hits.map((h) => ({ name: h.name, href: `/d/${encodeURIComponent(h.name)}${suffix}`, price: money(h.buyNowPriceCents, h.currency), available: h.available })),
+    });
+  });
+
+  router.get('/brokerage', async (ctx) => {
+    renderPage(ctx, 'brokerage-product', { tagline: 'Domain brokerage', title: 'Buy a domain someone else owns', searchHref: `/search${environmentOf(ctx) === 'sandbox' ? '?env=sandbox' : ''}` });
+  });
+
+  return router;
+}

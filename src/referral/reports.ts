@@ -1,0 +1,247 @@
+/**
+ * What a referring partner reads (CONTRACT §11): links with their numbers, clicks, sales,
+ * commission lines with the running balance, payouts and the funnel. Every figure is a count or
+ * a sum of the underlying rows and ledger entries, computed on each read.
+ */
+import type { DataSource } from 'typeorm';
+import type { Environment } from '../config';
+import { LedgerEntry } from '../db/entities/ledger-entry';
+import { LedgerPosting } from '../db/entities/ledger-posting';
+import { Payout, PayoutLine } from '../db/entities/payout';
+import { ReferralCheckout, ReferralClick, ReferralLink, ReferralSale } from '../db/entities/referral';
+import { ACCOUNT } from '../finance/ledger';
+
+export interface Window {
+  from?: Date;
+  to?: Date;
+}
+
+/** `j***@example.com`: enough for the partner to recognise a sale, not to contact the buyer. */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  if (at < 1) return '***';
+  return `${email[0]}***${email.slice(at)}`;
+}
+
+/** Sales whose commission was not reversed, by id. */
+async function reversedSaleIds(dataSource: DataSource, partnerId: string, environment: Environment): Promise<Set<string>> {
+  const rows = await dataSource.getRepository(LedgerPosting).find({ select: { referralSaleId: true }, where: { partnerId, environment, kind: 'referral_reversed' } });
+  return new Set(rows.map((r) => r.referralSaleId!));
+}
+
+export async function clickTotals(dataSource: DataSource, partnerId: string, environment: Environment, w: Window, linkId?: string) {
+  const q = dataSource
+    .getRepository(ReferralClick)
+    .createQueryBuilder('c')
+    .select('count(*)', 'clicks')
+    .addSelect("count(DISTINCT (c.link_id, c.visitor_hash, c.day))", 'unique_clicks')
+    .where('c.partner_id = :partnerId AND c.environment = :environment', { partnerId, environment });
+  if (w.from) q.andWhere('c.clicked_at >= :from', { from: w.from });
+  if (w.to) q.andWhere('c.clicked_at < :to', { to: w.to });
+  if (linkId) q.andWhere('c.link_id = :linkId', { linkId });
+  const row = (await q.getRawOne<{ clicks: string; unique_clicks: string }>())!;
+  return { clicks: Number(row.clicks), unique_clicks: Number(row.unique_clicks) };
+}
+
+export async function linkStats(dataSource: DataSource, partnerId: string, environment: Environment, links: ReferralLink[]) {
+  const reversed = await reversedSaleIds(dataSource, partnerId, environment);
+  const sales = await dataSource.getRepository(ReferralSale).find({ where: { partnerId, environment } });
+  const clicks = await dataSource
+    .getRepository(ReferralClick)
+    .createQueryBuilder('c')
+    .select('c.link_id', 'link_id')
+    .addSelect('count(*)', 'clicks')
+    .where('c.partner_id = :partnerId AND c.environment = :environment', { partnerId, environment })
+    .groupBy('c.link_id')
+    .getRawMany<{ link_id: string; clicks: string }>();
+  return links.map((link) => {
+    const mine = sales.filter((s) => s.linkId === link.id);
+    return {
+      clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0),
+      sales: mine.length,
+      commission_cents: mine.filter((s) => !reversed.has(s.id)).reduce((sum, s) => sum + s.commissionCents, 0),
+    };
+  });
+}
+
+export async function listSales(dataSource: DataSource, partnerId: string, environment: Environment) {
+  const reversed = await reversedSaleIds(dataSource, partnerId, environment);
+  const accrued = new Set(
+    (await dataSource.getRepository(LedgerPosting).find({ select: { referralSaleId: true }, where: { partnerId, environment, kind: 'referral_accrued' } })).map((r) => r.referralSaleId!),
+  );
+  const rows = await dataSource
+    .getRepository(ReferralSale)
+    .createQueryBuilder('s')
+    .leftJoin('orders', 'o', 'o.id = s.order_id')
+    .addSelect('o.public_id', 'order_public_id')
+    .where('s.partner_id = :partnerId AND s.environment = :environment', { partnerId, environment })
+    .orderBy('s.occurred_at', 'DESC')
+    .addOrderBy('s.id', 'DESC')
+    .getRawAndEntities<{ order_public_id: string }>();
+  return rows.entities.map((s, i) => ({
+    sale_id: s.publicId,
+    order_id: rows.raw[i].order_public_id,
+    buyer: maskEmail(s.buyerEmail),
+    domain: s.domain,
+    amount_cents: s.amountCents,
+    commission_cents: s.commissionCents,
+    commission_status: (reversed.has(s.id) ? 'reversed' : accrued.has(s.id) ? 'accrued' : 'pending') as 'pending' | 'accrued' | 'reversed',
+    currency: s.currency,
+    occurred_at: s.occurredAt.toISOString(),
+  }));
+}
+
+export interface CommissionLine {
+  line_id: string;
+  kind: 'pending' | 'accrued' | 'reversed' | 'paid_out';
+  amount_cents: number;
+  balance_cents: number;
+  sale_id?: string;
+  payout_id?: string;
+  created_at: string;
+}
+
+/**
+ * Every commission line, oldest first, each with the payable balance after it: sums over the
+ * referral postings' entries (and, for paid_out, over the referral lines a payout took).
+ */
+export async function commissionLines(dataSource: DataSource, partnerId: string, environment: Environment): Promise<{ lines: CommissionLine[]; balance_cents: number; pending_cents: number }> {
+  const postings = await dataSource
+    .getRepository(LedgerEntry)
+    .createQueryBuilder('e')
+    .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
+    .innerJoin(ReferralSale, 's', 's.id = p.referral_sale_id')
+    .select('p.id', 'posting_id')
+    .addSelect('p.kind', 'kind')
+    .addSelect('p.occurred_at', 'at')
+    .addSelect('s.public_id', 'sale_id')
+    .addSelect('max(s.commission_cents)', 'commission')
+    .addSelect('coalesce(-sum(e.amount_cents) FILTER (WHERE e.account = :payable), 0)', 'payable')
+    .addSelect('coalesce(-sum(e.amount_cents) FILTER (WHERE e.account = :pending), 0)', 'pending')
+    .where('p.partner_id = :partnerId AND p.environment = :environment', { partnerId, environment })
+    .setParameters({ payable: ACCOUNT.serviceOwesPartner, pending: ACCOUNT.referralCommissionPending })
+    .groupBy('p.id')
+    .addGroupBy('s.public_id')
+    .getRawMany<{ posting_id: string; kind: string; at: Date; sale_id: string; commission: string; payable: string; pending: string }>();
+  const payouts = await dataSource
+    .getRepository(LedgerEntry)
+    .createQueryBuilder('e')
+    .innerJoin(PayoutLine, 'l', 'l.posting_id = e.posting_id')
+    .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id AND p.referral_sale_id IS NOT NULL')
+    .innerJoin(Payout, 'po', 'po.id = l.payout_id')
+    .innerJoin(LedgerPosting, 'pp', "pp.payout_id = po.id AND pp.kind = 'payout'")
+    .select('pp.id', 'posting_id')
+    .addSelect('po.public_id', 'payout_id')
+    .addSelect('po.paid_at', 'at')
+    .addSelect('-sum(e.amount_cents)', 'paid')
+    .where('e.account = :payable AND po.partner_id = :partnerId AND po.environment = :environment', { payable: ACCOUNT.serviceOwesPartner, partnerId, environment })
+    .groupBy('pp.id')
+    .addGroupBy('po.public_id')
+    .addGroupBy('po.paid_at')
+    .getRawMany<{ posting_id: string; payout_id: string; at: Date; paid: string }>();
+
+  type Step = { order: bigint; line: Omit<CommissionLine, 'balance_cents'>; delta: number };
+  const steps: Step[] = [
+    ...postings.map((p): Step => {
+      const kind = p.kind === 'referral_pending' ? 'pending' : p.kind === 'referral_accrued' ? 'accrued' : 'reversed';
+      const commission = Number(p.commission);
+      return {
+        order: BigInt(p.posting_id),
+        line: { line_id: `cl_${p.posting_id}`, kind, amount_cents: kind === 'reversed' ? -commission : commission, sale_id: p.sale_id, created_at: new Date(p.at).toISOString() },
+        delta: Number(p.payable),
+      };
+    }),
+    ...payouts.map((p): Step => ({
+      order: BigInt(p.posting_id),
+      line: { line_id: `cl_${p.posting_id}`, kind: 'paid_out', amount_cents: -Number(p.paid), payout_id: p.payout_id, created_at: new Date(p.at).toISOString() },
+      delta: -Number(p.paid),
+    })),
+  ].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+  let balance = 0;
+  const lines = steps.map((s) => {
+    balance += s.delta;
+    return { ...s.line, balance_cents: balance };
+  });
+  const pending = postings.reduce((sum, p) => sum + Number(p.pending), 0);
+  return { lines, balance_cents: balance, pending_cents: pending };
+}
+
+/** Payouts that paid referral commission: each with the referral lines it took. */
+export async function referralPayouts(dataSource: DataSource, partnerId: string, environment: Environment) {
+  const rows = await dataSource
+    .getRepository(LedgerEntry)
+    .createQueryBuilder('e')
+    .innerJoin(PayoutLine, 'l', 'l.posting_id = e.posting_id')
+    .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id AND p.referral_sale_id IS NOT NULL')
+    .innerJoin(ReferralSale, 's', 's.id = p.referral_sale_id')
+    .innerJoin(Payout, 'po', 'po.id = l.payout_id')
+    .select('po.public_id', 'payout_id')
+    .addSelect('po.paid_at', 'paid_at')
+    .addSelect('po.currency', 'currency')
+    .addSelect('s.public_id', 'sale_id')
+    .addSelect('p.kind', 'kind')
+    .addSelect('-sum(e.amount_cents)', 'amount')
+    .where('e.account = :payable AND po.partner_id = :partnerId AND po.environment = :environment', { payable: ACCOUNT.serviceOwesPartner, partnerId, environment })
+    .groupBy('po.public_id')
+    .addGroupBy('po.paid_at')
+    .addGroupBy('po.currency')
+    .addGroupBy('s.public_id')
+    .addGroupBy('p.kind')
+    .orderBy('po.paid_at', 'DESC')
+    .getRawMany<{ payout_id: string; paid_at: Date; currency: string; sale_id: string; kind: string; amount: string }>();
+  const byPayout = new Map<string, { payout_id: string; paid_at: string; amount_cents: number; currency: string; lines: Array<{ sale_id: string; kind: string; amount_cents: number }> }>();
+  for (const r of rows) {
+    const p = byPayout.get(r.payout_id) ?? { payout_id: r.payout_id, paid_at: new Date(r.paid_at).toISOString(), amount_cents: 0, currency: r.currency, lines: [] };
+    p.lines.push({ sale_id: r.sale_id, kind: r.kind === 'referral_accrued' ? 'accrued' : 'reversed', amount_cents: Number(r.amount) });
+    p.amount_cents += Number(r.amount);
+    byPayout.set(r.payout_id, p);
+  }
+  const data = [...byPayout.values()];
+  return { data, total_paid_cents: data.reduce((sum, p) => sum + p.amount_cents, 0) };
+}
+
+function dayOf(d: Date): string {
+  return d.toISOString().slice(0, 10);
+}
+
+/** The funnel over a window, and per UTC day. */
+export async function analytics(dataSource: DataSource, partnerId: string, environment: Environment, w: Window) {
+  const inWindow = (at: Date) => (!w.from || at >= w.from) && (!w.to || at < w.to);
+  const reversed = await reversedSaleIds(dataSource, partnerId, environment);
+  const clicks = (await dataSource.getRepository(ReferralClick).find({ where: { partnerId, environment } })).filter((c) => inWindow(c.clickedAt));
+  const checkouts = (await dataSource.getRepository(ReferralCheckout).find({ where: { partnerId, environment } })).filter((c) => inWindow(c.startedAt));
+  const sales = (await dataSource.getRepository(ReferralSale).find({ where: { partnerId, environment } })).filter((s) => inWindow(s.occurredAt));
+  const days = new Map<string, { date: string; clicks: number; unique: Set<string>; checkouts_started: number; sales: number; gmv_cents: number; commission_cents: number }>();
+  const day = (date: string) => {
+    if (!days.has(date)) days.set(date, { date, clicks: 0, unique: new Set(), checkouts_started: 0, sales: 0, gmv_cents: 0, commission_cents: 0 });
+    return days.get(date)!;
+  };
+  for (const c of clicks) {
+    const d = day(c.day);
+    d.clicks++;
+    d.unique.add(`${c.linkId}|${c.visitorHash}`);
+  }
+  for (const c of checkouts) day(dayOf(c.startedAt)).checkouts_started++;
+  for (const s of sales) {
+    const d = day(dayOf(s.occurredAt));
+    d.sales++;
+    d.gmv_cents += s.amountCents;
+    if (!reversed.has(s.id)) d.commission_cents += s.commissionCents;
+  }
+  const byDay = [...days.values()]
+    .sort((a, b) => a.date.localeCompare(b.date))
+    .map(({ unique, ...d }) => ({ ...d, unique_clicks: unique.size, conversion_rate: unique.size ? Math.round((d.sales / unique.size) * 10_000) / 10_000 : 0 }));
+  const sum = (key: 'clicks' | 'unique_clicks' | 'checkouts_started' | 'sales' | 'gmv_cents' | 'commission_cents') => byDay.reduce((total, d) => total + d[key], 0);
+  const uniqueClicks = sum('unique_clicks');
+  return {
+    clicks: sum('clicks'),
+    unique_clicks: uniqueClicks,
+    checkouts_started: sum('checkouts_started'),
+    sales: sum('sales'),
+    conversion_rate: uniqueClicks ? Math.round((sum('sales') / uniqueClicks) * 10_000) / 10_000 : 0,
+    gmv_cents: sum('gmv_cents'),
+    commission_cents: sum('commission_cents'),
+    currency: 'USD',
+    by_day: byDay,
+  };
+}

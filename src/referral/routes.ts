@@ -1,0 +1,229 @@
+/** Referral for partners linked to an affiliate account (CONTRACT §11); 403 affiliate_account_required otherwise. */
+import type { DataSource } from 'typeorm';
+import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lists';
+import { ApiError } from '../api/errors';
+import { defineRoute, type RouteSpec } from '../api/route';
+import { Currency, DomainName, z } from '../api/schemas';
+import { ReferralLink } from '../db/entities/referral';
+import { analytics, clickTotals, commissionLines, linkStats, listSales, referralPayouts } from './reports';
+import { createLink, linkUrl, PRODUCTS, requireAffiliate } from './links';
+
+const SignedCents = z.number().int();
+const Link = z
+  .object({
+    link_id: z.string(),
+    kind: z.enum(['generic', 'domain', 'product']),
+    url: z.string().openapi({ format: 'uri', description: 'public; opening it records a click and redirects (302)' }),
+    domain: z.string().optional(),
+    product: z.string().optional(),
+    campaign: z.string().optional(),
+    created_at: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('Link');
+
+function baseUrl(publicBaseUrl: string | undefined, headers: Record<string, string | string[] | undefined>): string {
+  return publicBaseUrl ?? `http://${String(headers.host ?? 'localhost')}`;
+}
+
+function linkView(link: ReferralLink, base: string) {
+  return {
+    link_id: link.publicId,
+    kind: link.kind,
+    url: linkUrl(base, link),
+    ...(link.domain ? { domain: link.domain } : {}),
+    ...(link.product ? { product: link.product } : {}),
+    ...(link.campaign ? { campaign: link.campaign } : {}),
+    created_at: link.createdAt.toISOString(),
+  };
+}
+
+/** Echoes the window as asked (a date or date-time), or null. */
+const echo = (value: unknown) => (typeof value === 'string' ? value : null);
+
+/** A simple page over an in-order array: the cursor is the index of the next item. */
+function page<T>(items: T[], limit: number, cursor: string | undefined): { data: T[]; next_cursor: string | null } {
+  const start = cursor ? Number(decodeCursor<{ n: string }>(cursor, ['n'])?.n) : 0;
+  if (!Number.isInteger(start) || start < 0) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+  const data = items.slice(start, start + limit);
+  return { data, next_cursor: start + limit < items.length ? encodeCursor({ n: String(start + limit) }) : null };
+}
+
+export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: string }): RouteSpec[] {
+  const { dataSource } = deps;
+  const windowQuery = z.object({ from: DateBound('from'), to: DateBound('to') });
+  const errors = ['validation_error', 'affiliate_account_required'] as const;
+  return [
+    defineRoute({
+      operationId: 'createLink',
+      method: 'post',
+      path: '/api/partner/v1/links',
+      scopes: ['refer'],
+      tag: 'Referral',
+      summary: 'A tracking link to a domain, the marketplace, or a product page',
+      description: `\`domain\` links need \`domain\` (a name in your environment's inventory); \`product\` links need \`product\` (${PRODUCTS.join(', ')}). The URL records a click and redirects (302) to the page; the buyer's browser keeps the attribution for 30 days (the last link clicked wins).`,
+      body: z.object({
+        kind: z.enum(['generic', 'domain', 'product']),
+        domain: DomainName.optional(),
+        product: z.enum(PRODUCTS).optional(),
+        campaign: z.string().trim().min(1).max(100).optional(),
+      }),
+      response: { status: 201, description: 'the link', schema: Link },
+      errors: [...errors, 'not_found'],
+      handler: async ({ body, auth, headers }) => {
+        await requireAffiliate(dataSource, auth.partnerId);
+        const link = await createLink(dataSource, { partnerId: auth.partnerId, environment: auth.environment, ...body });
+        return { body: linkView(link, baseUrl(deps.publicBaseUrl, headers)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'listLinks',
+      method: 'get',
+      path: '/api/partner/v1/links',
+      scopes: ['refer'],
+      tag: 'Referral',
+      summary: 'Your links with their clicks, sales and commission, newest first',
+      query: z.object({ limit: Limit, cursor: Cursor }),
+      response: {
+        status: 200,
+        description: 'a page of links',
+        schema: z.object({ data: z.array(Link.extend({ clicks: z.number().int(), sales: z.number().int(), commission_cents: SignedCents })), next_cursor: z.string().nullable() }),
+      },
+      errors: [...errors],
+      handler: async ({ query, auth, headers }) => {
+        await requireAffiliate(dataSource, auth.partnerId);
+        const links = await dataSource.getRepository(ReferralLink).find({ where: { partnerId: auth.partnerId, environment: auth.environment }, order: { createdAt: 'DESC', id: 'DESC' } });
+        const shown = page(links, query.limit, query.cursor);
+        const stats = await linkStats(dataSource, auth.partnerId, auth.environment, shown.data);
+        return { body: { data: shown.data.map((l, i) => ({ ...linkView(l, baseUrl(deps.publicBaseUrl, headers)), ...stats[i] })), next_cursor: shown.next_cursor } };
+      },
+    }),
+    defineRoute({
+      operationId: 'myClicks',
+      method: 'get',
+      path: '/api/partner/v1/me/clicks',
+      scopes: ['report'],
+      tag: 'Referral',
+      summary: 'Clicks on your links, and unique clicks (one per visitor per link per UTC day)',
+      query: windowQuery,
+      response: { status: 200, description: 'click totals', schema: z.object({ from: z.string().nullable(), to: z.string().nullable(), clicks: z.number().int(), unique_clicks: z.number().int() }) },
+      errors: [...errors],
+      handler: async ({ query, auth, rawQuery }) => {
+        await requireAffiliate(dataSource, auth.partnerId);
+        const totals = await clickTotals(dataSource, auth.partnerId, auth.environment, query);
+        return { body: { from: echo(rawQuery.from), to: echo(rawQuery.to), ...totals } };
+      },
+    }),
+    defineRoute({
+      operationId: 'mySales',
+      method: 'get',
+      path: '/api/partner/v1/me/sales',
+      scopes: ['report'],
+      tag: 'Referral',
+      summary: 'Your referred sales, newest first (buyer masked)',
+      query: z.object({ limit: Limit, cursor: Cursor }),
+      response: {
+        status: 200,
+        description: 'a page of referred sales',
+        schema: z.object({
+          data: z.array(
+            z.object({
+              sale_id: z.string(),
+              order_id: z.string(),
+              buyer: z.string(),
+              domain: z.string(),
+              amount_cents: SignedCents,
+              commission_cents: SignedCents,
+              commission_status: z.enum(['pending', 'accrued', 'reversed']),
+              currency: Currency,
+              occurred_at: z.string(),
+            }),
+          ),
+          next_cursor: z.string().nullable(),
+        }),
+      },
+      errors: [...errors],
+      handler: async ({ query, auth }) => {
+        await requireAffiliate(dataSource, auth.partnerId);
+        return { body: page(await listSales(dataSource, auth.partnerId, auth.environment), query.limit, query.cursor) };
+      },
+    }),
+    defineRoute({
+      operationId: 'myCommissions',
+      method: 'get',
+      path: '/api/partner/v1/me/commissions',
+      scopes: ['report'],
+      tag: 'Referral',
+      summary: 'Commission lines, oldest first, each with the running balance after it',
+      description:
+        '`pending`: a referred sale, while it can still be refunded (not in the balance). `accrued`: its 30-day refund window passed (enters the balance). `reversed`: the sale was refunded (a pending line voided, an accrued one taken back). `paid_out`: a payout took the amount. `balance_cents` is what is payable now; `pending_cents` what is still pending.',
+      query: z.object({ limit: Limit, cursor: Cursor }),
+      response: {
+        status: 200,
+        description: 'a page of lines and the balances',
+        schema: z.object({
+          data: z.array(
+            z.object({
+              line_id: z.string(),
+              kind: z.enum(['accrued', 'pending', 'paid_out', 'reversed']),
+              amount_cents: SignedCents,
+              balance_cents: SignedCents,
+              sale_id: z.string().optional(),
+              payout_id: z.string().optional(),
+              created_at: z.string(),
+            }),
+          ),
+          next_cursor: z.string().nullable(),
+          balance_cents: SignedCents,
+          pending_cents: SignedCents,
+          currency: Currency,
+        }),
+      },
+      errors: [...errors],
+      handler: async ({ query, auth }) => {
+        await requireAffiliate(dataSource, auth.partnerId);
+        const all = await commissionLines(dataSource, auth.partnerId, auth.environment);
+        return { body: { ...page(all.lines, query.limit, query.cursor), balance_cents: all.balance_cents, pending_cents: all.pending_cents, currency: 'USD' } };
+      },
+    }),
+    defineRoute({
+      operationId: 'myPayouts',
+      method: 'get',
+      path: '/api/partner/v1/me/payouts',
+      scopes: ['report'],
+      tag: 'Referral',
+      summary: 'Payouts of referral commission, newest first, with their lines and the total paid',
+      query: z.object({ limit: Limit, cursor: Cursor }),
+      response: {
+        status: 200,
+        description: 'a page of payouts',
+        schema: z.object({
+          data: z.array(z.object({ payout_id: z.string(), paid_at: z.string(), amount_cents: SignedCents, currency: Currency, lines: z.array(z.object({ sale_id: z.string(), kind: z.string(), amount_cents: SignedCents })) })),
+          next_cursor: z.string().nullable(),
+          total_paid_cents: SignedCents,
+        }),
+      },
+      errors: [...errors],
+      handler: async ({ query, auth }) => {
+        await requireAffiliate(dataSource, auth.partnerId);
+        const all = await referralPayouts(dataSource, auth.partnerId, auth.environment);
+        return { body: { ...page(all.data, query.limit, query.cursor), total_paid_cents: all.total_paid_cents } };
+      },
+    }),
+    defineRoute({
+      operationId: 'analytics',
+      method: 'get',
+      path: '/api/partner/v1/analytics',
+      scopes: ['report'],
+      tag: 'Referral',
+      summary: 'The referral funnel: clicks, unique clicks, checkouts started, sales, conversion, GMV, commission, by day',
+      description: '`conversion_rate` = sales ÷ unique clicks. `commission_cents` leaves out reversed commission. Both bounds optional (all time when absent).',
+      query: windowQuery,
+      response: { status: 200, description: 'the funnel', schema: z.object({ from: z.string().nullable(), to: z.string().nullable() }).passthrough() },
+      errors: [...errors],
+      handler: async ({ query, auth, rawQuery }) => {
+        await requireAffiliate(dataSource, auth.partnerId);
+        return { body: { from: echo(rawQuery.from), to: echo(rawQuery.to), ...(await analytics(dataSource, auth.partnerId, auth.environment, query)) } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { referralWorkflowId } from '../../workflows/messages';
+import { reconcile } from '../../src/finance/reconcile';
+import { launchBrowser, screenshots } from '../helpers/browser';
+import { recordHistory } from '../helpers/histories';
+import { affiliatePartner, BROWSER_UA, eventually } from '../helpers/referral';
+import { getStack } from '../helpers/stack';
+import { freshDomain, fulfilmentResult } from '../helpers/orders';
+import type { PartnerClient } from '../../src/client/partner-client';
+
+const run = promisify(execFile);
+async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const s = getStack();
+  try {
+    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
+      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+type Line = { line_id: string; kind: string; amount_cents: number; balance_cents: number; sale_id?: string; payout_id?: string };
+type Commissions = { data: Line[]; balance_cents: number; pending_cents: number };
+type Sale = { sale_id: string; order_id: string; buyer: string; domain: string; amount_cents: number; commission_cents: number };
+
+async function commissions(client: PartnerClient): Promise<Commissions> {
+  return (await client.get<Commissions>('/api/partner/v1/me/commissions?limit=100')).body;
+}
+
+describe('referral end to end in Chromium: click, landing page, Buy now, checkout, commission pending → accrued → paid out', function () {
+  this.timeout(120_000);
+  let browser: Browser;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  /** A buyer who clicks the partner's domain link and buys the name; answers the referred sale. */
+  async function referredPurchase(context: BrowserContext, client: PartnerClient, shots?: string): Promise<{ sale: Sale; domain: string; price: number }> {
+    const { name, price } = await freshDomain();
+    const link = (await client.post<{ url: string }>('/api/partner/v1/links', { kind: 'domain', domain: name })).body;
+    const page = await context.newPage();
+    await page.goto(link.url);
+    assert.match(new URL(page.url()).pathname, new RegExp(`^/d/${name.replace(/\./g, '\\.')}$`));
+    await page.getByRole('heading', { name }).waitFor();
+    if (shots) await screenshots(page, `${shots}-landing`);
+    await page.getByRole('button', { name: 'Buy now' }).click();
+    await page.getByRole('heading', { name: `Buy ${name}` }).waitFor();
+    await page.getByLabel('Full name', { exact: true }).fill('Jane Buyer');
+    await page.getByLabel('Email', { exact: true }).fill('jane@example.com');
+    await page.getByLabel('Card number', { exact: true }).fill('4242 4242 4242 4242');
+    await page.getByLabel('Expiry', { exact: true }).fill('12/34');
+    await page.getByLabel('CVC', { exact: true }).fill('123');
+    await page.getByRole('button', { name: 'Pay' }).click();
+    await page.getByRole('heading', { name: 'Payment received' }).waitFor();
+    await page.close();
+    const sale = (await client.get<{ data: Sale[] }>('/api/partner/v1/me/sales')).body.data.find((s) => s.domain === name);
+    assert.ok(sale, 'the purchase is a referred sale of the link\'s partner');
+    return { sale, domain: name, price };
+  }
+
+  it('a referred sale\'s commission is pending, accrues when its 30-day refund window passes (time skipped), and is paid out, with the running balance right at each step; analytics equal the sums', async () => {
+    const s = getStack();
+    const { client } = await affiliatePartner(500);
+    const context = await browser.newContext({ userAgent: BROWSER_UA });
+    const { sale, price } = await referredPurchase(context, client, 'referral');
+    const commission = Math.floor((price * 500) / 10_000);
+    assert.equal(sale.buyer, 'j***@example.com');
+    assert.deepEqual([sale.amount_cents, sale.commission_cents], [price, commission]);
+
+    let c = await commissions(client);
+    assert.deepEqual(c.data.map((l) => [l.kind, l.amount_cents, l.balance_cents]), [['pending', commission, 0]]);
+    assert.deepEqual([c.balance_cents, c.pending_cents], [0, commission]);
+    assert.equal((await fulfilmentResult(sale.order_id)).status, 'TRANSFER_COMPLETED');
+
+    // Thirty days pass on the sale's own workflow.
+    assert.equal(await s.env.client.workflow.getHandle(referralWorkflowId(sale.sale_id)).result(), 'accrued');
+    await recordHistory(referralWorkflowId(sale.sale_id), 'referral-accrued');
+    c = await commissions(client);
+    assert.deepEqual(c.data.map((l) => [l.kind, l.amount_cents, l.balance_cents]), [
+      ['pending', commission, 0],
+      ['accrued', commission, commission],
+    ]);
+    assert.deepEqual([c.balance_cents, c.pending_cents], [commission, 0]);
+
+    const paid = await admin('payouts', 'run', '--env', 'sandbox', '--json');
+    assert.equal(paid.code, 0, paid.stderr);
+    c = await commissions(client);
+    assert.deepEqual(c.data.map((l) => [l.kind, l.amount_cents, l.balance_cents]), [
+      ['pending', commission, 0],
+      ['accrued', commission, commission],
+      ['paid_out', -commission, 0],
+    ]);
+    assert.equal(c.balance_cents, 0);
+    const payouts = (await client.get<{ data: Array<{ payout_id: string; amount_cents: number; lines: Array<{ sale_id: string; amount_cents: number }> }>; total_paid_cents: number }>('/api/partner/v1/me/payouts')).body;
+    assert.equal(payouts.total_paid_cents, commission);
+    assert.deepEqual(payouts.data[0].lines.map((l) => [l.sale_id, l.amount_cents]), [[sale.sale_id, commission]]);
+    assert.equal(c.data[2].payout_id, payouts.data[0].payout_id);
+
+    await eventually(async () => (await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks === 1, 'the click stored');
+    const a = (await client.get<Record<string, unknown> & { by_day: Array<Record<string, number>> }>('/api/partner/v1/analytics')).body;
+    assert.deepEqual(
+      { clicks: a.clicks, unique: a.unique_clicks, checkouts: a.checkouts_started, sales: a.sales, rate: a.conversion_rate, gmv: a.gmv_cents, commission: a.commission_cents },
+      { clicks: 1, unique: 1, checkouts: 1, sales: 1, rate: 1, gmv: price, commission },
+    );
+    const sumOf = (key: string) => a.by_day.reduce((t, d) => t + d[key], 0);
+    assert.deepEqual([sumOf('clicks'), sumOf('sales'), sumOf('gmv_cents'), sumOf('commission_cents')], [1, 1, price, commission]);
+    const links = (await client.get<{ data: Array<{ clicks: number; sales: number; commission_cents: number }> }>('/api/partner/v1/links')).body.data;
+    assert.deepEqual([links[0].clicks, links[0].sales, links[0].commission_cents], [1, 1, commission]);
+    assert.ok((await reconcile(s.dataSource)).ok);
+    await context.close();
+  });
+
+  it('a refund before the window ends reverses the commission exactly once, and it never accrues', async () => {
+    const s = getStack();
+    const { client } = await affiliatePartner(500);
+    const context = await browser.newContext({ userAgent: BROWSER_UA });
+    const { sale, price } = await referredPurchase(context, client);
+    const commission = Math.floor((price * 500) / 10_000);
+    // Refunded by the service at once (its transfer is stopped), twice over.
+    for (let i = 0; i < 2; i++) {
+      const res = await admin('order', 'refund', sale.order_id, '--json');
+      assert.equal(res.code, 0, res.stderr);
+    }
+    let c = await commissions(client);
+    assert.deepEqual(c.data.map((l) => [l.kind, l.amount_cents, l.balance_cents]), [
+      ['pending', commission, 0],
+      ['reversed', -commission, 0],
+    ]);
+    assert.deepEqual([c.balance_cents, c.pending_cents], [0, 0]);
+    assert.equal((await fulfilmentResult(sale.order_id)).status, 'REFUNDED');
+    assert.equal(await s.env.client.workflow.getHandle(referralWorkflowId(sale.sale_id)).result(), 'reversed');
+    await recordHistory(referralWorkflowId(sale.sale_id), 'referral-reversed');
+    c = await commissions(client);
+    assert.equal(c.data.length, 2, 'nothing accrued after the reversal');
+    assert.equal((await client.get<{ commission_cents: number }>('/api/partner/v1/analytics')).body.commission_cents, 0);
+    assert.ok((await reconcile(s.dataSource)).ok);
+    await context.close();
+  });
+
+  it('the landing, search and brokerage pages render with the same layout and headers', async () => {
+    const { client } = await affiliatePartner();
+    const page = await browser.newPage({ userAgent: BROWSER_UA });
+    const generic = (await client.post<{ url: string }>('/api/partner/v1/links', { kind: 'generic' })).body;
+    const res = await page.goto(generic.url);
+    assert.equal(res?.status(), 200);
+    assert.match(res?.headers()['content-security-policy'] ?? '', /default-src 'none'/);
+    await page.getByLabel('Search for a name').fill('coffee');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: 'Results' }).waitFor();
+    assert.ok((await page.locator('.results li').count()) >= 1);
+    await screenshots(page, 'referral-search');
+    const product = (await client.post<{ url: string }>('/api/partner/v1/links', { kind: 'product', product: 'brokerage' })).body;
+    await page.goto(product.url);
+    await page.getByRole('heading', { name: 'Buy a domain someone else owns' }).waitFor();
+    await screenshots(page, 'referral-brokerage');
+    await page.close();
+  });
+});

@@ -1,0 +1,25 @@
+/**
+ * A referred sale's commission (id `referral:<sale_id>`): pending for the sale's 30-day refund
+ * window (from payment), then accrued into the partner's payable balance, unless the sale was
+ * refunded meanwhile (the refund voided it) or its transfer failed. BusinessStatus: pending,
+ * then accrued or reversed.
+ */
+import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { ReferralCommissionInput } from './messages';
+import { BusinessStatus } from './search-attributes';
+
+export const REFERRAL_REFUND_WINDOW = '30 days';
+
+const { accrueReferralCommission } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+export async function referralCommissionWorkflow(input: ReferralCommissionInput): Promise<'accrued' | 'reversed' | 'absent'> {
+  upsertSearchAttributes([{ key: BusinessStatus, value: 'pending' }]);
+  await sleep(REFERRAL_REFUND_WINDOW);
+  const outcome = await accrueReferralCommission({ salePublicId: input.salePublicId, at: new Date().toISOString() });
+  upsertSearchAttributes([{ key: BusinessStatus, value: outcome }]);
+  return outcome;
+}
