@@ -16,7 +16,7 @@ import { discoveryRoutes } from '../discovery/routes';
 import { financeRoutes } from '../finance/routes';
 import { referralRoutes } from '../referral/routes';
 import { checkoutPages } from '../pages/checkout-pages';
-import { referralPages } from '../pages/referral-pages';
+import { linkRedirect, referralPages } from '../pages/referral-pages';
 import { AttributionKeys } from '../referral/attribution';
 import { ClickRecorder } from '../referral/clicks';
 import type { QuoteTokenSigner } from '../orders/quote-token';
@@ -126,9 +126,12 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     ] as RouterMiddleware<AppState>[]);
   }
 
+  const attribution = new AttributionKeys(deps.secretBox.deriveKey('referral-attribution'));
+  const clicks = deps.clickRecorder ?? new ClickRecorder(deps.dataSource, deps.logger);
+  // Tracking links first: their redirect is the hot path and needs nothing below.
+  app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks }));
   app.use(requestContext(deps.logger));
   // The buyer's pages answer HTML, with their own security headers and error pages.
-  const attribution = new AttributionKeys(deps.secretBox.deriveKey('referral-attribution'));
   app.use(checkoutPages(checkoutDeps(deps), deps.logger, attribution).routes());
   app.use(
     referralPages({
@@ -136,7 +139,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
       checkout: checkoutDeps(deps),
       search: deps.search,
       attribution,
-      clicks: deps.clickRecorder ?? new ClickRecorder(deps.dataSource, deps.logger),
+      clicks,
       publicBaseUrl: deps.config.http.publicBaseUrl,
     }).routes(),
   );

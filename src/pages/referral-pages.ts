@@ -52,20 +52,32 @@ function isPrefetch(ctx: Koa.Context): boolean {
   return /prefetch/i.test(ctx.get('Sec-Purpose')) || /prefetch/i.test(ctx.get('Purpose')) || /prefetch/i.test(ctx.get('X-Moz'));
 }
 
-export function referralPages(deps: ReferralPageDeps): Router {
-  const router = new Router();
+/**
+ * GET/HEAD /r/<code>, first in the app (before request logging and the routers): the hot path of
+ * every tracking link, kept to a cached lookup, a cached bot check, three HMACs and a queued write.
+ */
+export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attribution' | 'clicks'>): Koa.Middleware {
   const links = new LRUCache<string, ReferralLink | false>({ max: 10_000, ttl: 60_000 });
-  router.use(pageSecurity());
-
-  router.get('/r/:code', async (ctx) => {
-    const code = ctx.params.code;
+  // The same user agents come back again and again: isbot's verdict is remembered.
+  const bots = new LRUCache<string, boolean>({ max: 10_000 });
+  const isBot = (ua: string) => {
+    let verdict = bots.get(ua);
+    if (verdict === undefined) bots.set(ua, (verdict = isbot(ua)));
+    return verdict;
+  };
+  return async (ctx, next) => {
+    if (!ctx.path.startsWith('/r/') || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+    const code = ctx.path.slice(3);
     let link = links.get(code);
     if (link === undefined) {
       link = (/^[A-Za-z0-9_-]{6,20}$/.test(code) && (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code }))) || false;
       links.set(code, link);
     }
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.set('X-Content-Type-Options', 'nosniff');
     if (!link) return renderPage(ctx, 'message', { title: 'This link is not valid', text: 'The link may be incomplete. Try the marketplace’s search instead.' }, 404);
-    const counted = ctx.method === 'GET' && !isPrefetch(ctx) && !isbot(ctx.get('User-Agent'));
+    const counted = ctx.method === 'GET' && !isPrefetch(ctx) && !isBot(ctx.get('User-Agent'));
     if (counted) {
       const now = new Date();
       const previous = deps.attribution.read(ctx.cookies.get(ATTRIBUTION_COOKIE), now.getTime());
@@ -80,10 +92,14 @@ export function referralPages(deps: ReferralPageDeps): Router {
         overwrite: true,
       });
     }
-    ctx.set('Cache-Control', 'no-store');
     ctx.status = 302;
     ctx.redirect(landingPath(link));
-  });
+  };
+}
+
+export function referralPages(deps: ReferralPageDeps): Router {
+  const router = new Router();
+  router.use(pageSecurity());
 
   router.get('/d/:name', async (ctx) => {
     const environment = environmentOf(ctx);
