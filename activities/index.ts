@@ -23,6 +23,7 @@ import { closeSettlements } from '../src/finance/settlements';
 import { expireSession } from '../src/checkout/sessions';
 import { runPayouts } from '../src/finance/payouts';
 import type { PayoutSummary } from '../workflows/messages';
+import { createBrokerageActivities } from './brokerage';
 
 export interface ActivityDeps {
   dataSource: DataSource;
@@ -63,6 +64,8 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   return {
+    ...createBrokerageActivities(deps),
+
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
     async pruneNonces(input: { seenBefore: string }): Promise<number> {
       // Raw SQL: request_nonces belongs to the admit_request function (foundation migration), not to an entity.

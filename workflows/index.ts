@@ -6,3 +6,4 @@ export { fulfilmentRecoveryWorkflow } from './fulfilment-recovery';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { monthCloseWorkflow, monthEndWorkflow, payoutRunWorkflow } from './month-end';
 export { checkoutSessionWorkflow } from './checkout-session';
+export { brokerageCaseWorkflow } from './brokerage-case';

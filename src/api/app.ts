@@ -8,12 +8,16 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import type { CredentialService } from '../auth/credentials';
+import type { BrokerageDeps } from '../brokerage/cases';
+import { ProgressLinkToken } from '../brokerage/progress-token';
+import { brokerageRoutes } from '../brokerage/routes';
 import { checkoutRoutes } from '../checkout/routes';
 import { CheckoutPageToken } from '../checkout/page-token';
 import { SandboxCardProcessor, type PaymentPort } from '../checkout/payments';
 import type { CheckoutDeps } from '../checkout/sessions';
 import { discoveryRoutes } from '../discovery/routes';
 import { financeRoutes } from '../finance/routes';
+import { brokeragePages } from '../pages/brokerage-pages';
 import { checkoutPages } from '../pages/checkout-pages';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import { orderRoutes } from '../orders/routes';
@@ -58,6 +62,16 @@ export function checkoutDeps(deps: AppDeps): CheckoutDeps {
   };
 }
 
+/** What brokerage needs, from the app's dependencies. */
+export function brokerageDeps(deps: AppDeps): BrokerageDeps {
+  return {
+    dataSource: deps.dataSource,
+    workflows: deps.workflows,
+    progressToken: new ProgressLinkToken(deps.secretBox.deriveKey('brokerage-progress-token')),
+    publicBaseUrl: deps.config.http.publicBaseUrl,
+  };
+}
+
 export const OPENAPI_PATH = '/api/partner/v1/openapi.json';
 export const QUOTE_KEYS_PATH = '/api/partner/v1/quote-keys';
 
@@ -74,6 +88,7 @@ export function partnerRoutes(deps: AppDeps): RouteSpec[] {
     ...discoveryRoutes(deps),
     ...orderRoutes(deps),
     ...checkoutRoutes({ ...checkoutDeps(deps), publicBaseUrl: deps.config.http.publicBaseUrl }),
+    ...brokerageRoutes(brokerageDeps(deps)),
     ...financeRoutes(deps),
     ...webhookRoutes(deps),
   ];
@@ -122,6 +137,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   // The buyer's pages answer HTML, with their own security headers and error pages.
   const pages = checkoutPages(checkoutDeps(deps), deps.logger);
   app.use(pages.routes());
+  app.use(brokeragePages(brokerageDeps(deps), deps.logger).routes());
   app.use(errorMapping());
   app.use(router.routes());
   // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).

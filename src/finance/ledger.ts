@@ -26,6 +26,9 @@ export const ACCOUNT = {
   partnerCommissionExpense: 'partner_commission_expense',
   serviceOwesPartner: 'service_owes_partner',
   serviceCash: 'service_cash',
+  escrowHeld: 'escrow_held',
+  escrowPayableSeller: 'escrow_payable_seller',
+  brokerageFees: 'brokerage_fees',
 } as const;
 export type Account = (typeof ACCOUNT)[keyof typeof ACCOUNT];
 
@@ -123,5 +126,20 @@ export function saleEntries(paymentModel: TransactionPaymentModel, gross: number
     { account: ACCOUNT.sales, amountCents: -gross },
     { account: ACCOUNT.partnerCommissionExpense, amountCents: commission },
     { account: ACCOUNT.serviceOwesPartner, amountCents: -commission },
+  ];
+}
+
+/**
+ * The entries of a brokered deal (CONTRACT §10): the buyer's `price` is held in escrow, of which
+ * `price - fee` is owed to the seller and `fee` is the service's brokerage income; the partner's
+ * `share` of the fee is an expense the service owes the partner (paid by a payout).
+ */
+export function brokerageEntries(price: number, fee: number, share: number): NewPosting['entries'] {
+  return [
+    { account: ACCOUNT.escrowHeld, amountCents: price },
+    { account: ACCOUNT.escrowPayableSeller, amountCents: -(price - fee) },
+    { account: ACCOUNT.brokerageFees, amountCents: -fee },
+    { account: ACCOUNT.partnerCommissionExpense, amountCents: share },
+    { account: ACCOUNT.serviceOwesPartner, amountCents: -share },
   ];
 }

@@ -57,17 +57,20 @@ export async function reconcile(dataSource: DataSource, environment?: Environmen
       .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
       .select('p.transaction_id', 'transaction_id')
       .addSelect(`-sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :sales)`, 'gross')
+      // A brokered deal's price is what went into escrow (the service sold nothing of its own).
+      .addSelect(`sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :escrow)`, 'escrow')
       .addSelect(`sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account IN (:...commission))`, 'commission')
       .addSelect(`count(DISTINCT p.id) FILTER (WHERE p.kind = 'reversal')`, 'reversals')
       .where('p.transaction_id IS NOT NULL')
-      .setParameters({ sales: ACCOUNT.sales, commission: [ACCOUNT.partnerCommissionRetained, ACCOUNT.partnerCommissionExpense] })
+      .setParameters({ sales: ACCOUNT.sales, escrow: ACCOUNT.escrowHeld, commission: [ACCOUNT.partnerCommissionRetained, ACCOUNT.partnerCommissionExpense] })
       .groupBy('p.transaction_id'),
     'p',
-  ).getRawMany<{ transaction_id: string; gross: string | null; commission: string | null; reversals: string }>();
+  ).getRawMany<{ transaction_id: string; gross: string | null; escrow: string | null; commission: string | null; reversals: string }>();
   const byTxn = new Map(sums.map((s) => [s.transaction_id, s]));
   for (const t of txns) {
     const s = byTxn.get(t.id);
-    const gross = s?.gross == null ? null : Number(s.gross);
+    const grossFromLedger = t.paymentModel === 'brokerage' ? s?.escrow : s?.gross;
+    const gross = grossFromLedger == null ? null : Number(grossFromLedger);
     const commission = s?.commission == null ? 0 : Number(s.commission);
     const status = Number(s?.reversals ?? 0) > 0 ? 'reversed' : 'completed';
     if (gross !== t.grossCents) differences.push({ kind: 'transaction', id: t.publicId, field: 'gross_cents', stored: t.grossCents, from_ledger: gross });
