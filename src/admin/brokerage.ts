@@ -7,7 +7,7 @@ import type { SecretBox } from '../auth/secret-box';
 import { findCase, loadCaseView, type CaseView } from '../brokerage/cases';
 import { revokeProgressLink } from '../brokerage/moves';
 import { ProgressLinkToken } from '../brokerage/progress-token';
-import { caseWorkflowId, moveUpdate, type CaseMove } from '../../workflows/brokerage-messages';
+import { caseWorkflowId, FINAL_CASE_STATUSES, moveProblem, moveUpdate, type CaseMove } from '../../workflows/brokerage-messages';
 import { withTemporal } from './temporal';
 
 /** Links printed by the command line point where the API's do when PUBLIC_BASE_URL is set, else at the local API. */
@@ -24,7 +24,11 @@ function token(secretBox: SecretBox): ProgressLinkToken {
  * workflow has applied the move. A refusal by the workflow's validator is an error with its reason.
  */
 export async function moveCase(config: Config, dataSource: DataSource, secretBox: SecretBox, casePublicId: string, move: CaseMove): Promise<CaseView> {
-  if (!(await findCase(dataSource.manager, casePublicId))) throw new Error(`no brokerage case ${casePublicId}`);
+  const c = await findCase(dataSource.manager, casePublicId);
+  if (!c) throw new Error(`no brokerage case ${casePublicId}`);
+  // A final case's workflow has ended, so no Update can reach its validator: the same reason, from the case.
+  const final = moveProblem(casePublicId, c.status, move);
+  if (final && FINAL_CASE_STATUSES.includes(c.status)) throw new Error(final);
   await withTemporal(config, async (client) => {
     try {
       await client.workflow.getHandle(caseWorkflowId(casePublicId)).executeUpdate(moveUpdate, { args: [move] });

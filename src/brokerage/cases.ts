@@ -70,6 +70,9 @@ function notEligible(domain: string, reason: IneligibleReason): ApiError {
   return new ApiError('domain_not_eligible', `${domain} cannot be brokered: ${REASON_TEXT[reason]} (${reason})`, [{ field: 'body.domain', issue: reason }]);
 }
 
+/** Another case for the name committed first. */
+class LostRace extends Error {}
+
 function isOpenCaseConflict(err: unknown): boolean {
   return err instanceof QueryFailedError && (err.driverError as { code?: string; constraint?: string }).constraint === OPEN_CASE_INDEX;
 }
@@ -135,16 +138,19 @@ export async function openCase(
         updatedAt: now,
         closedAt: null,
       });
-      await tx.getRepository(BrokerageCase).insert(row);
+      // ON CONFLICT DO NOTHING: the only conflict a fresh case can meet is the open-case index (its ids are new).
+      const inserted = await tx.getRepository(BrokerageCase).createQueryBuilder().insert().values(row).orIgnore().returning(['id']).execute();
+      if ((inserted.raw as unknown[]).length === 0) return undefined;
       await tx.getRepository(BrokerageTimelineEntry).insert({ caseId, seq: 1, status: 'requested', at: now, detail: null });
       await appendEvent(tx, { partnerId: input.partnerId, environment: input.environment, type: BROKERAGE_EVENT.requested, data: caseEventData(row, now, null), dedupeKey: `brokerage:${caseId}:1` });
       return row;
     });
+    if (!opened) throw new LostRace();
     await notifyEventsAppended(deps.dataSource, deps.workflows, input.partnerId, input.environment);
     return opened;
   } catch (err) {
     await handle.signal(caseNotOpenedSignal).catch(() => undefined);
-    if (isOpenCaseConflict(err)) throw notEligible(input.domain, 'in_case');
+    if (err instanceof LostRace || isOpenCaseConflict(err)) throw notEligible(input.domain, 'in_case');
     throw err;
   }
 }
