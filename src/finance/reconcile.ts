@@ -2,7 +2,9 @@
  * `admin reconcile` (CONTRACT §12): recomputes every figure the API answers from the ledger's
  * entries and lists each place where a stored figure disagrees. Entries themselves cannot be
  * edited (triggers); what can drift is everything derived from them: a settlement's snapshot, a
- * transaction's amounts or status, a payout's lines.
+ * transaction's amounts or status, a payout's lines. A brokered deal's gross is its `escrow_held`
+ * entry (no `sales` entry: the service sold nothing of its own) and its commission the partner's
+ * `partner_commission_expense`.
  */
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';

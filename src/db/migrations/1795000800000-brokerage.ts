@@ -11,6 +11,13 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *
  * A transaction now records either an order's sale or a brokered deal: `order_id` or
  * `brokerage_case_id`, exactly one (a deal is booked once: unique case).
+ *
+ * Ledger accounts a brokered deal of price P, fee F and partner share S adds to the ledger
+ * migration's list (debit positive):
+ *   escrow_held                  + P, the buyer's funds the service holds
+ *   escrow_payable_seller        − (P − F), what the seller is owed
+ *   brokerage_fees               − F, the service's brokerage income
+ *   partner_commission_expense   + S, and service_owes_partner − S (paid by a payout)
  */
 export class Brokerage1795000800000 implements MigrationInterface {
   name = 'Brokerage1795000800000';
