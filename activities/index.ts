@@ -24,6 +24,7 @@ import { expireSession } from '../src/checkout/sessions';
 import { accrueCommission } from '../src/referral/commissions';
 import { runPayouts } from '../src/finance/payouts';
 import type { PayoutSummary } from '../workflows/messages';
+import { createBrokerageActivities } from './brokerage';
 
 export interface ActivityDeps {
   dataSource: DataSource;
@@ -64,6 +65,8 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   return {
+    ...createBrokerageActivities(deps),
+
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
     async pruneNonces(input: { seenBefore: string }): Promise<number> {
       // Raw SQL: request_nonces belongs to the admit_request function (foundation migration), not to an entity.

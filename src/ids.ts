@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /** Public identifiers: a type prefix and 24 hex characters (`ord_…`, `quo_…`, `evt_…`). */
-export function publicId(prefix: 'quo' | 'ord' | 'ref' | 'evt' | 'txn' | 'trf' | 'stl' | 'po' | 'cs' | 'rs' | 'lnk'): string {
+export function publicId(prefix: 'quo' | 'ord' | 'ref' | 'evt' | 'txn' | 'trf' | 'stl' | 'po' | 'cs' | 'rs' | 'lnk' | 'brk'): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
 

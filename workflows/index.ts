@@ -7,3 +7,4 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { monthCloseWorkflow, monthEndWorkflow, payoutRunWorkflow } from './month-end';
 export { checkoutSessionWorkflow } from './checkout-session';
 export { referralCommissionWorkflow } from './referral-commission';
+export { brokerageCaseWorkflow } from './brokerage-case';

@@ -16,11 +16,14 @@ import { createPartner, findOrCreatePartner, findPartnerByName, listPartners, up
 import { openProjectDatabase, resolveMasterKey } from '../main/runtime';
 import { recordTransferOutcome, refundByService } from './orders';
 import { runPayoutsNow } from './finance';
+import { moveCase, revokeCaseLink } from './brokerage';
+import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages';
 import { reconcile } from '../finance/reconcile';
 
 interface Session {
   dataSource: DataSource;
   credentials: CredentialService;
+  secretBox: SecretBox;
 }
 
 /** Opens the database (starting the embedded one if nothing runs it), runs `work`, closes it. */
@@ -30,7 +33,7 @@ async function withSession<T>(work: (s: Session) => Promise<T>): Promise<T> {
   const masterKey = resolveMasterKey(config, (m) => process.stderr.write(`${m}\n`));
   const { dataSource, postgres } = await openProjectDatabase(config, quiet);
   try {
-    return await work({ dataSource, credentials: new CredentialService(dataSource, new SecretBox(masterKey), 0) });
+    return await work({ dataSource, credentials: new CredentialService(dataSource, new SecretBox(masterKey), 0), secretBox: new SecretBox(masterKey) });
   } finally {
     await dataSource.destroy();
     await postgres.stop();
@@ -244,6 +247,44 @@ order
     withSession(async ({ dataSource }) => {
       const { http_status: status, ...refund } = await refundByService(loadConfig(), dataSource, publicId, o.reason ?? null);
       output(o.json, refund, `${refund.refund_id}: ${refund.status}${status === 200 ? ' (already refunded)' : ''}`);
+    }),
+  );
+
+const brokerage = program.command('brokerage').description('brokerage cases');
+brokerage
+  .command('move')
+  .description('move a case to its next status (the move Update, as in the Temporal UI); a move the status order does not allow is refused with the reason')
+  .argument('<case_id>', 'the case, brk_…')
+  .requiredOption('--to <status>', CASE_STATUSES.join(' | '), (value: string) => {
+    if (!isCaseStatus(value)) throw new InvalidArgumentError(CASE_STATUSES.join(', '));
+    return value;
+  })
+  .option('--price-cents <n>', 'the agreed price (required with --to agreed)', (value: string) => {
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError('a positive whole number of cents');
+    return n;
+  })
+  .option('--reason <text>', 'why (kept on the timeline; a closing reason is shown to the buyer)')
+  .option('--json', 'JSON output: the case after the move')
+  .action(async (casePublicId: string, o) =>
+    withSession(async ({ dataSource, secretBox }) => {
+      const view = await moveCase(loadConfig(), dataSource, secretBox, casePublicId, {
+        to: o.to,
+        ...(o.priceCents !== undefined ? { price_cents: o.priceCents } : {}),
+        ...(o.reason !== undefined ? { reason: o.reason } : {}),
+      });
+      output(o.json, view, `${view.case_id}: ${view.status}`);
+    }),
+  );
+brokerage
+  .command('revoke-link')
+  .description("revoke the buyer's progress link (every link given so far stops working); answers the case with its new link")
+  .argument('<case_id>', 'the case, brk_…')
+  .option('--json', 'JSON output: the case with its new progress_url')
+  .action(async (casePublicId: string, o) =>
+    withSession(async ({ dataSource, secretBox }) => {
+      const view = await revokeCaseLink(loadConfig(), dataSource, secretBox, casePublicId);
+      output(o.json, view, `${view.case_id}: new progress link ${view.progress_url}`);
     }),
   );
 

@@ -8,6 +8,9 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
 import type { CredentialService } from '../auth/credentials';
+import type { BrokerageDeps } from '../brokerage/cases';
+import { ProgressLinkToken } from '../brokerage/progress-token';
+import { brokerageRoutes } from '../brokerage/routes';
 import { checkoutRoutes } from '../checkout/routes';
 import { CheckoutPageToken } from '../checkout/page-token';
 import { SandboxCardProcessor, type PaymentPort } from '../checkout/payments';
@@ -15,6 +18,7 @@ import type { CheckoutDeps } from '../checkout/sessions';
 import { discoveryRoutes } from '../discovery/routes';
 import { financeRoutes } from '../finance/routes';
 import { referralRoutes } from '../referral/routes';
+import { brokeragePages } from '../pages/brokerage-pages';
 import { checkoutPages } from '../pages/checkout-pages';
 import { linkRedirect, referralPages } from '../pages/referral-pages';
 import { AttributionKeys } from '../referral/attribution';
@@ -64,6 +68,16 @@ export function checkoutDeps(deps: AppDeps): CheckoutDeps {
   };
 }
 
+/** What brokerage needs, from the app's dependencies. */
+export function brokerageDeps(deps: AppDeps): BrokerageDeps {
+  return {
+    dataSource: deps.dataSource,
+    workflows: deps.workflows,
+    progressToken: new ProgressLinkToken(deps.secretBox.deriveKey('brokerage-progress-token')),
+    publicBaseUrl: deps.config.http.publicBaseUrl,
+  };
+}
+
 export const OPENAPI_PATH = '/api/partner/v1/openapi.json';
 export const QUOTE_KEYS_PATH = '/api/partner/v1/quote-keys';
 
@@ -80,6 +94,7 @@ export function partnerRoutes(deps: AppDeps): RouteSpec[] {
     ...discoveryRoutes(deps),
     ...orderRoutes(deps),
     ...checkoutRoutes({ ...checkoutDeps(deps), publicBaseUrl: deps.config.http.publicBaseUrl }),
+    ...brokerageRoutes(brokerageDeps(deps)),
     ...financeRoutes(deps),
     ...referralRoutes({ dataSource: deps.dataSource, publicBaseUrl: deps.config.http.publicBaseUrl }),
     ...webhookRoutes(deps),
@@ -143,6 +158,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
       publicBaseUrl: deps.config.http.publicBaseUrl,
     }).routes(),
   );
+  app.use(brokeragePages(brokerageDeps(deps), deps.logger).routes());
   app.use(errorMapping());
   app.use(router.routes());
   // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).

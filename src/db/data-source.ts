@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
+import { BrokerageCase, BrokerageTimelineEntry } from './entities/brokerage-case';
 import { CheckoutPayment, CheckoutSession } from './entities/checkout-session';
 import { Credential } from './entities/credential';
 import { Domain } from './entities/domain';
@@ -27,6 +28,7 @@ import { OrderIntegrity1795000400000 } from './migrations/1795000400000-order-in
 import { Hardening1795000500000 } from './migrations/1795000500000-hardening';
 import { Ledger1795000600000 } from './migrations/1795000600000-ledger';
 import { Checkout1795000700000 } from './migrations/1795000700000-checkout';
+import { Brokerage1795000800000 } from './migrations/1795000800000-brokerage';
 import { Referral1795000900000 } from './migrations/1795000900000-referral';
 
 export const entities = [
@@ -51,6 +53,8 @@ export const entities = [
   PayoutLine,
   CheckoutSession,
   CheckoutPayment,
+  BrokerageCase,
+  BrokerageTimelineEntry,
   ReferralLink,
   ReferralClick,
   ReferralCheckout,
@@ -65,6 +69,7 @@ export const migrations = [
   Hardening1795000500000,
   Ledger1795000600000,
   Checkout1795000700000,
+  Brokerage1795000800000,
   Referral1795000900000,
 ];
 

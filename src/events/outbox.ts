@@ -15,7 +15,22 @@ export type EventType =
   | 'transfer.initiated'
   | 'transfer.pending'
   | 'transfer.completed'
-  | 'transfer.failed';
+  | 'transfer.failed'
+  | BrokerageEventType;
+
+/** One event per brokerage case status (README "Brokerage"); `requested` is the case being opened. */
+export const BROKERAGE_EVENT = {
+  requested: 'brokerage.case_opened',
+  researching: 'brokerage.researching',
+  owner_contacted: 'brokerage.owner_contacted',
+  negotiating: 'brokerage.negotiating',
+  agreed: 'brokerage.agreed',
+  payment_secured: 'brokerage.payment_secured',
+  transferring: 'brokerage.transferring',
+  completed: 'brokerage.case_completed',
+  closed: 'brokerage.case_closed',
+} as const;
+export type BrokerageEventType = (typeof BROKERAGE_EVENT)[keyof typeof BROKERAGE_EVENT];
 
 export interface NewEvent {
   partnerId: string;

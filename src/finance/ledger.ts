@@ -28,6 +28,9 @@ export const ACCOUNT = {
   serviceCash: 'service_cash',
   referralCommissionExpense: 'referral_commission_expense',
   referralCommissionPending: 'referral_commission_pending',
+  escrowHeld: 'escrow_held',
+  escrowPayableSeller: 'escrow_payable_seller',
+  brokerageFees: 'brokerage_fees',
 } as const;
 export type Account = (typeof ACCOUNT)[keyof typeof ACCOUNT];
 
@@ -127,5 +130,20 @@ export function saleEntries(paymentModel: TransactionPaymentModel, gross: number
     { account: ACCOUNT.sales, amountCents: -gross },
     { account: ACCOUNT.partnerCommissionExpense, amountCents: commission },
     { account: ACCOUNT.serviceOwesPartner, amountCents: -commission },
+  ];
+}
+
+/**
+ * The entries of a brokered deal (CONTRACT §10): the buyer's `price` is held in escrow, of which
+ * `price - fee` is owed to the seller and `fee` is the service's brokerage income; the partner's
+ * `share` of the fee is an expense the service owes the partner (paid by a payout).
+ */
+export function brokerageEntries(price: number, fee: number, share: number): NewPosting['entries'] {
+  return [
+    { account: ACCOUNT.escrowHeld, amountCents: price },
+    { account: ACCOUNT.escrowPayableSeller, amountCents: -(price - fee) },
+    { account: ACCOUNT.brokerageFees, amountCents: -fee },
+    { account: ACCOUNT.partnerCommissionExpense, amountCents: share },
+    { account: ACCOUNT.serviceOwesPartner, amountCents: -share },
   ];
 }

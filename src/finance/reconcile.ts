@@ -2,7 +2,9 @@
  * `admin reconcile` (CONTRACT §12): recomputes every figure the API answers from the ledger's
  * entries and lists each place where a stored figure disagrees. Entries themselves cannot be
  * edited (triggers); what can drift is everything derived from them: a settlement's snapshot, a
- * transaction's amounts or status, a payout's lines.
+ * transaction's amounts or status, a payout's lines. A brokered deal's gross is its `escrow_held`
+ * entry (no `sales` entry: the service sold nothing of its own) and its commission the partner's
+ * `partner_commission_expense`.
  */
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
@@ -57,17 +59,20 @@ export async function reconcile(dataSource: DataSource, environment?: Environmen
       .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
       .select('p.transaction_id', 'transaction_id')
       .addSelect(`-sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :sales)`, 'gross')
+      // A brokered deal's price is what went into escrow (the service sold nothing of its own).
+      .addSelect(`sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :escrow)`, 'escrow')
       .addSelect(`sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account IN (:...commission))`, 'commission')
       .addSelect(`count(DISTINCT p.id) FILTER (WHERE p.kind = 'reversal')`, 'reversals')
       .where('p.transaction_id IS NOT NULL')
-      .setParameters({ sales: ACCOUNT.sales, commission: [ACCOUNT.partnerCommissionRetained, ACCOUNT.partnerCommissionExpense] })
+      .setParameters({ sales: ACCOUNT.sales, escrow: ACCOUNT.escrowHeld, commission: [ACCOUNT.partnerCommissionRetained, ACCOUNT.partnerCommissionExpense] })
       .groupBy('p.transaction_id'),
     'p',
-  ).getRawMany<{ transaction_id: string; gross: string | null; commission: string | null; reversals: string }>();
+  ).getRawMany<{ transaction_id: string; gross: string | null; escrow: string | null; commission: string | null; reversals: string }>();
   const byTxn = new Map(sums.map((s) => [s.transaction_id, s]));
   for (const t of txns) {
     const s = byTxn.get(t.id);
-    const gross = s?.gross == null ? null : Number(s.gross);
+    const grossFromLedger = t.paymentModel === 'brokerage' ? s?.escrow : s?.gross;
+    const gross = grossFromLedger == null ? null : Number(grossFromLedger);
     const commission = s?.commission == null ? 0 : Number(s.commission);
     const status = Number(s?.reversals ?? 0) > 0 ? 'reversed' : 'completed';
     if (gross !== t.grossCents) differences.push({ kind: 'transaction', id: t.publicId, field: 'gross_cents', stored: t.grossCents, from_ledger: gross });

@@ -6,11 +6,12 @@
 import type { EntityManager } from 'typeorm';
 import { LedgerEntry } from '../db/entities/ledger-entry';
 import { LedgerPosting } from '../db/entities/ledger-posting';
+import type { BrokerageCase } from '../db/entities/brokerage-case';
 import type { Order } from '../db/entities/order';
 import { SaleTransaction } from '../db/entities/sale-transaction';
 import { publicId } from '../ids';
 import { commissionCents } from '../money';
-import { post, saleEntries, type Account } from './ledger';
+import { brokerageEntries, post, saleEntries, type Account } from './ledger';
 
 /** Books the completed order at the rate fixed on it; a retry finds the sale booked and does nothing. */
 export async function bookSale(tx: EntityManager, order: Order, at: Date): Promise<void> {
@@ -48,6 +49,48 @@ export async function bookSale(tx: EntityManager, order: Order, at: Date): Promi
     currency: order.currency,
     entries: saleEntries(order.paymentModel, gross, commission),
   });
+}
+
+/**
+ * Books a completed brokerage deal: its transaction (gross = the price, commission = the
+ * partner's share) and its posting, once (unique case on the transaction, posting key
+ * `brokerage:<case_id>:completed`). Call it in the transaction that marks the case completed.
+ */
+export async function bookBrokerageDeal(tx: EntityManager, deal: Pick<BrokerageCase, 'id' | 'partnerId' | 'environment' | 'domain' | 'currency'>, amounts: { priceCents: number; feeCents: number; partnerShareCents: number }, at: Date): Promise<boolean> {
+  const inserted = await tx
+    .getRepository(SaleTransaction)
+    .createQueryBuilder()
+    .insert()
+    .values({
+      publicId: publicId('txn'),
+      partnerId: deal.partnerId,
+      environment: deal.environment,
+      orderId: null,
+      brokerageCaseId: deal.id,
+      domain: deal.domain,
+      paymentModel: 'brokerage',
+      grossCents: amounts.priceCents,
+      commissionCents: amounts.partnerShareCents,
+      currency: deal.currency,
+      occurredAt: at,
+    })
+    .orIgnore()
+    .returning(['id'])
+    .execute();
+  const txn = (inserted.raw as Array<{ id: string }>)[0];
+  if (!txn) return false;
+  await post(tx, {
+    idempotencyKey: `brokerage:${deal.id}:completed`,
+    partnerId: deal.partnerId,
+    environment: deal.environment,
+    kind: 'sale',
+    paymentModel: 'brokerage',
+    transactionId: txn.id,
+    occurredAt: at,
+    currency: deal.currency,
+    entries: brokerageEntries(amounts.priceCents, amounts.feeCents, amounts.partnerShareCents),
+  });
+  return true;
 }
 
 /**

@@ -4,7 +4,7 @@ import { centsColumn } from '../columns';
 
 export type TransactionPaymentModel = 'partner_collected' | 'service_collected' | 'brokerage';
 
-/** One sale through a partner (CONTRACT §8), booked when its transfer completed. */
+/** One sale through a partner (CONTRACT §8), booked when its transfer completed or its brokered deal did. */
 @Entity({ name: 'transactions' })
 export class SaleTransaction {
   @PrimaryGeneratedColumn('uuid')
@@ -19,8 +19,13 @@ export class SaleTransaction {
   @Column({ type: 'text' })
   environment: Environment;
 
-  @Column({ name: 'order_id', type: 'uuid', unique: true })
-  orderId: string;
+  /** The order whose sale this is; null for a brokered deal. */
+  @Column({ name: 'order_id', type: 'uuid', unique: true, nullable: true })
+  orderId: string | null;
+
+  /** The brokerage case whose deal this is; null for an order's sale (exactly one of the two is set). */
+  @Column({ name: 'brokerage_case_id', type: 'uuid', unique: true, nullable: true })
+  brokerageCaseId: string | null;
 
   @Column({ type: 'text' })
   domain: string;
