@@ -163,7 +163,7 @@ export async function payForSession(
   /** The link this browser last clicked within 30 days (its attribution cookie), if any. */
   referral?: { linkCode: string },
 ): Promise<PayOutcome> {
-  const outcome = await deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean; referralSale?: string }> => {
+  const outcome = await deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean; referralSale?: string; referrer?: string }> => {
     const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session) return { kind: 'not_found' };
     if (session.status === 'complete') {
@@ -212,7 +212,7 @@ export async function payForSession(
           at: new Date(),
         })
       : undefined;
-    return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true, referralSale: referred?.publicId };
+    return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true, referralSale: referred?.publicId, referrer: referred?.partnerId };
   });
 
   if (outcome.kind === 'paid') {
@@ -222,7 +222,7 @@ export async function payForSession(
       await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain });
       await markWorkflowStarted(deps.dataSource, order.id);
     }
-    if (outcome.referralSale) await startReferralCommission(deps.workflows, outcome.referralSale, order.partnerId, order.domain, order.environment);
+    if (outcome.referralSale) await startReferralCommission(deps.workflows, outcome.referralSale, outcome.referrer!, order.domain, order.environment);
     if (outcome.created) {
       await deps.workflows.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal).catch(() => undefined);
       await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
@@ -232,7 +232,7 @@ export async function payForSession(
 }
 
 /** The referred sale's 30-day window, as its own workflow (started once; a retry finds it running). */
-async function startReferralCommission(w: WorkflowStarter, salePublicId: string, sellerPartnerId: string, domain: string, environment: Environment): Promise<void> {
+async function startReferralCommission(w: WorkflowStarter, salePublicId: string, referrerPartnerId: string, domain: string, environment: Environment): Promise<void> {
   await w.client.workflow
     .start(referralCommissionWorkflow, {
       workflowId: referralWorkflowId(salePublicId),
@@ -241,7 +241,7 @@ async function startReferralCommission(w: WorkflowStarter, salePublicId: string,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       typedSearchAttributes: [
-        { key: PartnerId, value: sellerPartnerId },
+        { key: PartnerId, value: referrerPartnerId },
         { key: DomainAttr, value: domain },
         { key: EnvironmentAttr, value: environment },
       ],

@@ -23,7 +23,7 @@ export interface PayoutView {
   currency: string;
   status: 'paid';
   paid_at: string;
-  breakdown: { service_collected_cents: number; brokerage_cents: number };
+  breakdown: { service_collected_cents: number; brokerage_cents: number; referral_cents: number };
 }
 
 /** What each posting not yet paid owes the partner, by posting. */
@@ -104,11 +104,11 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
     .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
     .innerJoin(PayoutLine, 'l', 'l.posting_id = p.id')
     .select('l.payout_id', 'payout_id')
-    .addSelect('p.payment_model', 'payment_model')
+    .addSelect("coalesce(p.payment_model, 'referral')", 'payment_model')
     .addSelect('-sum(e.amount_cents)', 'owed')
     .where('e.account = :payable AND l.payout_id IN (:...ids)', { payable: ACCOUNT.serviceOwesPartner, ids: payouts.map((p) => p.id) })
     .groupBy('l.payout_id')
-    .addGroupBy('p.payment_model')
+    .addGroupBy("coalesce(p.payment_model, 'referral')")
     .getRawMany<{ payout_id: string; payment_model: string; owed: string }>();
   return payouts.map((p) => {
     const mine = rows.filter((r) => r.payout_id === p.id);
@@ -121,7 +121,7 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
       currency: p.currency,
       status: p.status,
       paid_at: p.paidAt.toISOString(),
-      breakdown: { service_collected_cents: by('service_collected'), brokerage_cents: by('brokerage') },
+      breakdown: { service_collected_cents: by('service_collected'), brokerage_cents: by('brokerage'), referral_cents: by('referral') },
     };
   });
 }

@@ -49,7 +49,7 @@ const Payout = z
     currency: Currency,
     status: z.literal('paid'),
     paid_at: z.string().openapi({ format: 'date-time' }),
-    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents }),
+    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents, referral_cents: SignedCents.openapi({ description: 'referral commission (also listed under /me/payouts)' }) }),
   })
   .openapi('Payout');
 
