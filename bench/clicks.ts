@@ -10,11 +10,12 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Koa from 'koa';
 import { createApp } from '../src/api/app';
+import { freePort } from './support';
 import { CredentialService } from '../src/auth/credentials';
 import { SecretBox } from '../src/auth/secret-box';
 import { loadConfig } from '../src/config';
@@ -37,14 +38,6 @@ const settings = {
 };
 const UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36';
 const say = (m: string) => process.stderr.write(`${m}\n`);
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function serve(app: Koa<any>): Promise<{ port: number; close(): void }> {
   const server = http.createServer(app.callback());

@@ -19,7 +19,7 @@
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -37,6 +37,7 @@ import { advanceOrder } from '../src/orders/fulfilment';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { anyDomainId, loadSales, pendingOrders } from './ledger-load';
+import { freePort } from './support';
 
 const settings = {
   databaseUrl: process.env.BENCH_DATABASE_URL,
@@ -73,14 +74,6 @@ async function interleaved(calls: Record<string, () => Promise<void>>, reps: num
     v.sort((a, b) => a - b);
     return [k, { p50: v[Math.floor(v.length * 0.5)], p99: v[Math.min(v.length - 1, Math.floor(v.length * 0.99))] }];
   }));
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function ownDatabase(): Promise<{ postgres: RunningPostgres; dir?: string }> {

@@ -6,6 +6,7 @@ import { Cents, Currency, DomainName, z } from '../api/schemas';
 import { UUID_ANY } from '../ids';
 import { CASE_STATUSES } from '../../workflows/brokerage-messages';
 import { checkEligibility, findCase, listCases, loadCaseView, openCase, type BrokerageDeps } from './cases';
+import { publicOrigin as baseUrl } from '../api/public-origin';
 
 const Timestamp = z.string().openapi({ format: 'date-time' });
 
@@ -37,11 +38,6 @@ const Case = z
     outcome: Outcome.nullable().openapi({ description: 'present once the case is `completed` (acquired) or `closed` (not acquired)' }),
   })
   .openapi('BrokerageCase');
-
-/** Where progress links point: PUBLIC_BASE_URL, else the host this request came to. */
-function baseUrl(publicBaseUrl: string | undefined, headers: Record<string, string | string[] | undefined>): string {
-  return publicBaseUrl ?? `http://${String(headers.host ?? 'localhost')}`;
-}
 
 const invalidCursor = () => new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
 

@@ -4,6 +4,7 @@ import { defineRoute, type RouteSpec } from '../api/route';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
 import type { Environment } from '../config';
 import { findSession, openSession, sessionView, type CheckoutDeps } from './sessions';
+import { publicOrigin as baseUrl } from '../api/public-origin';
 
 const MAX_URL = 2048;
 
@@ -38,11 +39,6 @@ const Session = z
     client_reference_id: z.string().nullable(),
   })
   .openapi('CheckoutSession');
-
-/** Where checkout links point: PUBLIC_BASE_URL, else the host this request came to. */
-function baseUrl(publicBaseUrl: string | undefined, headers: Record<string, string | string[] | undefined>): string {
-  return publicBaseUrl ?? `http://${String(headers.host ?? 'localhost')}`;
-}
 
 function requireHttpsInLive(environment: Environment, fields: Record<string, string | undefined>): void {
   if (environment !== 'live') return;

@@ -14,17 +14,10 @@ import { Payout, PayoutLine } from '../db/entities/payout';
 import { publicId } from '../ids';
 import { ACCOUNT, post } from './ledger';
 import { periodEndOf } from './periods';
+import type { PayoutSummary } from '../../workflows/messages';
 
-export interface PayoutView {
-  payout_id: string;
-  period_start: string;
-  period_end: string;
-  amount_cents: number;
-  currency: string;
-  status: 'paid';
-  paid_at: string;
-  breakdown: { service_collected_cents: number; brokerage_cents: number; referral_cents: number };
-}
+/** A payout as GET /payouts shows it (the same shape a payout run answers). */
+export type PayoutView = PayoutSummary;
 
 /** What each posting not yet paid owes the partner, by posting. */
 async function unpaid(manager: EntityManager, environment: Environment, partnerId?: string) {

@@ -13,6 +13,7 @@ import type { BrokerageCase } from '../db/entities/brokerage-case';
 import type { CaseStatus, CaseTier } from '../../workflows/brokerage-messages';
 import { renderPage } from './render';
 import { pageSecurity } from './security';
+import { money } from './format';
 
 /** Each status in words, as the buyer reads it. */
 export const STATUS_TEXT: Record<CaseStatus, string> = {
@@ -61,10 +62,6 @@ function nextStep(c: BrokerageCase): string {
 
 function when(at: string): string {
   return `${new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }).format(new Date(at))} UTC`;
-}
-
-function money(cents: number, currency: string): string {
-  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(cents / 100);
 }
 
 const PAGE = { tagline: 'Domain acquisition', footer: 'Questions about this case? Contact the site where you asked for it.' };

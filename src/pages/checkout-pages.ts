@@ -20,6 +20,7 @@ import { ReferralCheckout, ReferralLink } from '../db/entities/referral';
 import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attribution';
 import { ASSETS_DIR, renderPage } from './render';
 import { allowFormTargets, csrfToken, csrfValid, pageSecurity } from './security';
+import { money } from './format';
 
 const ASSETS: Record<string, string> = { 'pages.css': 'text/css; charset=utf-8', 'checkout.js': 'text/javascript; charset=utf-8' };
 const MAX_FORM_BYTES = 16 * 1024;
@@ -51,10 +52,6 @@ const PaymentForm = z.object({
   address: z.string().trim().max(400).optional(),
 });
 type FieldErrors = Partial<Record<keyof z.input<typeof PaymentForm>, string>>;
-
-function money(cents: number, currency: string): string {
-  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(cents / 100);
-}
 
 function originOf(url: string | null): string[] {
   if (!url) return [];

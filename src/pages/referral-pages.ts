@@ -28,6 +28,7 @@ import { landingPath } from '../referral/links';
 import { renderPage } from './render';
 import { csrfToken, csrfValid, pageSecurity } from './security';
 import { ApiError } from '../api/errors';
+import { money } from './format';
 
 export const HOUSE_PARTNER = 'marketplace (direct sales)';
 
@@ -42,10 +43,6 @@ export interface ReferralPageDeps {
 
 function environmentOf(ctx: Koa.Context): Environment {
   return ctx.query.env === 'sandbox' ? 'sandbox' : 'live';
-}
-
-function money(cents: number, currency: string): string {
-  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(cents / 100);
 }
 
 function isPrefetch(ctx: Koa.Context): boolean {

@@ -7,6 +7,7 @@ import { Currency, DomainName, z } from '../api/schemas';
 import { ReferralLink } from '../db/entities/referral';
 import { analytics, clickTotals, commissionLines, linkStats, listSales, referralPayouts } from './reports';
 import { createLink, linkUrl, PRODUCTS, requireAffiliate } from './links';
+import { publicOrigin as baseUrl } from '../api/public-origin';
 
 const SignedCents = z.number().int();
 const Link = z
@@ -20,10 +21,6 @@ const Link = z
     created_at: z.string().openapi({ format: 'date-time' }),
   })
   .openapi('Link');
-
-function baseUrl(publicBaseUrl: string | undefined, headers: Record<string, string | string[] | undefined>): string {
-  return publicBaseUrl ?? `http://${String(headers.host ?? 'localhost')}`;
-}
 
 function linkView(link: ReferralLink, base: string) {
   return {

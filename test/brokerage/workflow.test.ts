@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { createBrokerageActivities } from '../../activities/brokerage';
@@ -14,21 +13,9 @@ import { caseHandle, caseRow, caseState, eventually, move, moveThrough, openCase
 import { recordHistory } from '../helpers/histories';
 import { count } from '../helpers/orders';
 import { getStack, newPartner } from '../helpers/stack';
+import { admin } from '../helpers/admin';
 
-const run = promisify(execFile);
 
-async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const s = getStack();
-  try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
-      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 async function caseEvents(client: Awaited<ReturnType<typeof newPartner>>['client'], caseId: string): Promise<Array<{ type: string; data: { status: string } }>> {
   const page = await client.get<{ data: Array<{ type: string; data: { case_id?: string; status: string } }> }>('/api/partner/v1/events?limit=100');

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { Order } from '../../src/db/entities/order';
@@ -8,21 +7,9 @@ import { SaleTransaction } from '../../src/db/entities/sale-transaction';
 import { reconcile } from '../../src/finance/reconcile';
 import { completedSale } from '../helpers/money';
 import { getStack, newPartner } from '../helpers/stack';
+import { admin } from '../helpers/admin';
 
-const run = promisify(execFile);
 
-async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const s = getStack();
-  try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
-      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe('admin order refund: the service refunds a service-collected sale (CONTRACT §11, §12)', () => {
   it('after completion, within 30 days: the refund is recorded, the sale reversed in the ledger once, the order REFUNDED, order.refunded emitted; asking again answers the same refund', async () => {

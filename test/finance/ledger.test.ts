@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { LedgerEntry } from '../../src/db/entities/ledger-entry';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
@@ -14,21 +13,9 @@ import { advanceOrder } from '../../src/orders/fulfilment';
 import { Order } from '../../src/db/entities/order';
 import { getStack, newPartner } from '../helpers/stack';
 import { completedSale, pendingOrder } from '../helpers/money';
+import { admin } from '../helpers/admin';
 
-const run = promisify(execFile);
 
-async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const s = getStack();
-  try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
-      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 type TxnList = {
   data: Array<{ transaction_id: string; order_id: string; payment_model: string; status: string; gross_cents: number; commission_cents: number; occurred_at: string }>;

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
 import type { PartnerClient } from '../../src/client/partner-client';
@@ -10,22 +9,9 @@ import { BusinessStatus } from '../../workflows/search-attributes';
 import { getStack, newPartner } from '../helpers/stack';
 import { count, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import { recordHistory } from '../helpers/histories';
+import { admin } from '../helpers/admin';
 
-const run = promisify(execFile);
 
-/** The operators' command line, pointed at the suite's Postgres and Temporal. */
-async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const s = getStack();
-  try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
-      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 let names = 0;
 /** A name listed in the live inventory for this test alone. */

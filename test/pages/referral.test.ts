@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { referralWorkflowId } from '../../workflows/messages';
@@ -11,20 +10,8 @@ import { affiliatePartner, BROWSER_UA, eventually } from '../helpers/referral';
 import { getStack } from '../helpers/stack';
 import { freshDomain, fulfilmentResult } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
+import { admin } from '../helpers/admin';
 
-const run = promisify(execFile);
-async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const s = getStack();
-  try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
-      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 type Line = { line_id: string; kind: string; amount_cents: number; balance_cents: number; sale_id?: string; payout_id?: string };
 type Commissions = { data: Line[]; balance_cents: number; pending_cents: number };

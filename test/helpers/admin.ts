@@ -1,0 +1,20 @@
+/** The operators' command line (`npm run admin`), run as a process against the suite's Postgres and Temporal. */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { getStack } from './stack';
+
+const run = promisify(execFile);
+
+export async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const s = getStack();
+  try {
+    const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
+      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
