@@ -20,7 +20,8 @@ import type { Environment } from '../src/config';
 import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
 import { lateDeliveries, notifyEventsAppended, wakeDelivery } from '../src/webhooks/notify';
 import { closeSettlements } from '../src/finance/settlements';
-import { expireSession } from '../src/checkout/sessions';
+import { expireSession, startReferralCommission } from '../src/checkout/sessions';
+import { ReferralSale } from '../src/db/entities/referral';
 import { accrueCommission } from '../src/referral/commissions';
 import { runPayouts } from '../src/finance/payouts';
 import type { PayoutSummary } from '../workflows/messages';
@@ -170,6 +171,18 @@ export function createActivities(deps: ActivityDeps) {
     /** Pays out what is payable in the environment; a retry pays nothing twice (one payout line per posting). */
     async runPayouts(input: { environment: Environment; at: string }): Promise<PayoutSummary[]> {
       return runPayouts(deps.dataSource, input.environment, new Date(input.at));
+    },
+
+    /** Starts the 30-day window of referred sales whose workflow was never started; returns how many. */
+    async startUnstartedReferralWindows(input: { olderThanSeconds: number }): Promise<number> {
+      if (!deps.workflows) return 0;
+      const sales = await deps.dataSource.getRepository(ReferralSale).find({
+        where: { workflowStarted: false, occurredAt: LessThan(new Date(Date.now() - input.olderThanSeconds * 1000)) },
+        order: { occurredAt: 'ASC' },
+        take: 100,
+      });
+      for (const sale of sales) await startReferralCommission(deps.workflows, deps.dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment);
+      return sales.length;
     },
 
     /** Starts fulfilment for orders whose workflow was never started; returns how many. */

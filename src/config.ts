@@ -20,6 +20,7 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('127.0.0.1'),
   PUBLIC_BASE_URL: z.string().url().optional(),
+  TRUST_PROXY: flag.default(false),
   DATABASE_URL: z.string().optional(),
   EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
   TEMPORAL_ADDRESS: z.string().optional(),
@@ -43,7 +44,8 @@ export type Environment = 'sandbox' | 'live';
 
 export interface Config {
   projectRoot: string;
-  http: { port: number; host: string; publicBaseUrl?: string };
+  /** trustProxy: the API runs behind a TLS-terminating proxy whose X-Forwarded-For/-Proto it may believe. */
+  http: { port: number; host: string; publicBaseUrl?: string; trustProxy?: boolean };
   database: { url?: string; embeddedPort: number };
   temporal: {
     address?: string;
@@ -86,7 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   return {
     projectRoot,
-    http: { port: e.PORT, host: e.HOST, publicBaseUrl: e.PUBLIC_BASE_URL },
+    http: { port: e.PORT, host: e.HOST, publicBaseUrl: e.PUBLIC_BASE_URL, trustProxy: e.TRUST_PROXY },
     database: { url: e.DATABASE_URL || undefined, embeddedPort: e.EMBEDDED_PG_PORT },
     temporal: {
       address: e.TEMPORAL_ADDRESS || undefined,

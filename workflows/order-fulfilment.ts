@@ -151,24 +151,28 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
 
   const complete = async (): Promise<OrderFulfilmentResult> => ({ status: await advance('TRANSFER_COMPLETED') });
 
-  /** The transfer cannot go on; whatever the registry still holds is released first. */
+  /**
+   * Asks the registry to stop the hand-over and waits until it says where it stands: true when
+   * the registry completed the transfer first, false once it is stopped (or nothing was asked).
+   */
+  const registryCompletedFirst = async (): Promise<boolean> => {
+    if (mode !== 'registrar' || !locked) return false;
+    let state = await registrar.cancelTransfer({ orderId });
+    for (let pollMs = FIRST_POLL_MS; state === 'pending'; pollMs = Math.min(pollMs * 2, MAX_POLL_MS)) {
+      await sleep(pollMs);
+      state = await registrar.checkTransfer({ orderId });
+    }
+    return state === 'completed';
+  };
+
+  /** The transfer cannot go on: only once the registry confirms it stopped is the name released. */
   const fail = async (reason: string): Promise<OrderFulfilmentResult> => {
-    if (mode === 'registrar' && locked && (await registrar.cancelTransfer({ orderId })) === 'completed') return complete();
+    if (await registryCompletedFirst()) return complete();
     return { status: await advance('TRANSFER_FAILED', reason), reason };
   };
 
   /** A refund asked while the name may be moving: stop the registry first, then decide. */
-  const stopForRefund = async (): Promise<OrderFulfilmentResult> => {
-    if (mode === 'registrar' && locked) {
-      let state = await registrar.cancelTransfer({ orderId });
-      for (let pollMs = FIRST_POLL_MS; state === 'pending'; pollMs = Math.min(pollMs * 2, MAX_POLL_MS)) {
-        await sleep(pollMs);
-        state = await registrar.checkTransfer({ orderId });
-      }
-      if (state === 'completed') return complete();
-    }
-    return grant();
-  };
+  const stopForRefund = async (): Promise<OrderFulfilmentResult> => ((await registryCompletedFirst()) ? complete() : grant());
 
   /** No registrar adapter: operators carry the transfer out by hand and record its outcome. */
   const byOperator = async (): Promise<OrderFulfilmentResult> => {

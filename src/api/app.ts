@@ -103,7 +103,9 @@ export function partnerRoutes(deps: AppDeps): RouteSpec[] {
 
 /** `routes` defaults to the partner API's table; tests may mount others on the same middleware. */
 export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(deps)): Koa<AppState> {
-  const app = new Koa<AppState>({ proxy: false });
+  // Behind a proxy (TRUST_PROXY), the client's address and https come from its X-Forwarded-* headers:
+  // visitor hashes and Secure cookies depend on them.
+  const app = new Koa<AppState>({ proxy: deps.config.http.trustProxy ?? false, maxIpsCount: 1 });
   const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl);
   const router = new Router<AppState>();
 

@@ -44,3 +44,10 @@ export function DateBound(edge: 'from' | 'to') {
     .optional()
     .openapi({ description: `RFC 3339 date or date-time (UTC); a date as \`${edge}\` covers ${edge === 'from' ? 'from the start of' : 'to the end of'} that day`, type: 'string' });
 }
+
+/** The time in a keyset cursor, exactly as the API writes it (Postgres' microseconds, UTC). */
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+export function isCursorTime(value: string): boolean {
+  return CURSOR_TIME.test(value) && !Number.isNaN(Date.parse(value));
+}

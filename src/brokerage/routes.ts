@@ -1,6 +1,6 @@
 /** Brokerage cases for partners (spec "Brokerage", CONTRACT §10): scope broker; the list, scope report. */
 import { ApiError } from '../api/errors';
-import { Cursor, decodeCursor, encodeCursor, Limit } from '../api/lists';
+import { Cursor, decodeCursor, encodeCursor, Limit, isCursorTime } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
 import { UUID_ANY } from '../ids';
@@ -119,7 +119,7 @@ export function brokerageRoutes(deps: BrokerageDeps): RouteSpec[] {
       errors: ['validation_error'],
       handler: async ({ query, auth, headers }) => {
         const cursor = query.cursor ? decodeCursor<{ c: string; i: string }>(query.cursor, ['c', 'i']) : undefined;
-        if (query.cursor && (!cursor || Number.isNaN(Date.parse(cursor.c)) || !UUID_ANY.test(cursor.i))) throw invalidCursor();
+        if (query.cursor && (!cursor || !isCursorTime(cursor.c) || !UUID_ANY.test(cursor.i))) throw invalidCursor();
         const page = await listCases(deps, auth.partnerId, auth.environment, { limit: query.limit, cursor: cursor ? { createdAt: cursor.c, id: cursor.i } : undefined }, baseUrl(deps.publicBaseUrl, headers));
         return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ c: page.next.createdAt, i: page.next.id }) : null } };
       },

@@ -17,6 +17,7 @@ import { startOrderFulfilment, type WorkflowStarter } from '../orders/start-work
 import { notifyEventsAppended } from '../webhooks/notify';
 import { checkoutSessionWorkflow, referralCommissionWorkflow } from '../../workflows';
 import { recordReferredSale } from '../referral/commissions';
+import { ReferralSale } from '../db/entities/referral';
 import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId } from '../../workflows/messages';
 import { BusinessStatus, Domain as DomainAttr, Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
 import type { CheckoutPageToken } from './page-token';
@@ -218,11 +219,11 @@ export async function payForSession(
   if (outcome.kind === 'paid') {
     // After commit, idempotently: the recovery sweep starts any fulfilment a crash left unstarted.
     const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ publicId: outcome.orderPublicId });
+    if (outcome.referralSale) await startReferralCommission(deps.workflows, deps.dataSource, outcome.referralSale, outcome.referrer!, order.domain, order.environment);
     if (!order.workflowStarted) {
       await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain });
       await markWorkflowStarted(deps.dataSource, order.id);
     }
-    if (outcome.referralSale) await startReferralCommission(deps.workflows, outcome.referralSale, outcome.referrer!, order.domain, order.environment);
     if (outcome.created) {
       await deps.workflows.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal).catch(() => undefined);
       await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
@@ -231,8 +232,11 @@ export async function payForSession(
   return outcome;
 }
 
-/** The referred sale's 30-day window, as its own workflow (started once; a retry finds it running). */
-async function startReferralCommission(w: WorkflowStarter, salePublicId: string, referrerPartnerId: string, domain: string, environment: Environment): Promise<void> {
+/**
+ * The referred sale's 30-day window, as its own workflow (started once; a retry finds it
+ * running), then marked started; the recovery sweep starts any that a crash left unstarted.
+ */
+export async function startReferralCommission(w: WorkflowStarter, dataSource: DataSource, salePublicId: string, referrerPartnerId: string, domain: string, environment: Environment): Promise<void> {
   await w.client.workflow
     .start(referralCommissionWorkflow, {
       workflowId: referralWorkflowId(salePublicId),
@@ -249,4 +253,5 @@ async function startReferralCommission(w: WorkflowStarter, salePublicId: string,
     .catch((err: unknown) => {
       if (!(err instanceof Error && err.name === 'WorkflowExecutionAlreadyStartedError')) throw err;
     });
+  await dataSource.getRepository(ReferralSale).update({ publicId: salePublicId, workflowStarted: false }, { workflowStarted: true });
 }

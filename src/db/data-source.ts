@@ -30,6 +30,7 @@ import { Ledger1795000600000 } from './migrations/1795000600000-ledger';
 import { Checkout1795000700000 } from './migrations/1795000700000-checkout';
 import { Brokerage1795000800000 } from './migrations/1795000800000-brokerage';
 import { Referral1795000900000 } from './migrations/1795000900000-referral';
+import { ReferralRecovery1795000950000 } from './migrations/1795000950000-referral-recovery';
 
 export const entities = [
   Partner,
@@ -71,6 +72,7 @@ export const migrations = [
   Checkout1795000700000,
   Brokerage1795000800000,
   Referral1795000900000,
+  ReferralRecovery1795000950000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -13,11 +13,13 @@ import { LedgerPosting } from '../db/entities/ledger-posting';
 import { Payout, PayoutLine } from '../db/entities/payout';
 import { SaleTransaction } from '../db/entities/sale-transaction';
 import { Settlement } from '../db/entities/settlement';
+import { Order } from '../db/entities/order';
+import { ReferralSale } from '../db/entities/referral';
 import { ACCOUNT } from './ledger';
 import { figuresFromLedger } from './settlements';
 
 export interface Difference {
-  kind: 'posting' | 'transaction' | 'settlement' | 'payout';
+  kind: 'posting' | 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale';
   id: string;
   field: string;
   stored: number | string | null;
@@ -133,6 +135,37 @@ export async function reconcile(dataSource: DataSource, environment?: Environmen
     if (Number(b.balance) !== Number(b.unpaid)) {
       differences.push({ kind: 'payout', id: `${b.partner_id}:${b.environment}`, field: 'service_owes_partner balance', stored: Number(b.balance), from_ledger: Number(b.unpaid) });
     }
+  }
+
+  // 6. Every completed order has its booked sale (a lost booking would otherwise go unseen).
+  const unbooked = await inEnv(
+    manager
+      .getRepository(Order)
+      .createQueryBuilder('o')
+      .leftJoin(SaleTransaction, 't', 't.order_id = o.id')
+      .where("o.status = 'TRANSFER_COMPLETED' AND t.id IS NULL"),
+    'o',
+  ).getMany();
+  for (const o of unbooked) differences.push({ kind: 'order', id: o.publicId, field: 'booked sale', stored: 'missing', from_ledger: 'a completed order books one' });
+
+  // 7. Each referred sale's commission is the one its pending line booked.
+  const referral = await inEnv(
+    manager
+      .getRepository(ReferralSale)
+      .createQueryBuilder('s')
+      .leftJoin(LedgerPosting, 'p', "p.referral_sale_id = s.id AND p.kind = 'referral_pending'")
+      .leftJoin(LedgerEntry, 'e', 'e.posting_id = p.id AND e.account = :expense', { expense: ACCOUNT.referralCommissionExpense })
+      .select('s.public_id', 'sale_id')
+      .addSelect('s.commission_cents', 'stored')
+      .addSelect('sum(e.amount_cents)', 'booked')
+      .where('true')
+      .groupBy('s.public_id')
+      .addGroupBy('s.commission_cents'),
+    's',
+  ).getRawMany<{ sale_id: string; stored: string; booked: string | null }>();
+  for (const r of referral) {
+    const booked = r.booked === null ? 0 : Number(r.booked);
+    if (booked !== Number(r.stored)) differences.push({ kind: 'referral_sale', id: r.sale_id, field: 'commission_cents', stored: Number(r.stored), from_ledger: booked });
   }
 
   return {

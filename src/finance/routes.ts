@@ -1,7 +1,7 @@
 /** Money as partners read it (spec "Settlement and reporting", CONTRACT §8): transactions, settlements, payouts. */
 import type { DataSource } from 'typeorm';
 import { ApiError } from '../api/errors';
-import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lists';
+import { Cursor, DateBound, decodeCursor, encodeCursor, Limit, isCursorTime } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
 import { Currency, z } from '../api/schemas';
 import { UUID_ANY } from '../ids';
@@ -56,7 +56,7 @@ const Payout = z
 function keyset(cursor: string | undefined): { at: string; id: string } | undefined {
   if (!cursor) return undefined;
   const c = decodeCursor<{ c: string; i: string }>(cursor, ['c', 'i']);
-  if (!c || Number.isNaN(Date.parse(c.c)) || !UUID_ANY.test(c.i)) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+  if (!c || !isCursorTime(c.c) || !UUID_ANY.test(c.i)) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
   return { at: c.c, id: c.i };
 }
 

@@ -11,6 +11,7 @@ import { Order } from '../db/entities/order';
 import { OrderTimelineEntry } from '../db/entities/order-timeline-entry';
 import { appendEvent, type EventType } from '../events/outbox';
 import { bookSale } from '../finance/sales';
+import { reverseCommissionOfOrder } from '../referral/commissions';
 import { loadOrderView } from './order-view';
 
 const EVENT_FOR: Partial<Record<OrderStatus, EventType>> = {
@@ -66,7 +67,11 @@ export async function advanceOrder(dataSource: DataSource, input: { orderId: str
 
     const updated = await writeStatus(tx, order, input.to, input.at, input.detail ?? null);
     if (input.to === 'TRANSFER_COMPLETED') await bookSale(tx, updated, new Date(input.at));
-    if (input.to === 'TRANSFER_FAILED') await releaseName(tx, updated);
+    if (input.to === 'TRANSFER_FAILED') {
+      await releaseName(tx, updated);
+      // A sale that did not happen earns no referral commission.
+      await reverseCommissionOfOrder(tx, order.id, new Date(input.at));
+    }
     const type = EVENT_FOR[input.to];
     if (type) {
       await appendEvent(tx, {

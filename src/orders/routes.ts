@@ -2,7 +2,7 @@
 import type { DataSource } from 'typeorm';
 import { UUID_ANY, UUID_V4 } from '../ids';
 import { ApiError } from '../api/errors';
-import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lists';
+import { Cursor, DateBound, decodeCursor, encodeCursor, Limit, isCursorTime } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
 import { Partner } from '../db/entities/partner';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
@@ -176,7 +176,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       errors: ['validation_error'],
       handler: async ({ query, auth }) => {
         const cursor = query.cursor ? decodeCursor<{ c: string; i: string }>(query.cursor, ['c', 'i']) : undefined;
-        if (cursor && (Number.isNaN(Date.parse(cursor.c)) || !UUID_ANY.test(cursor.i))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+        if (cursor && (!isCursorTime(cursor.c) || !UUID_ANY.test(cursor.i))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
         if (query.cursor && !cursor) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
         const page = await listOrders(dataSource, auth.partnerId, auth.environment, {
           status: query.status,

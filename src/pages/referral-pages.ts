@@ -15,7 +15,8 @@ import type Koa from 'koa';
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
 import getRawBody from 'raw-body';
-import type { DataSource } from 'typeorm';
+import { MoreThan, type DataSource } from 'typeorm';
+import { CheckoutSession } from '../db/entities/checkout-session';
 import type { Environment } from '../config';
 import { checkoutUrl, openSession, type CheckoutDeps } from '../checkout/sessions';
 import { Domain } from '../db/entities/domain';
@@ -121,8 +122,15 @@ export function referralPages(deps: ReferralPageDeps): Router {
     if (!csrfValid(ctx, fields.get('_csrf'))) return renderPage(ctx, 'message', { title: 'This form has expired', text: 'Reload the page and try again.' }, 403);
     const environment = environmentOf(ctx);
     const house = await deps.dataSource.getRepository(Partner).findOneByOrFail({ name: HOUSE_PARTNER });
+    const name = ctx.params.name.toLowerCase();
     try {
-      const session = await openSession(deps.checkout, { partnerId: house.id, environment, domain: ctx.params.name.toLowerCase() });
+      // Anyone may press "Buy now": an open session of the last hour for the name is reused, so
+      // repeated presses (or a script) cannot open sessions and seven-day workflows without end.
+      const session =
+        (await deps.dataSource.getRepository(CheckoutSession).findOne({
+          where: { partnerId: house.id, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)) },
+          order: { createdAt: 'DESC' },
+        })) ?? (await openSession(deps.checkout, { partnerId: house.id, environment, domain: name }));
       ctx.status = 303;
       ctx.redirect(checkoutUrl('', deps.checkout.pageToken.sign(session.publicId, session.expiresAt)));
     } catch (err) {

@@ -225,8 +225,11 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
   for (const s of sales) {
     const d = day(dayOf(s.occurredAt));
     d.sales++;
-    d.gmv_cents += s.amountCents;
-    if (!reversed.has(s.id)) d.commission_cents += s.commissionCents;
+    // A refunded sale stays a sale of the funnel, but neither its amount nor its commission counts.
+    if (!reversed.has(s.id)) {
+      d.gmv_cents += s.amountCents;
+      d.commission_cents += s.commissionCents;
+    }
   }
   const byDay = [...days.values()]
     .sort((a, b) => a.date.localeCompare(b.date))

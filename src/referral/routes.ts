@@ -213,7 +213,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       scopes: ['report'],
       tag: 'Referral',
       summary: 'The referral funnel: clicks, unique clicks, checkouts started, sales, conversion, GMV, commission, by day',
-      description: '`conversion_rate` = sales ÷ unique clicks. `commission_cents` leaves out reversed commission. Both bounds optional (all time when absent).',
+      description: '`conversion_rate` = sales ÷ unique clicks. `gmv_cents` and `commission_cents` leave out refunded (reversed) sales, which still count in `sales`. Both bounds optional (all time when absent).',
       query: windowQuery,
       response: { status: 200, description: 'the funnel', schema: z.object({ from: z.string().nullable(), to: z.string().nullable() }).passthrough() },
       errors: [...errors],

@@ -126,4 +126,8 @@ export class ReferralSale {
 
   @Column({ name: 'occurred_at', type: 'timestamptz' })
   occurredAt: Date;
+
+  /** Its `referral:<sale_id>` workflow (the 30-day window) was started; the recovery sweep starts any that was not. */
+  @Column({ name: 'workflow_started', type: 'boolean', default: false })
+  workflowStarted: boolean;
 }
