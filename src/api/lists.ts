@@ -37,7 +37,9 @@ export function DateBound(edge: 'from' | 'to') {
     .string()
     .refine((s) => (DATE_ONLY.test(s) || DATE_TIME.test(s)) && !Number.isNaN(Date.parse(DATE_ONLY.test(s) ? `${s}T00:00:00Z` : s)), 'must be an RFC 3339 date or date-time')
     .transform((s) => {
-      if (!DATE_ONLY.test(s)) return new Date(s);
+      // Bounds are inclusive (CONTRACT §3) and callers compare `< to`: a date-time `to` is moved
+      // just past itself (to the next millisecond, a JavaScript Date's precision).
+      if (!DATE_ONLY.test(s)) return edge === 'from' ? new Date(s) : new Date(new Date(s).getTime() + 1);
       const start = new Date(`${s}T00:00:00Z`);
       return edge === 'from' ? start : new Date(start.getTime() + 24 * 60 * 60 * 1000);
     })

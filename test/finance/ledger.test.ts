@@ -111,6 +111,8 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', () 
     assert.deepEqual([rev.totals.count, rev.totals.gmv_cents], [1, 0]);
     const oneDay = (await client.get<TxnList>('/api/partner/v1/transactions?from=2026-06-02&to=2026-06-02')).body;
     assert.equal(oneDay.totals.count, 1);
+    const instant = (await client.get<TxnList>('/api/partner/v1/transactions?from=2026-06-02T10:00:00Z&to=2026-06-02T10:00:00Z')).body;
+    assert.equal(instant.totals.count, 1, 'both bounds are inclusive');
     assert.equal((await client.get('/api/partner/v1/transactions?status=refunded')).status, 400);
     assert.equal((await client.get('/api/partner/v1/transactions?cursor=bogus')).status, 400);
   });
