@@ -30,6 +30,7 @@ import { Ledger1795000600000 } from './migrations/1795000600000-ledger';
 import { Checkout1795000700000 } from './migrations/1795000700000-checkout';
 import { Brokerage1795000800000 } from './migrations/1795000800000-brokerage';
 import { Referral1795000900000 } from './migrations/1795000900000-referral';
+import { HotPath1795001000000 } from './migrations/1795001000000-hot-path';
 
 export const entities = [
   Partner,
@@ -71,6 +72,7 @@ export const migrations = [
   Checkout1795000700000,
   Brokerage1795000800000,
   Referral1795000900000,
+  HotPath1795001000000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

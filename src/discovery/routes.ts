@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { ApiError } from '../api/errors';
 import { defineRoute, type RouteSpec } from '../api/route';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
-import { findDomain, isAvailable, isOnMarket } from './inventory';
+import { findDomain, findListing, isAvailable, isOnMarket } from './inventory';
 import { MAX_RESULTS, type DomainSearch } from './search';
 
 export const MAX_QUERY_LENGTH = 200;
@@ -117,7 +117,7 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
       response: { status: 200, description: 'availability', schema: Availability },
       errors: ['validation_error'],
       handler: async ({ query, auth }) => {
-        const domain = await findDomain(dataSource, auth.environment, query.domain);
+        const domain = await findListing(dataSource, auth.environment, query.domain);
         const listed = isOnMarket(domain);
         return {
           body: {
@@ -140,7 +140,7 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
       response: { status: 200, description: 'prices', schema: Pricing },
       errors: ['validation_error', 'not_found'],
       handler: async ({ query, auth }) => {
-        const domain = await findDomain(dataSource, auth.environment, query.domain);
+        const domain = await findListing(dataSource, auth.environment, query.domain);
         if (!isOnMarket(domain)) throw new ApiError('not_found', `${query.domain} is not listed`);
         return {
           body: { domain: domain.name, buy_now_price_cents: domain.buyNowPriceCents, floor_price_cents: domain.floorPriceCents, currency: domain.currency },

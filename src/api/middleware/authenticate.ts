@@ -1,7 +1,8 @@
 /**
  * CONTRACT §1 in order: missing key id (401 missing_credentials); unknown or revoked key, bad
  * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in one database
- * round trip (admit_request), nonce replay (401), scope (403) and the rate limit (429). Only an
+ * round trip (admit_request, a prepared statement), nonce replay or a timestamp older than the
+ * replay store's last crash recovery (401), scope (403) and the rate limit (429). Only an
  * admitted request records its nonce and takes a token, so neither a forged, a forbidden nor a
  * rate-limited request burns a partner's nonces or budget.
  */
@@ -11,6 +12,7 @@ import type { Config } from '../../config';
 import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
 import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
 import type { Scope } from '../../auth/scopes';
+import { runPrepared, type PreparedStatement } from '../../db/prepared';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
 import type { AppState } from '../state';
@@ -24,6 +26,12 @@ export interface AuthDeps {
   /** Server time in ms; replaceable so tests can pin the clock. */
   now?: () => number;
 }
+
+// Raw SQL: admission is one plpgsql function (hot-path migration): credential state, nonce and GCRA bucket in one round trip.
+const ADMIT_REQUEST: PreparedStatement = {
+  name: 'admit_request_v2',
+  text: 'SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5, $6)',
+};
 
 function reject(message: string): never {
   throw new ApiError('invalid_signature', message);
@@ -64,20 +72,22 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middlewa
     if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
-    // Raw SQL: admission is one plpgsql function (nonce, bucket and scope under one row lock, one round trip).
-    const [admission] = (await deps.dataSource.query('SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5)', [
+    const [admission] = await runPrepared<{ outcome: string; retry_after_seconds: number }>(deps.dataSource, ADMIT_REQUEST, [
       keyId,
       nonce.toLowerCase(),
       scopeOk,
       deps.config.rateLimits.perSecond[credential.environment],
       deps.config.rateLimits.burstMultiplier,
-    ])) as Array<{ outcome: string; retry_after_seconds: number }>;
+      timestamp,
+    ]);
 
     switch (admission.outcome) {
       case 'admitted':
         break;
       case 'revoked':
         reject('this credential has been revoked');
+      case 'signed_before_restart':
+        reject('signed before the replay store restarted after a database failure: sign the request again with the current time');
       case 'replayed':
         reject('this nonce has already been used');
       case 'forbidden':
