@@ -117,23 +117,29 @@ export async function findDomain(dataSource: DataSource, environment: Environmen
 export type Listing = Pick<Domain, 'name' | 'status' | 'buyNowPriceCents' | 'floorPriceCents' | 'currency'>;
 
 // Raw SQL: a prepared statement (see src/db/prepared.ts), read on every signed availability and pricing request.
-const FIND_LISTING: PreparedStatement = {
+export const FIND_LISTING: PreparedStatement = {
   name: 'find_listing_v1',
   text: 'SELECT name, status, buy_now_price_cents, floor_price_cents, currency FROM domains WHERE environment = $1 AND name = $2',
 };
+
+/** A row of FIND_LISTING (bigint cents as pg's string, or as a JSON number when read through row_to_json). */
+export function listingFromRow(row: Record<string, unknown>): Listing {
+  return {
+    name: String(row.name),
+    status: row.status as DomainStatus,
+    buyNowPriceCents: centsFromDb(String(row.buy_now_price_cents)),
+    floorPriceCents: centsFromDb(String(row.floor_price_cents)),
+    currency: String(row.currency),
+  };
+}
 
 /**
  * `findDomain` narrowed to what availability and pricing answer, read fresh on every request
  * (never cached), so a name a quote has just reserved is answered unavailable at once.
  */
 export async function findListing(dataSource: DataSource, environment: Environment, name: string): Promise<Listing | undefined> {
-  const [row] = await runPrepared<{ name: string; status: DomainStatus; buy_now_price_cents: string; floor_price_cents: string; currency: string }>(
-    dataSource,
-    FIND_LISTING,
-    [environment, normaliseDomainName(name)],
-  );
-  if (!row) return undefined;
-  return { name: row.name, status: row.status, buyNowPriceCents: centsFromDb(row.buy_now_price_cents), floorPriceCents: centsFromDb(row.floor_price_cents), currency: row.currency };
+  const [row] = await runPrepared(dataSource, FIND_LISTING, [environment, normaliseDomainName(name)]);
+  return row ? listingFromRow(row) : undefined;
 }
 
 /** For sale (listed) or under a quote (reserved): the names the API answers as "listed". */

@@ -15,6 +15,7 @@ import type { Scope } from '../../auth/scopes';
 import { runPrepared, type PreparedStatement } from '../../db/prepared';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
+import type { AdmittedRead } from '../route';
 import type { AppState } from '../state';
 
 export const MAX_SKEW_SECONDS = 300;
@@ -33,13 +34,24 @@ const ADMIT_REQUEST: PreparedStatement = {
   text: 'SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5, $6)',
 };
 
+/** Admission and the route's read in one statement; the read's parameters follow admission's six. */
+function admissionWithRead(read: AdmittedRead): PreparedStatement {
+  const sql = read.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + 6}`);
+  return {
+    name: `admit_request_v2_with_${read.name}`,
+    text: `SELECT a.outcome, a.retry_after_seconds, r.admitted_read FROM admit_request($1, $2, $3, $4, $5, $6) a
+           LEFT JOIN LATERAL (SELECT row_to_json(s) AS admitted_read FROM (${sql}) s) r ON a.outcome = 'admitted'`,
+  };
+}
+
 function reject(message: string): never {
   throw new ApiError('invalid_signature', message);
 }
 
 /** `scopes`: any one of them grants the route (the spec lists orders under search and buy). */
-export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middleware<AppState> {
+export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: AdmittedRead): Middleware<AppState> {
   const now = deps.now ?? Date.now;
+  const admitWithRead = read && admissionWithRead(read);
   return async (ctx, next) => {
     const keyId = ctx.get(HEADER.keyId);
     if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
@@ -72,14 +84,20 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middlewa
     if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
-    const [admission] = await runPrepared<{ outcome: string; retry_after_seconds: number }>(deps.dataSource, ADMIT_REQUEST, [
+    const admissionParams = [
       keyId,
       nonce.toLowerCase(),
       scopeOk,
       deps.config.rateLimits.perSecond[credential.environment],
       deps.config.rateLimits.burstMultiplier,
       timestamp,
-    ]);
+    ];
+    const readParams = admitWithRead && read.params({ query: ctx.query, environment: credential.environment });
+    const [admission] = await runPrepared<{ outcome: string; retry_after_seconds: number; admitted_read?: Record<string, unknown> | null }>(
+      deps.dataSource,
+      readParams ? admitWithRead : ADMIT_REQUEST,
+      readParams ? [...admissionParams, ...readParams] : admissionParams,
+    );
 
     switch (admission.outcome) {
       case 'admitted':
@@ -99,6 +117,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middlewa
       default:
         throw new Error(`unexpected admission outcome ${admission.outcome}`);
     }
+    if (readParams) ctx.state.admittedRead = admission.admitted_read ?? null;
     ctx.state.auth = { keyId, partnerId: credential.partnerId, environment: credential.environment, scopes: credential.scopes };
     await next();
   };
