@@ -123,7 +123,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   for (const route of routes) {
     router.register(toRouterPath(route.path), [route.method.toUpperCase()], [
       rawBody(),
-      authenticate(deps, route.scopes),
+      authenticate(deps, route.scopes, route.admittedRead),
       validate(route),
       async (ctx: Koa.ParameterizedContext<AppState>) => {
         const input = (ctx.state as AppState & { input: ValidatedInput }).input;
@@ -135,6 +135,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
           headers: ctx.headers,
           rawQuery: ctx.query,
           requestId: ctx.state.requestId,
+          admittedRead: ctx.state.admittedRead,
         });
         ctx.status = result.status ?? route.response.status;
         for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);

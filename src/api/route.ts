@@ -5,6 +5,7 @@
 import type { z, ZodObject, ZodType } from 'zod';
 import type { Scope } from '../auth/scopes';
 import type { ErrorCode } from './errors';
+import type { Environment } from '../config';
 import type { AuthContext } from './state';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
@@ -24,6 +25,21 @@ export interface HandlerInput<Q, P, B> {
   /** The query string as sent, before validation (to echo a parameter back as the partner wrote it). */
   rawQuery: Record<string, string | string[] | undefined>;
   requestId: string;
+  /** The row of the route's `admittedRead` (null: no row), when admission made it; undefined otherwise. */
+  admittedRead?: Record<string, unknown> | null;
+}
+
+/**
+ * One read a route's handler needs, made in admission's database round trip (the signed hot
+ * path: availability and pricing), so the request costs one round trip instead of two.
+ */
+export interface AdmittedRead {
+  /** Names the combined prepared statement; unique among routes. */
+  name: string;
+  /** A SELECT of at most one row, over its own parameters `$1`, `$2`, …; no column named `outcome` or `retry_after_seconds`. */
+  sql: string;
+  /** Its parameters from the request as sent (validation comes after authentication), or undefined to skip it. */
+  params: (request: { query: Record<string, unknown>; environment: Environment }) => unknown[] | undefined;
 }
 
 export interface RouteSpec<Q extends ZodObject = ZodObject, P extends ZodObject = ZodObject, B extends ZodType = ZodType, R extends ZodType = ZodType> {
@@ -44,6 +60,7 @@ export interface RouteSpec<Q extends ZodObject = ZodObject, P extends ZodObject 
   response: { status: number; description: string; schema: R };
   /** Contract error codes this route answers with, beyond the ones every signed route has. */
   errors: readonly ErrorCode[];
+  admittedRead?: AdmittedRead;
   handler: (input: HandlerInput<z.output<Q>, z.output<P>, z.output<B>>) => Promise<RouteResult<z.input<R>>>;
 }
 

@@ -15,4 +15,6 @@ export interface AppState {
   log: Logger;
   auth?: AuthContext;
   rawBody?: Buffer;
+  /** See RouteSpec.admittedRead. */
+  admittedRead?: Record<string, unknown> | null;
 }

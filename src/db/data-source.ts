@@ -31,6 +31,7 @@ import { Checkout1795000700000 } from './migrations/1795000700000-checkout';
 import { Brokerage1795000800000 } from './migrations/1795000800000-brokerage';
 import { Referral1795000900000 } from './migrations/1795000900000-referral';
 import { ReferralRecovery1795000950000 } from './migrations/1795000950000-referral-recovery';
+import { HotPath1795001000000 } from './migrations/1795001000000-hot-path';
 
 export const entities = [
   Partner,
@@ -73,6 +74,7 @@ export const migrations = [
   Brokerage1795000800000,
   Referral1795000900000,
   ReferralRecovery1795000950000,
+  HotPath1795001000000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -6,7 +6,9 @@ import { parse } from 'csv-parse/sync';
 import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
-import { Domain } from '../db/entities/domain';
+import { centsFromDb } from '../db/columns';
+import { Domain, type DomainStatus } from '../db/entities/domain';
+import { runPrepared, type PreparedStatement } from '../db/prepared';
 
 export const DOMAIN_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 
@@ -111,11 +113,40 @@ export async function findDomain(dataSource: DataSource, environment: Environmen
   return row ?? undefined;
 }
 
+/** What availability and pricing answer from: a name's state and prices, nothing else. */
+export type Listing = Pick<Domain, 'name' | 'status' | 'buyNowPriceCents' | 'floorPriceCents' | 'currency'>;
+
+// Raw SQL: a prepared statement (see src/db/prepared.ts), read on every signed availability and pricing request.
+export const FIND_LISTING: PreparedStatement = {
+  name: 'find_listing_v1',
+  text: 'SELECT name, status, buy_now_price_cents, floor_price_cents, currency FROM domains WHERE environment = $1 AND name = $2',
+};
+
+/** A row of FIND_LISTING (bigint cents as pg's string, or as a JSON number when read through row_to_json). */
+export function listingFromRow(row: Record<string, unknown>): Listing {
+  return {
+    name: String(row.name),
+    status: row.status as DomainStatus,
+    buyNowPriceCents: centsFromDb(String(row.buy_now_price_cents)),
+    floorPriceCents: centsFromDb(String(row.floor_price_cents)),
+    currency: String(row.currency),
+  };
+}
+
+/**
+ * `findDomain` narrowed to what availability and pricing answer, read fresh on every request
+ * (never cached), so a name a quote has just reserved is answered unavailable at once.
+ */
+export async function findListing(dataSource: DataSource, environment: Environment, name: string): Promise<Listing | undefined> {
+  const [row] = await runPrepared(dataSource, FIND_LISTING, [environment, normaliseDomainName(name)]);
+  return row ? listingFromRow(row) : undefined;
+}
+
 /** For sale (listed) or under a quote (reserved): the names the API answers as "listed". */
-export function isOnMarket(domain: Domain | undefined): domain is Domain {
+export function isOnMarket<T extends Pick<Domain, 'status'>>(domain: T | undefined): domain is T {
   return domain !== undefined && (domain.status === 'listed' || domain.status === 'reserved');
 }
 
-export function isAvailable(domain: Domain | undefined): boolean {
+export function isAvailable(domain: Pick<Domain, 'status'> | undefined): boolean {
   return domain !== undefined && domain.status === 'listed';
 }

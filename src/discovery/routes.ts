@@ -1,9 +1,10 @@
 /** Discovery (spec "Discovery", CONTRACT §5): search, one domain, availability, pricing. */
 import type { DataSource } from 'typeorm';
 import { ApiError } from '../api/errors';
-import { defineRoute, type RouteSpec } from '../api/route';
+import { defineRoute, type AdmittedRead, type RouteSpec } from '../api/route';
+import type { Environment } from '../config';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
-import { findDomain, isAvailable, isOnMarket } from './inventory';
+import { findDomain, findListing, FIND_LISTING, isAvailable, isOnMarket, listingFromRow, type Listing } from './inventory';
 import { MAX_RESULTS, type DomainSearch } from './search';
 
 export const MAX_QUERY_LENGTH = 200;
@@ -49,6 +50,22 @@ const Pricing = z
   .openapi('Pricing');
 
 const DomainQuery = z.object({ domain: DomainName });
+
+/** The listing read inside admission's round trip, for the name the route's own schema will validate. */
+const LISTING_READ: AdmittedRead = {
+  name: 'listing',
+  sql: FIND_LISTING.text,
+  params: ({ query, environment }) => {
+    const parsed = DomainQuery.safeParse(query);
+    return parsed.success ? [environment, parsed.data.domain] : undefined;
+  },
+};
+
+/** The listing admission read with the request, else (no read made) read now. */
+async function listingOf(dataSource: DataSource, environment: Environment, name: string, admittedRead: Record<string, unknown> | null | undefined): Promise<Listing | undefined> {
+  if (admittedRead === undefined) return findListing(dataSource, environment, name);
+  return admittedRead === null ? undefined : listingFromRow(admittedRead);
+}
 
 export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSearch }): RouteSpec[] {
   const { dataSource, search } = deps;
@@ -116,8 +133,9 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
       query: DomainQuery,
       response: { status: 200, description: 'availability', schema: Availability },
       errors: ['validation_error'],
-      handler: async ({ query, auth }) => {
-        const domain = await findDomain(dataSource, auth.environment, query.domain);
+      admittedRead: LISTING_READ,
+      handler: async ({ query, auth, admittedRead }) => {
+        const domain = await listingOf(dataSource, auth.environment, query.domain, admittedRead);
         const listed = isOnMarket(domain);
         return {
           body: {
@@ -139,8 +157,9 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
       query: DomainQuery,
       response: { status: 200, description: 'prices', schema: Pricing },
       errors: ['validation_error', 'not_found'],
-      handler: async ({ query, auth }) => {
-        const domain = await findDomain(dataSource, auth.environment, query.domain);
+      admittedRead: LISTING_READ,
+      handler: async ({ query, auth, admittedRead }) => {
+        const domain = await listingOf(dataSource, auth.environment, query.domain, admittedRead);
         if (!isOnMarket(domain)) throw new ApiError('not_found', `${query.domain} is not listed`);
         return {
           body: { domain: domain.name, buy_now_price_cents: domain.buyNowPriceCents, floor_price_cents: domain.floorPriceCents, currency: domain.currency },

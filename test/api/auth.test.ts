@@ -74,6 +74,25 @@ describe('authentication outcomes over HTTP (CONTRACT §1)', () => {
     assert.equal((await client.get(PRICING, { nonce })).status, 200);
   });
 
+  it('after crash recovery empties the replay store, a request signed before it restarted is 401; one signed since is answered', async () => {
+    // Crash recovery empties the unlogged nonce table and, with it, admission_epoch; deleting the row is what it leaves behind.
+    const { dataSource } = getStack();
+    const { client } = await newPartner();
+    await dataSource.query('DELETE FROM admission_epoch');
+    try {
+      const signedBefore = String(Math.floor(Date.now() / 1000) - 1);
+      const refused = await client.get(PRICING, { timestamp: signedBefore });
+      expectError(refused, 401, 'invalid_signature');
+      assert.match((refused.body as { error: { message: string } }).error.message, /restarted/);
+      const [{ startedAt }] = (await dataSource.query('SELECT extract(epoch FROM started_at)::float8 AS "startedAt" FROM admission_epoch')) as Array<{ startedAt: number }>;
+      await new Promise((r) => setTimeout(r, Math.max(0, (Math.ceil(startedAt) - Date.now() / 1000) * 1000 + 50)));
+      assert.equal((await client.get(PRICING)).status, 200, 'signed after the epoch second');
+    } finally {
+      // Back to "nothing forgotten", so later tests may sign with old timestamps again.
+      await dataSource.query(`UPDATE admission_epoch SET started_at = '-infinity'`);
+    }
+  });
+
   it('a body other than the one signed is 401 invalid_signature', async () => {
     const { client } = await newPartner();
     const path = '/api/partner/v1/domains/search?q=coffee';

@@ -96,7 +96,7 @@ describe('scopes (spec "Scopes")', () => {
     const nonces = async (keyId: string) =>
       Number((await getStack().dataSource.createQueryBuilder().select('count(*)', 'n').from('request_nonces', 'r').where('r.key_id = :keyId', { keyId }).getRawOne<{ n: string }>())!.n);
     const bucket = (keyId: string) =>
-      getStack().dataSource.createQueryBuilder().select(['b.tokens AS tokens', 'b.updated_at AS updated_at']).from('rate_limit_buckets', 'b').where('b.key_id = :keyId', { keyId }).getRawOne();
+      getStack().dataSource.createQueryBuilder().select(['b.tat AS tat']).from('rate_limit_buckets', 'b').where('b.key_id = :keyId', { keyId }).getRawOne();
 
     it('no nonce recorded and no rate-limit token taken', async () => {
       const { client, keyId } = await newPartner({ scopes: ['search'] });

@@ -1,7 +1,8 @@
 /**
  * CONTRACT §1 in order: missing key id (401 missing_credentials); unknown or revoked key, bad
  * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in one database
- * round trip (admit_request), nonce replay (401), scope (403) and the rate limit (429). Only an
+ * round trip (admit_request, a prepared statement), nonce replay or a timestamp older than the
+ * replay store's last crash recovery (401), scope (403) and the rate limit (429). Only an
  * admitted request records its nonce and takes a token, so neither a forged, a forbidden nor a
  * rate-limited request burns a partner's nonces or budget.
  */
@@ -11,8 +12,10 @@ import type { Config } from '../../config';
 import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
 import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
 import type { Scope } from '../../auth/scopes';
+import { runPrepared, type PreparedStatement } from '../../db/prepared';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
+import type { AdmittedRead } from '../route';
 import type { AppState } from '../state';
 
 export const MAX_SKEW_SECONDS = 300;
@@ -25,13 +28,30 @@ export interface AuthDeps {
   now?: () => number;
 }
 
+// Raw SQL: admission is one plpgsql function (hot-path migration): credential state, nonce and GCRA bucket in one round trip.
+const ADMIT_REQUEST: PreparedStatement = {
+  name: 'admit_request_v2',
+  text: 'SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5, $6)',
+};
+
+/** Admission and the route's read in one statement; the read's parameters follow admission's six. */
+function admissionWithRead(read: AdmittedRead): PreparedStatement {
+  const sql = read.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + 6}`);
+  return {
+    name: `admit_request_v2_with_${read.name}`,
+    text: `SELECT a.outcome, a.retry_after_seconds, r.admitted_read FROM admit_request($1, $2, $3, $4, $5, $6) a
+           LEFT JOIN LATERAL (SELECT row_to_json(s) AS admitted_read FROM (${sql}) s) r ON a.outcome = 'admitted'`,
+  };
+}
+
 function reject(message: string): never {
   throw new ApiError('invalid_signature', message);
 }
 
 /** `scopes`: any one of them grants the route (the spec lists orders under search and buy). */
-export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middleware<AppState> {
+export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: AdmittedRead): Middleware<AppState> {
   const now = deps.now ?? Date.now;
+  const admitWithRead = read && admissionWithRead(read);
   return async (ctx, next) => {
     const keyId = ctx.get(HEADER.keyId);
     if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
@@ -64,20 +84,28 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middlewa
     if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
-    // Raw SQL: admission is one plpgsql function (nonce, bucket and scope under one row lock, one round trip).
-    const [admission] = (await deps.dataSource.query('SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5)', [
+    const admissionParams = [
       keyId,
       nonce.toLowerCase(),
       scopeOk,
       deps.config.rateLimits.perSecond[credential.environment],
       deps.config.rateLimits.burstMultiplier,
-    ])) as Array<{ outcome: string; retry_after_seconds: number }>;
+      timestamp,
+    ];
+    const readParams = admitWithRead && read.params({ query: ctx.query, environment: credential.environment });
+    const [admission] = await runPrepared<{ outcome: string; retry_after_seconds: number; admitted_read?: Record<string, unknown> | null }>(
+      deps.dataSource,
+      readParams ? admitWithRead : ADMIT_REQUEST,
+      readParams ? [...admissionParams, ...readParams] : admissionParams,
+    );
 
     switch (admission.outcome) {
       case 'admitted':
         break;
       case 'revoked':
         reject('this credential has been revoked');
+      case 'signed_before_restart':
+        reject('signed before the replay store restarted after a database failure: sign the request again with the current time');
       case 'replayed':
         reject('this nonce has already been used');
       case 'forbidden':
@@ -89,6 +117,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[]): Middlewa
       default:
         throw new Error(`unexpected admission outcome ${admission.outcome}`);
     }
+    if (readParams) ctx.state.admittedRead = admission.admitted_read ?? null;
     ctx.state.auth = { keyId, partnerId: credential.partnerId, environment: credential.environment, scopes: credential.scopes };
     await next();
   };
