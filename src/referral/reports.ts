@@ -44,23 +44,29 @@ export async function clickTotals(dataSource: DataSource, partnerId: string, env
 }
 
 export async function linkStats(dataSource: DataSource, partnerId: string, environment: Environment, links: ReferralLink[]) {
-  const reversed = await reversedSaleIds(dataSource, partnerId, environment);
-  const sales = await dataSource.getRepository(ReferralSale).find({ where: { partnerId, environment } });
+  if (!links.length) return [];
+  const ids = links.map((l) => l.id);
   const clicks = await dataSource
     .getRepository(ReferralClick)
     .createQueryBuilder('c')
     .select('c.link_id', 'link_id')
     .addSelect('count(*)', 'clicks')
-    .where('c.partner_id = :partnerId AND c.environment = :environment', { partnerId, environment })
+    .where('c.partner_id = :partnerId AND c.environment = :environment AND c.link_id IN (:...ids)', { partnerId, environment, ids })
     .groupBy('c.link_id')
     .getRawMany<{ link_id: string; clicks: string }>();
+  const sales = await dataSource
+    .getRepository(ReferralSale)
+    .createQueryBuilder('s')
+    .leftJoin(LedgerPosting, 'r', "r.referral_sale_id = s.id AND r.kind = 'referral_reversed'")
+    .select('s.link_id', 'link_id')
+    .addSelect('count(*)', 'sales')
+    .addSelect('coalesce(sum(s.commission_cents) FILTER (WHERE r.id IS NULL), 0)', 'commission')
+    .where('s.partner_id = :partnerId AND s.environment = :environment AND s.link_id IN (:...ids)', { partnerId, environment, ids })
+    .groupBy('s.link_id')
+    .getRawMany<{ link_id: string; sales: string; commission: string }>();
   return links.map((link) => {
-    const mine = sales.filter((s) => s.linkId === link.id);
-    return {
-      clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0),
-      sales: mine.length,
-      commission_cents: mine.filter((s) => !reversed.has(s.id)).reduce((sum, s) => sum + s.commissionCents, 0),
-    };
+    const sold = sales.find((r) => r.link_id === link.id);
+    return { clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0), sales: Number(sold?.sales ?? 0), commission_cents: Number(sold?.commission ?? 0) };
   });
 }
 
@@ -200,48 +206,57 @@ export async function referralPayouts(dataSource: DataSource, partnerId: string,
   return { data, total_paid_cents: data.reduce((sum, p) => sum + p.amount_cents, 0) };
 }
 
-function dayOf(d: Date): string {
-  return d.toISOString().slice(0, 10);
-}
+type Row = { day: string; clicks?: string; unique?: string; checkouts?: string; sales?: string; gmv?: string; commission?: string };
 
-/** The funnel over a window, and per UTC day. */
+/** The funnel over a window, and per UTC day: counted and summed by Postgres, one query per table. */
 export async function analytics(dataSource: DataSource, partnerId: string, environment: Environment, w: Window) {
-  const inWindow = (at: Date) => (!w.from || at >= w.from) && (!w.to || at < w.to);
-  const reversed = await reversedSaleIds(dataSource, partnerId, environment);
-  const clicks = (await dataSource.getRepository(ReferralClick).find({ where: { partnerId, environment } })).filter((c) => inWindow(c.clickedAt));
-  const checkouts = (await dataSource.getRepository(ReferralCheckout).find({ where: { partnerId, environment } })).filter((c) => inWindow(c.startedAt));
-  const sales = (await dataSource.getRepository(ReferralSale).find({ where: { partnerId, environment } })).filter((s) => inWindow(s.occurredAt));
-  const days = new Map<string, { date: string; clicks: number; unique: Set<string>; checkouts_started: number; sales: number; gmv_cents: number; commission_cents: number }>();
+  const scope = { partnerId, environment, from: w.from ?? new Date(0), to: w.to ?? new Date('9999-12-31T00:00:00Z') };
+  const clickRows = await dataSource
+    .getRepository(ReferralClick)
+    .createQueryBuilder('c')
+    .select("to_char(c.day, 'YYYY-MM-DD')", 'day')
+    .addSelect('count(*)', 'clicks')
+    .addSelect('count(DISTINCT (c.link_id, c.visitor_hash))', 'unique')
+    .where('c.partner_id = :partnerId AND c.environment = :environment AND c.clicked_at >= :from AND c.clicked_at < :to', scope)
+    .groupBy('c.day')
+    .getRawMany<Row>();
+  const checkoutRows = await dataSource
+    .getRepository(ReferralCheckout)
+    .createQueryBuilder('k')
+    .select("to_char(k.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')", 'day')
+    .addSelect('count(*)', 'checkouts')
+    .where('k.partner_id = :partnerId AND k.environment = :environment AND k.started_at >= :from AND k.started_at < :to', scope)
+    .groupBy('1')
+    .getRawMany<Row>();
+  // A refunded sale stays a sale of the funnel, but neither its amount nor its commission counts.
+  const saleRows = await dataSource
+    .getRepository(ReferralSale)
+    .createQueryBuilder('s')
+    .leftJoin(LedgerPosting, 'r', "r.referral_sale_id = s.id AND r.kind = 'referral_reversed'")
+    .select("to_char(s.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')", 'day')
+    .addSelect('count(*)', 'sales')
+    .addSelect('coalesce(sum(s.amount_cents) FILTER (WHERE r.id IS NULL), 0)', 'gmv')
+    .addSelect('coalesce(sum(s.commission_cents) FILTER (WHERE r.id IS NULL), 0)', 'commission')
+    .where('s.partner_id = :partnerId AND s.environment = :environment AND s.occurred_at >= :from AND s.occurred_at < :to', scope)
+    .groupBy('1')
+    .getRawMany<Row>();
+  const days = new Map<string, { date: string; clicks: number; unique_clicks: number; checkouts_started: number; sales: number; gmv_cents: number; commission_cents: number }>();
   const day = (date: string) => {
-    if (!days.has(date)) days.set(date, { date, clicks: 0, unique: new Set(), checkouts_started: 0, sales: 0, gmv_cents: 0, commission_cents: 0 });
+    if (!days.has(date)) days.set(date, { date, clicks: 0, unique_clicks: 0, checkouts_started: 0, sales: 0, gmv_cents: 0, commission_cents: 0 });
     return days.get(date)!;
   };
-  for (const c of clicks) {
-    const d = day(c.day);
-    d.clicks++;
-    d.unique.add(`${c.linkId}|${c.visitorHash}`);
-  }
-  for (const c of checkouts) day(dayOf(c.startedAt)).checkouts_started++;
-  for (const s of sales) {
-    const d = day(dayOf(s.occurredAt));
-    d.sales++;
-    // A refunded sale stays a sale of the funnel, but neither its amount nor its commission counts.
-    if (!reversed.has(s.id)) {
-      d.gmv_cents += s.amountCents;
-      d.commission_cents += s.commissionCents;
-    }
-  }
-  const byDay = [...days.values()]
-    .sort((a, b) => a.date.localeCompare(b.date))
-    .map(({ unique, ...d }) => ({ ...d, unique_clicks: unique.size, conversion_rate: unique.size ? Math.round((d.sales / unique.size) * 10_000) / 10_000 : 0 }));
+  for (const r of clickRows) Object.assign(day(r.day), { clicks: Number(r.clicks), unique_clicks: Number(r.unique) });
+  for (const r of checkoutRows) day(r.day).checkouts_started = Number(r.checkouts);
+  for (const r of saleRows) Object.assign(day(r.day), { sales: Number(r.sales), gmv_cents: Number(r.gmv), commission_cents: Number(r.commission) });
+  const rate = (sales: number, unique: number) => (unique ? Math.round((sales / unique) * 10_000) / 10_000 : 0);
+  const byDay = [...days.values()].sort((a, b) => a.date.localeCompare(b.date)).map((d) => ({ ...d, conversion_rate: rate(d.sales, d.unique_clicks) }));
   const sum = (key: 'clicks' | 'unique_clicks' | 'checkouts_started' | 'sales' | 'gmv_cents' | 'commission_cents') => byDay.reduce((total, d) => total + d[key], 0);
-  const uniqueClicks = sum('unique_clicks');
   return {
     clicks: sum('clicks'),
-    unique_clicks: uniqueClicks,
+    unique_clicks: sum('unique_clicks'),
     checkouts_started: sum('checkouts_started'),
     sales: sum('sales'),
-    conversion_rate: uniqueClicks ? Math.round((sum('sales') / uniqueClicks) * 10_000) / 10_000 : 0,
+    conversion_rate: rate(sum('sales'), sum('unique_clicks')),
     gmv_cents: sum('gmv_cents'),
     commission_cents: sum('commission_cents'),
     currency: 'USD',
