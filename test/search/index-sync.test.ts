@@ -416,7 +416,7 @@ describe('search index: embedding queue', () => {
     assert.ok(await until(() => index.hasVector(index.slot('latecomer.com')!), 3000), 'a later name gets its vector');
   });
 
-  it('an HNSW graph is built off the event loop: the exact index answers meanwhile, no turn of the loop waits 50 ms, changes made during the build are in the graph', async function () {
+  it('an HNSW graph is built off the event loop: the exact index answers meanwhile, no turn of the loop waits 100 ms (on the loop: seconds), changes made during the build are in the graph', async function () {
     this.timeout(180_000);
     // A stand-in inventory that, after the first read, answers only with the rows changed since
     // the previous sync (as the xid horizon does), so the syncs during the build are small.
@@ -441,7 +441,9 @@ describe('search index: embedding queue', () => {
       rows.set(name, status);
       changed.add(name);
     };
-    // Large enough that building its graph on the event loop blocks it for seconds (about 4 s here).
+    // Large enough that building its graph on the event loop blocks it for seconds: 3.2 s on our
+    // 2-core machine, where this test then fails ("waited 3195 ms"); in the worker the longest
+    // wait is 25-45 ms (the build starting, while this test syncs and searches).
     const N = 12_000;
     for (let i = 0; i < N; i++) list(`${label(i)}.com`);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'graph-build-'));
@@ -485,7 +487,7 @@ describe('search index: embedding queue', () => {
       clearInterval(ticker);
       maxGap = Math.max(maxGap, performance.now() - last - 1);
       assert.equal(index.vectorIndexKind, 'hnsw', logs.join('\n'));
-      assert.ok(maxGap < 50, `the event loop waited ${maxGap.toFixed(1)} ms during the build`);
+      assert.ok(maxGap < 100, `the event loop waited ${maxGap.toFixed(1)} ms during the build`);
 
       // The graph holds the changes made while it was built.
       assert.equal(index.size, N + 2);
