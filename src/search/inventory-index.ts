@@ -12,8 +12,13 @@
  * search waits for it when it is short.
  *
  * Above ANN_THRESHOLD names the vectors go into an HNSW graph, saved in the data directory and
- * loaded on the next start (a missing one is built, with progress).
+ * loaded on the next start (a missing one is built, with progress). The graph is built in a
+ * worker thread: searches keep answering from the exact index meanwhile, the changes made during
+ * the build are replayed onto the new graph (a few ms of the event loop at a time), then it is
+ * swapped in.
  */
+import { rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
@@ -49,6 +54,13 @@ const EMBED_CHUNK = 1024;
 const WAIT_FOR_EMBEDDING = 256;
 /** Changes to an HNSW graph after which it is saved again. */
 const SAVE_AFTER_CHANGES = 10_000;
+/** The event loop's longest turn while changes made during a graph build are replayed onto it. */
+const REPLAY_SLICE_MS = 10;
+
+export interface InventoryIndexOptions {
+  /** Names above which the vectors go into an HNSW graph (ANN_THRESHOLD; tests lower it). */
+  annThreshold?: number;
+}
 
 export class InventoryIndex {
   readonly slots: Array<Entry | undefined> = [];
@@ -68,6 +80,11 @@ export class InventoryIndex {
   private running: Promise<void> | undefined;
   private next: Promise<void> | undefined;
   private changesSinceSave = 0;
+  /** The HNSW graph being built in a worker, if any. */
+  private building: Promise<void> | undefined;
+  /** While a graph is built: the slots added (true) or removed (false) since its vectors were taken. */
+  private journal: Map<number, boolean> | undefined;
+  private readonly annThreshold: number;
 
   constructor(
     readonly environment: Environment,
@@ -76,7 +93,20 @@ export class InventoryIndex {
     readonly cache: EmbeddingCache,
     private readonly log: (m: string) => void,
     private readonly indexDir?: string,
-  ) {}
+    options: InventoryIndexOptions = {},
+  ) {
+    this.annThreshold = options.annThreshold ?? ANN_THRESHOLD;
+  }
+
+  /** Which vector index answers `nearest` now. */
+  get vectorIndexKind(): 'exact' | 'hnsw' {
+    return this.index instanceof HnswIndex ? 'hnsw' : 'exact';
+  }
+
+  /** Settles when the HNSW graph being built (if any) is swapped in, or its build failed. */
+  graphBuilt(): Promise<void> {
+    return this.building ?? Promise.resolve();
+  }
 
   get size(): number {
     return this.slotOf.size;
@@ -216,6 +246,7 @@ export class InventoryIndex {
         else {
           // No vector to go with the graph's: take it out until the name is embedded again.
           this.index.remove(slot);
+          this.journal?.set(slot, false);
           this.queue.add(slot);
         }
       } else {
@@ -248,6 +279,7 @@ export class InventoryIndex {
     this.slotOf.delete(name);
     this.queue.delete(slot);
     this.index.remove(slot);
+    this.journal?.set(slot, false);
     this.free.push(slot);
     this.changesSinceSave++;
   }
@@ -272,21 +304,61 @@ export class InventoryIndex {
         this.queue.delete(slot);
         this.vectors.set(slot, this.cache.get(texts[i])!);
         this.index.add(slot, this.vectors.get(slot));
+        this.journal?.set(slot, true);
         this.changesSinceSave++;
       }
       done += slots.length;
       if (total > EMBED_CHUNK * 4 && done % (EMBED_CHUNK * 64) < EMBED_CHUNK) this.log(`  ${this.environment}: ${done}/${total} names embedded`);
     }
     // Once the queue is drained, so that a large first load is one multi-threaded build.
-    if (this.index instanceof ExactIndex && this.index.size > ANN_THRESHOLD) this.switchToHnsw();
+    if (this.index instanceof ExactIndex && this.index.size > this.annThreshold && !this.building) this.startGraphBuild();
     if (this.index instanceof HnswIndex && this.changesSinceSave >= SAVE_AFTER_CHANGES) this.save();
   }
 
-  private switchToHnsw(): void {
+  /**
+   * Builds the HNSW graph over the names with a vector, in a worker thread (saved there, with the
+   * names of its slots written here), while the exact index keeps answering; then replays the
+   * adds and removes made meanwhile onto it and swaps it in. A failed build leaves the exact
+   * index, and the next embedded batch tries again.
+   */
+  private startGraphBuild(): void {
     const live = [...this.slotOf.values()].filter((s) => !this.queue.has(s));
-    this.log(`${this.environment}: building the HNSW vector index over ${live.length} names…`);
-    this.index = HnswIndex.build(this.vectors, live, this.log);
-    this.changesSinceSave = SAVE_AFTER_CHANGES;
+    const vectors = live.map((s) => this.vectors.get(s));
+    const names = this.slots.map((e, slot): [string, string] | null => (e && !this.queue.has(slot) ? [e.name, e.text] : null));
+    const file = this.indexFile;
+    const graph = file ? HnswIndex.newGraphFile(file) : path.join(os.tmpdir(), `hnsw-${process.pid}-${this.environment}-${Date.now().toString(36)}.usearch`);
+    const journal = (this.journal = new Map());
+    this.log(`${this.environment}: building the HNSW vector index over ${live.length} names in a worker thread (searches use the exact index meanwhile)…`);
+    const started = Date.now();
+    this.building = (async () => {
+      let index: HnswIndex;
+      try {
+        index = await HnswIndex.buildInWorker(vectors, live, graph, this.log);
+      } finally {
+        if (!file) rmSync(graph, { force: true });
+      }
+      if (file) HnswIndex.commit(file, graph, index.size, names);
+      let replayed = 0;
+      while (journal.size > 0) {
+        const slice = Date.now();
+        for (const [slot, added] of journal) {
+          journal.delete(slot);
+          if (added) index.add(slot, this.vectors.get(slot));
+          else index.remove(slot);
+          replayed++;
+          if (Date.now() - slice >= REPLAY_SLICE_MS) break;
+        }
+        if (journal.size > 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+      this.index = index;
+      this.changesSinceSave = replayed;
+      this.log(`${this.environment}: HNSW graph of ${index.size} names in use (${((Date.now() - started) / 1000).toFixed(1)} s; ${replayed} changes made meanwhile replayed)`);
+    })()
+      .catch((err: Error) => this.log(`${this.environment}: building the HNSW graph failed (the exact index answers; retried after the next new names): ${err.message}`))
+      .finally(() => {
+        this.journal = undefined;
+        this.building = undefined;
+      });
   }
 
   /** Saves the HNSW graph (when there is one) with the names of its slots. */
