@@ -416,7 +416,7 @@ describe('search index: embedding queue', () => {
     assert.ok(await until(() => index.hasVector(index.slot('latecomer.com')!), 3000), 'a later name gets its vector');
   });
 
-  it('an HNSW graph is built off the event loop: the exact index answers meanwhile, no turn of the loop waits 100 ms (on the loop: seconds), changes made during the build are in the graph', async function () {
+  it('an HNSW graph is built off the event loop: the exact index answers meanwhile, no turn of the loop waits 250 ms (on the loop: seconds), changes made during the build are in the graph', async function () {
     this.timeout(180_000);
     // A stand-in inventory that, after the first read, answers only with the rows changed since
     // the previous sync (as the xid horizon does), so the syncs during the build are small.
@@ -488,7 +488,8 @@ describe('search index: embedding queue', () => {
       clearInterval(ticker);
       maxGap = Math.max(maxGap, performance.now() - last - 1);
       assert.equal(index.vectorIndexKind, 'hnsw', logs.join('\n'));
-      assert.ok(maxGap < 100, `the event loop waited ${maxGap.toFixed(1)} ms during the build`);
+      // Off the loop: 25–75 ms seen on a busy 2-core machine; on the loop the same build held it 3.2 s.
+      assert.ok(maxGap < 250, `the event loop waited ${maxGap.toFixed(1)} ms during the build`);
 
       // The graph holds the changes made while it was built.
       assert.equal(index.size, N + 2);
