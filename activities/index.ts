@@ -7,8 +7,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import { REFUND_NOT_ALLOWED, type OrderStatus, type TransferMode } from '../workflows/messages';
 import { LessThan } from 'typeorm';
-import { affectedCount } from '../src/db/query';
 import { Order } from '../src/db/entities/order';
+import { RequestNonce } from '../src/db/entities/admission';
 import { advanceOrder, type TransitionResult } from '../src/orders/fulfilment';
 import { grantRefund, RefundNotAllowed, type RefundView } from '../src/orders/refunds';
 import { expireQuote } from '../src/orders/quotes';
@@ -70,8 +70,8 @@ export function createActivities(deps: ActivityDeps) {
 
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
     async pruneNonces(input: { seenBefore: string }): Promise<number> {
-      // Raw SQL: request_nonces belongs to the admit_request function (foundation migration), not to an entity.
-      return affectedCount(deps.dataSource, 'DELETE FROM request_nonces WHERE seen_at < $1', [input.seenBefore]);
+      const pruned = await deps.dataSource.getRepository(RequestNonce).delete({ seenAt: LessThan(new Date(input.seenBefore)) });
+      return pruned.affected ?? 0;
     },
 
     async expireQuote(input: { quotePublicId: string }): Promise<'expired' | 'consumed' | 'absent'> {

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { BrokerageCase, BrokerageTimelineEntry } from './entities/brokerage-case';
+import { AdmissionEpoch, RateLimitBucket, RequestNonce } from './entities/admission';
 import { CheckoutPayment, CheckoutSession } from './entities/checkout-session';
 import { Credential } from './entities/credential';
 import { Domain } from './entities/domain';
@@ -36,6 +37,9 @@ import { HotPath1795001000000 } from './migrations/1795001000000-hot-path';
 export const entities = [
   Partner,
   Credential,
+  RequestNonce,
+  RateLimitBucket,
+  AdmissionEpoch,
   Domain,
   Quote,
   Order,
