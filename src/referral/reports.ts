@@ -129,22 +129,11 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
     .groupBy('p.id')
     .addGroupBy('s.public_id')
     .getRawMany<{ posting_id: string; kind: string; at: Date; sale_id: string; commission: string; payable: string; pending: string }>();
-  const payouts = await dataSource
-    .getRepository(LedgerEntry)
-    .createQueryBuilder('e')
-    .innerJoin(PayoutLine, 'l', 'l.posting_id = e.posting_id')
-    .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id AND p.referral_sale_id IS NOT NULL')
-    .innerJoin(Payout, 'po', 'po.id = l.payout_id')
-    .innerJoin(LedgerPosting, 'pp', "pp.payout_id = po.id AND pp.kind = 'payout'")
-    .select('pp.id', 'posting_id')
-    .addSelect('po.public_id', 'payout_id')
-    .addSelect('po.paid_at', 'at')
-    .addSelect('-sum(e.amount_cents)', 'paid')
-    .where('e.account = :payable AND po.partner_id = :partnerId AND po.environment = :environment', { payable: ACCOUNT.serviceOwesPartner, partnerId, environment })
-    .groupBy('pp.id')
-    .addGroupBy('po.public_id')
-    .addGroupBy('po.paid_at')
-    .getRawMany<{ posting_id: string; payout_id: string; at: Date; paid: string }>();
+  const paid = await paidReferralLines(dataSource, partnerId, environment);
+  const payouts = [...new Set(paid.map((l) => l.payout_posting_id))].map((postingId) => {
+    const mine = paid.filter((l) => l.payout_posting_id === postingId);
+    return { posting_id: postingId, payout_id: mine[0].payout_id, at: mine[0].paid_at, paid: String(mine.reduce((sum, l) => sum + l.amount, 0)) };
+  });
 
   type Step = { order: bigint; line: Omit<CommissionLine, 'balance_cents'>; delta: number };
   const steps: Step[] = [
@@ -172,8 +161,11 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
   return { lines, balance_cents: balance, pending_cents: pending };
 }
 
-/** Payouts that paid referral commission: each with the referral lines it took. */
-export async function referralPayouts(dataSource: DataSource, partnerId: string, environment: Environment) {
+/**
+ * What payouts took of the partner's referral lines: one row per payout, referred sale and line
+ * kind, with the amount it paid (its `service_owes_partner` entries, debit positive).
+ */
+async function paidReferralLines(dataSource: DataSource, partnerId: string, environment: Environment) {
   const rows = await dataSource
     .getRepository(LedgerEntry)
     .createQueryBuilder('e')
@@ -181,25 +173,33 @@ export async function referralPayouts(dataSource: DataSource, partnerId: string,
     .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id AND p.referral_sale_id IS NOT NULL')
     .innerJoin(ReferralSale, 's', 's.id = p.referral_sale_id')
     .innerJoin(Payout, 'po', 'po.id = l.payout_id')
-    .select('po.public_id', 'payout_id')
+    .innerJoin(LedgerPosting, 'pp', "pp.payout_id = po.id AND pp.kind = 'payout'")
+    .select('pp.id', 'payout_posting_id')
+    .addSelect('po.public_id', 'payout_id')
     .addSelect('po.paid_at', 'paid_at')
     .addSelect('po.currency', 'currency')
     .addSelect('s.public_id', 'sale_id')
     .addSelect('p.kind', 'kind')
     .addSelect('-sum(e.amount_cents)', 'amount')
     .where('e.account = :payable AND po.partner_id = :partnerId AND po.environment = :environment', { payable: ACCOUNT.serviceOwesPartner, partnerId, environment })
-    .groupBy('po.public_id')
+    .groupBy('pp.id')
+    .addGroupBy('po.public_id')
     .addGroupBy('po.paid_at')
     .addGroupBy('po.currency')
     .addGroupBy('s.public_id')
     .addGroupBy('p.kind')
     .orderBy('po.paid_at', 'DESC')
-    .getRawMany<{ payout_id: string; paid_at: Date; currency: string; sale_id: string; kind: string; amount: string }>();
+    .getRawMany<{ payout_posting_id: string; payout_id: string; paid_at: Date; currency: string; sale_id: string; kind: string; amount: string }>();
+  return rows.map((r) => ({ ...r, amount: Number(r.amount) }));
+}
+
+/** Payouts that paid referral commission: each with the referral lines it took. */
+export async function referralPayouts(dataSource: DataSource, partnerId: string, environment: Environment) {
   const byPayout = new Map<string, { payout_id: string; paid_at: string; amount_cents: number; currency: string; lines: Array<{ sale_id: string; kind: string; amount_cents: number }> }>();
-  for (const r of rows) {
+  for (const r of await paidReferralLines(dataSource, partnerId, environment)) {
     const p = byPayout.get(r.payout_id) ?? { payout_id: r.payout_id, paid_at: new Date(r.paid_at).toISOString(), amount_cents: 0, currency: r.currency, lines: [] };
-    p.lines.push({ sale_id: r.sale_id, kind: r.kind === 'referral_accrued' ? 'accrued' : 'reversed', amount_cents: Number(r.amount) });
-    p.amount_cents += Number(r.amount);
+    p.lines.push({ sale_id: r.sale_id, kind: r.kind === 'referral_accrued' ? 'accrued' : 'reversed', amount_cents: r.amount });
+    p.amount_cents += r.amount;
     byPayout.set(r.payout_id, p);
   }
   const data = [...byPayout.values()];
