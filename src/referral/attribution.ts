@@ -7,7 +7,7 @@
  * agent (HMAC-SHA256, truncated), which then becomes its cookie's visitor: the raw IP is never
  * stored. Clicks are counted under a second keyed hash of the visitor.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { SignedFields } from '../auth/signed-fields';
 
 export const ATTRIBUTION_COOKIE = 'ref';
 export const ATTRIBUTION_DAYS = 30;
@@ -19,37 +19,40 @@ export interface Attribution {
   clickedAt: Date;
 }
 
-export class AttributionKeys {
-  constructor(private readonly key: Buffer) {}
+const SHAPE = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{6,20})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+const message = (fields: string[]) => `cookie|${fields.join('.')}`;
 
-  private mac(purpose: string, text: string): Buffer {
-    return createHmac('sha256', this.key).update(`${purpose}|${text}`).digest();
+export class AttributionKeys {
+  private readonly signer: SignedFields;
+
+  constructor(key: Buffer) {
+    this.signer = new SignedFields(key);
+  }
+
+  private hash(purpose: string, text: string): string {
+    return this.signer.digest(`${purpose}|${text}`).subarray(0, 16).toString('base64url');
   }
 
   /** A visitor id for a browser without a cookie: a keyed hash, never the address itself. */
   visitorFor(ip: string, userAgent: string): string {
-    return this.mac('visitor', `${ip}|${userAgent}`).subarray(0, 16).toString('base64url');
+    return this.hash('visitor', `${ip}|${userAgent}`);
   }
 
   /** What clicks are counted under. */
   visitorHash(visitor: string): string {
-    return this.mac('count', visitor).subarray(0, 16).toString('base64url');
+    return this.hash('count', visitor);
   }
 
   cookie(a: Attribution): string {
-    const body = `${a.visitor}.${a.linkCode}.${Math.floor(a.clickedAt.getTime() / 1000)}`;
-    return `${body}.${this.mac('cookie', body).toString('base64url')}`;
+    const fields = [a.visitor, a.linkCode, String(Math.floor(a.clickedAt.getTime() / 1000))];
+    return this.signer.seal(fields, message(fields));
   }
 
   /** The attribution a cookie carries, if it verifies; `now` decides the 30-day window. */
   read(value: string | undefined, now: number): Attribution | undefined {
-    if (!value || value.length > 200) return undefined;
-    const match = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{6,20})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(value);
-    if (!match) return undefined;
-    const [, visitor, linkCode, seconds, signature] = match;
-    const expected = this.mac('cookie', `${visitor}.${linkCode}.${seconds}`);
-    const given = Buffer.from(signature, 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    const fields = this.signer.open(value, SHAPE, message);
+    if (!fields) return undefined;
+    const [visitor, linkCode, seconds] = fields;
     const clickedAt = new Date(Number(seconds) * 1000);
     if (now - clickedAt.getTime() > ATTRIBUTION_MS) return undefined;
     return { visitor, linkCode, clickedAt };
