@@ -159,7 +159,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
       attribution,
       clicks,
       publicBaseUrl: deps.config.http.publicBaseUrl,
-    }).routes(),
+    }, deps.logger).routes(),
   );
   app.use(brokeragePages(brokerageDeps(deps), deps.logger).routes());
   app.use(errorMapping());

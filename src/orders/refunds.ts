@@ -65,33 +65,46 @@ export async function grantRefund(
     if (existing) return { refund: refundView(existing, order.publicId), created: false, event };
     if (!REFUNDABLE.includes(order.status)) throw new RefundNotAllowed(`order ${order.publicId} is ${order.status}; it cannot be refunded`);
 
-    const refund = await tx.getRepository(Refund).save(
-      tx.getRepository(Refund).create({
-        publicId: input.refundPublicId,
-        orderId: order.id,
-        partnerId: order.partnerId,
-        amountCents: order.salePriceCents,
-        currency: order.currency,
-        reason: input.reason,
-        status: 'succeeded',
-        createdAt: new Date(input.at),
-      }),
-    );
-    const updated = await writeStatus(tx, order, 'REFUNDED', input.at, input.reason);
-    await reverseCommissionOfOrder(tx, order.id, new Date(input.at));
-    // After a failed transfer the name was listed again and may have been sold since: only a
-    // name this order still holds goes back on the market.
-    await releaseName(tx, updated);
-    const view = refundView(refund, order.publicId);
-    await appendEvent(tx, {
-      partnerId: order.partnerId,
-      environment: order.environment,
-      type: 'order.refunded',
-      data: { ...(await loadOrderView(tx, updated)), refund: view },
-      dedupeKey: `order:${order.id}:REFUNDED`,
+    const view = await refundOrderRow(tx, order, input.refundPublicId, input.reason, new Date(input.at), async (updated) => {
+      // After a failed transfer the name was listed again and may have been sold since: only a
+      // name this order still holds goes back on the market.
+      await releaseName(tx, updated);
     });
     return { refund: view, created: true, event };
   });
+}
+
+/**
+ * What every refund of an order writes, in the caller's transaction holding the order's lock:
+ * the refund row, the order REFUNDED with its timeline entry, the referral commission reversed,
+ * what this kind of refund must also undo (`undo`: the name, or the booked sale), and
+ * `order.refunded`. Answers the refund.
+ */
+async function refundOrderRow(tx: EntityManager, order: Order, refundPublicId: string, reason: string | null, at: Date, undo: (updated: Order) => Promise<void>): Promise<RefundView> {
+  const refund = await tx.getRepository(Refund).save(
+    tx.getRepository(Refund).create({
+      publicId: refundPublicId,
+      orderId: order.id,
+      partnerId: order.partnerId,
+      amountCents: order.salePriceCents,
+      currency: order.currency,
+      reason,
+      status: 'succeeded',
+      createdAt: at,
+    }),
+  );
+  const updated = await writeStatus(tx, order, 'REFUNDED', at.toISOString(), reason);
+  await reverseCommissionOfOrder(tx, order.id, at);
+  await undo(updated);
+  const view = refundView(refund, order.publicId);
+  await appendEvent(tx, {
+    partnerId: order.partnerId,
+    environment: order.environment,
+    type: 'order.refunded',
+    data: { ...(await loadOrderView(tx, updated)), refund: view },
+    dedupeKey: `order:${order.id}:REFUNDED`,
+  });
+  return view;
 }
 
 /** The refund window of a service-collected sale (CONTRACT §11): 30 days from payment. */
@@ -118,29 +131,8 @@ export async function refundCompletedSale(dataSource: DataSource, orderId: strin
       .where('o.id = :id', { id: order.id, days: SERVICE_REFUND_WINDOW_DAYS })
       .getRawOne<{ inWindow: boolean }>())!;
     if (!inWindow) throw new RefundNotAllowed(`order ${order.publicId} was paid more than ${SERVICE_REFUND_WINDOW_DAYS} days ago; its refund window has closed`);
-    const refund = await tx.getRepository(Refund).save(
-      tx.getRepository(Refund).create({
-        publicId: publicId('ref'),
-        orderId: order.id,
-        partnerId: order.partnerId,
-        amountCents: order.salePriceCents,
-        currency: order.currency,
-        reason,
-        status: 'succeeded',
-        createdAt: at,
-      }),
-    );
-    const txn = await tx.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id });
-    await reverseSale(tx, txn.id, at);
-    await reverseCommissionOfOrder(tx, order.id, at);
-    const updated = await writeStatus(tx, order, 'REFUNDED', at.toISOString(), reason);
-    const view = refundView(refund, order.publicId);
-    await appendEvent(tx, {
-      partnerId: order.partnerId,
-      environment: order.environment,
-      type: 'order.refunded',
-      data: { ...(await loadOrderView(tx, updated)), refund: view },
-      dedupeKey: `order:${order.id}:REFUNDED`,
+    const view = await refundOrderRow(tx, order, publicId('ref'), reason, at, async () => {
+      await reverseSale(tx, (await tx.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id })).id, at);
     });
     return { refund: view, created: true };
   });

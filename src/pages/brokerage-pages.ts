@@ -5,14 +5,14 @@
  * verify, or a link an operator revoked, gets a page saying so (4xx) and no case. Same layout,
  * security headers and assets as checkout; the page has no form, so no CSRF token.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { findCase, timelines, type BrokerageDeps } from '../brokerage/cases';
 import type { BrokerageCase } from '../db/entities/brokerage-case';
 import type { CaseStatus, CaseTier } from '../../workflows/brokerage-messages';
 import { renderPage } from './render';
-import { pageSecurity } from './security';
+import { pageRouter } from './security';
 import { money } from './format';
 
 /** Each status in words, as the buyer reads it. */
@@ -72,16 +72,7 @@ const MESSAGES = {
 } as const;
 
 export function brokeragePages(deps: BrokerageDeps, logger: Logger): Router {
-  const router = new Router();
-  router.use(pageSecurity());
-  router.use(async (ctx, next) => {
-    try {
-      await next();
-    } catch (err) {
-      logger.error({ err, request_id: ctx.state.requestId }, 'brokerage page failed');
-      renderPage(ctx, 'message', { ...PAGE, title: 'Something went wrong', text: 'We could not show this page. Try again in a moment.', requestId: ctx.state.requestId }, 500);
-    }
-  });
+  const router = pageRouter(logger, { what: 'brokerage page', text: 'We could not show this page. Try again in a moment.', page: PAGE });
 
   const message = (ctx: Koa.Context, which: keyof typeof MESSAGES) => renderPage(ctx, 'message', { ...PAGE, title: MESSAGES[which].title, text: MESSAGES[which].text }, MESSAGES[which].status);
 

@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
@@ -19,7 +19,7 @@ import { Order } from '../db/entities/order';
 import { ReferralCheckout, ReferralLink } from '../db/entities/referral';
 import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attribution';
 import { ASSETS_DIR, renderPage } from './render';
-import { allowFormTargets, csrfToken, csrfValid, pageSecurity } from './security';
+import { allowFormTargets, csrfToken, csrfValid, pageRouter } from './security';
 import { money } from './format';
 
 const ASSETS: Record<string, string> = { 'pages.css': 'text/css; charset=utf-8', 'checkout.js': 'text/javascript; charset=utf-8' };
@@ -83,16 +83,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
     if (!a) return undefined;
     return (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code: a.linkCode, environment: session.environment })) ?? undefined;
   };
-  const router = new Router();
-  router.use(pageSecurity());
-  router.use(async (ctx, next) => {
-    try {
-      await next();
-    } catch (err) {
-      logger.error({ err, request_id: ctx.state.requestId }, 'checkout page failed');
-      renderPage(ctx, 'message', { title: 'Something went wrong', text: 'We could not complete this step. You have not been charged twice; try again in a moment.', requestId: ctx.state.requestId }, 500);
-    }
-  });
+  const router = pageRouter(logger, { what: 'checkout page', text: 'We could not complete this step. You have not been charged twice; try again in a moment.' });
 
   const message = (ctx: Koa.Context, which: keyof typeof MESSAGES, extra: Record<string, unknown> = {}) => {
     const m = MESSAGES[which];

@@ -10,7 +10,7 @@
  * /brokerage (the brokerage product page); `?env=sandbox` shows the sandbox inventory. "Buy now"
  * opens a hosted checkout for the name, sold by the marketplace itself (its house partner).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type Koa from 'koa';
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
@@ -27,7 +27,8 @@ import { ATTRIBUTION_COOKIE, ATTRIBUTION_MS, type AttributionKeys } from '../ref
 import type { ClickRecorder } from '../referral/clicks';
 import { landingPath } from '../referral/links';
 import { renderPage } from './render';
-import { csrfToken, csrfValid, pageSecurity } from './security';
+import { csrfToken, csrfValid, pageRouter } from './security';
+import type { Logger } from 'pino';
 import { ApiError } from '../api/errors';
 import { money } from './format';
 
@@ -95,9 +96,8 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
   };
 }
 
-export function referralPages(deps: ReferralPageDeps): Router {
-  const router = new Router();
-  router.use(pageSecurity());
+export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
+  const router = pageRouter(logger, { what: 'marketplace page', text: 'We could not show this page. Try again in a moment.', page: { tagline: 'Domains for sale' } });
 
   router.get('/d/:name', async (ctx) => {
     const environment = environmentOf(ctx);

@@ -7,6 +7,9 @@
 import Tokens from 'csrf';
 import type Koa from 'koa';
 import helmet from 'koa-helmet';
+import Router from '@koa/router';
+import type { Logger } from 'pino';
+import { renderPage } from './render';
 
 const tokens = new Tokens();
 const CSRF_COOKIE = 'csrf';
@@ -62,4 +65,22 @@ export function csrfToken(ctx: Koa.Context): string {
 export function csrfValid(ctx: Koa.Context, token: unknown): boolean {
   const secret = ctx.cookies.get(CSRF_COOKIE);
   return typeof token === 'string' && !!secret && tokens.verify(secret, token);
+}
+
+/**
+ * A router for buyer-facing pages: their security headers, and a page (never JSON, never a
+ * stack) when something fails unexpectedly, logged with the request id.
+ */
+export function pageRouter(logger: Logger, failure: { what: string; text: string; page?: Record<string, string> }): Router {
+  const router = new Router();
+  router.use(pageSecurity());
+  router.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      logger.error({ err, request_id: ctx.state.requestId }, `${failure.what} failed`);
+      renderPage(ctx, 'message', { ...failure.page, title: 'Something went wrong', text: failure.text, requestId: ctx.state.requestId }, 500);
+    }
+  });
+  return router;
 }
