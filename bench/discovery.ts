@@ -4,10 +4,13 @@
  * This process holds the API (createApp over its own embedded Postgres in a temp directory, or
  * BENCH_DATABASE_URL, with the sandbox inventory imported) and the bare Koa server; the load comes
  * from a child process (this file again, forked), so that the CPU time measured is the API's own.
- * Per phase: BENCH_WARMUP (1000) requests, not counted in any figure, then BENCH_REQUESTS (4000) requests over BENCH_CONCURRENCY keep-alive
- * connections; only 200 answers count. Printed per phase: 200s per second, p50/p99 latency, the
+ * BENCH_ROUNDS (3) rounds run the targets in turn (bare, availability, pricing, search), so noise on
+ * this machine falls on all alike; per target and round: BENCH_WARMUP (1000) requests, not counted in any figure, then BENCH_REQUESTS (4000) requests over BENCH_CONCURRENCY keep-alive
+ * connections; only 200 answers count. Printed per target, as medians over the rounds: 200s per second, the
+ * ratio to bare Koa of the same round, p50/p99 latency, the
  * API process's CPU ms per measured request (user + system, which includes the pg driver but not Postgres
- * itself), Postgres backends' CPU ms per request (from /proc, when the server is ours) and RSS.
+ * itself), Postgres backends' CPU ms per request (from /proc, when the server is ours), the load
+ * child's CPU ms per request (signing, HTTP client), and RSS.
  * The sandbox rate limit is raised through its documented setting, RATE_LIMIT_SANDBOX_PER_SECOND
  * (default here 1000000 unless set). BENCH_SEARCH=0 leaves signed search out.
  * Measures, never asserts timings.
@@ -43,6 +46,9 @@ const settings = {
   warmup: Number(process.env.BENCH_WARMUP ?? 1000),
   concurrency: Number(process.env.BENCH_CONCURRENCY ?? 16),
   search: process.env.BENCH_SEARCH !== '0',
+  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+  /** Only the signed targets whose name contains this (bare Koa always runs), e.g. BENCH_ONLY=availability. */
+  only: process.env.BENCH_ONLY,
 };
 const say = (m: string) => process.stderr.write(`${m}\n`);
 
@@ -56,6 +62,8 @@ interface LoadJob {
   concurrency: number;
 }
 interface LoadResult {
+  /** CPU ms (user + system) of the load child per measured request: signing and the HTTP client. */
+  clientCpuMsPerRequest: number;
   ok: number;
   other: Record<string, number>;
   seconds: number;
@@ -99,12 +107,14 @@ async function runLoad(job: LoadJob): Promise<LoadResult> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   const started = process.hrtime.bigint();
+  const cpu = process.cpuUsage();
   await phase(job.requests, latencies, statuses);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const used = process.cpuUsage(cpu);
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const { 200: ok = 0, ...other } = statuses;
-  return { ok, other, seconds, p50: latencies[Math.floor(latencies.length * 0.5)] ?? NaN, p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN };
+  return { clientCpuMsPerRequest: (used.user + used.system) / 1000 / job.requests, ok, other, seconds, p50: latencies[Math.floor(latencies.length * 0.5)] ?? NaN, p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN };
 }
 
 // ---- parent: the API, bare Koa, and one forked load child per phase ----
@@ -211,58 +221,84 @@ async function main(): Promise<void> {
     const names = rows.map((r) => r.name);
     const queries = [...(JSON.parse(readFileSync(path.join(config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: Array<{ q: string }> }).queries.map((q) => q.q)];
     const shuffle = <T>(xs: T[]) => xs.map((x) => [Math.random(), x] as const).sort((a, b) => a[0] - b[0]).map(([, x]) => x);
-    const phases: Array<{ name: string; job: LoadJob; unreported?: boolean }> = [
-      // The first signed requests compile the whole signed path (JIT) and open and prepare the pool's connections: done once here, so no measured phase pays for it.
-      { name: 'signed warm-up (not reported)', unreported: true, job: { baseUrl: api.url, credential, paths: shuffle(names).flatMap((n) => [`/api/partner/v1/availability?domain=${n}`, `/api/partner/v1/pricing?domain=${n}`]), requests: 3000, warmup: 0, concurrency: settings.concurrency } },
-      { name: 'bare Koa hello', job: { baseUrl: bareServer.url, paths: ['/'], requests: settings.requests, warmup: settings.warmup, concurrency: settings.concurrency } },
-      { name: 'signed GET /availability', job: { baseUrl: api.url, credential, paths: shuffle(names).map((n) => `/api/partner/v1/availability?domain=${n}`), requests: settings.requests, warmup: settings.warmup, concurrency: settings.concurrency } },
-      { name: 'signed GET /pricing', job: { baseUrl: api.url, credential, paths: shuffle(listed).map((n) => `/api/partner/v1/pricing?domain=${n}`), requests: settings.requests, warmup: settings.warmup, concurrency: settings.concurrency } },
+    const job = (baseUrl: string, paths: string[], requests = settings.requests, warmup = settings.warmup, signed = true): LoadJob => ({
+      baseUrl,
+      credential: signed ? credential : undefined,
+      paths,
+      requests,
+      warmup,
+      concurrency: settings.concurrency,
+    });
+    // The first signed requests compile the whole signed path (JIT) and open and prepare the pool's connections: done once here, so no measured phase pays for it.
+    const warmUp = job(api.url, shuffle(names).flatMap((n) => [`/api/partner/v1/availability?domain=${n}`, `/api/partner/v1/pricing?domain=${n}`]), 3000, 0);
+    const targets: Array<{ name: string; job: LoadJob }> = [
+      { name: 'bare Koa hello', job: job(bareServer.url, ['/'], settings.requests, settings.warmup, false) },
+      { name: 'signed GET /availability', job: job(api.url, shuffle(names).map((n) => `/api/partner/v1/availability?domain=${n}`)) },
+      { name: 'signed GET /pricing', job: job(api.url, shuffle(listed).map((n) => `/api/partner/v1/pricing?domain=${n}`)) },
     ];
     if (settings.search) {
-      phases.push({ name: 'signed GET /domains/search', job: { baseUrl: api.url, credential, paths: queries.map((q) => `/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`), requests: Math.ceil(settings.requests / 4), warmup: queries.length, concurrency: settings.concurrency } });
+      targets.push({ name: 'signed GET /domains/search', job: job(api.url, queries.map((q) => `/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`), Math.ceil(settings.requests / 4), queries.length) });
     }
-    const results: PhaseResult[] = [];
+    if (settings.only) targets.splice(1, targets.length, ...targets.filter((t, i) => i > 0 && t.name.includes(settings.only!)));
     let rss = process.memoryUsage().rss;
     const sample = setInterval(() => (rss = Math.max(rss, process.memoryUsage().rss)), 200);
-    for (const { name, job, unreported } of phases) {
-      say(`${name}: ${job.warmup} warm-up + ${job.requests} requests at concurrency ${job.concurrency}…`);
+    const measure = async (name: string, load: LoadJob): Promise<PhaseResult> => {
+      say(`${name}: ${load.warmup} warm-up + ${load.requests} requests at concurrency ${load.concurrency}…`);
       let cpu = process.cpuUsage();
       let pg0 = postgresCpuSeconds(pgDataDir);
-      const r = await loadInChild(job, () => {
+      const r = await loadInChild(load, () => {
         cpu = process.cpuUsage();
         pg0 = postgresCpuSeconds(pgDataDir);
       });
       const used = process.cpuUsage(cpu);
       const pg1 = postgresCpuSeconds(pgDataDir);
-      if (!unreported) results.push({
+      return {
         name,
         ...r,
-        apiCpuMsPerRequest: (used.user + used.system) / 1000 / job.requests,
-        pgCpuMsPerRequest: pg0 !== undefined && pg1 !== undefined ? ((pg1 - pg0) * 1000) / job.requests : undefined,
-      });
+        apiCpuMsPerRequest: (used.user + used.system) / 1000 / load.requests,
+        pgCpuMsPerRequest: pg0 !== undefined && pg1 !== undefined ? ((pg1 - pg0) * 1000) / load.requests : undefined,
+      };
+    };
+    await measure('signed warm-up (not reported)', warmUp);
+    // Rounds interleave the targets, so a burst of noise on this machine falls on all of them alike;
+    // each round's ratio is taken against the bare run of that same round.
+    const rounds: PhaseResult[][] = [];
+    for (let round = 1; round <= settings.rounds; round++) {
+      say(`round ${round} of ${settings.rounds}`);
+      const results: PhaseResult[] = [];
+      for (const target of targets) results.push(await measure(target.name, target.job));
+      rounds.push(results);
     }
     clearInterval(sample);
     await credentials.revoke(issued.keyId);
 
-    const bareRate = results[0].ok / results[0].seconds;
-    const line = (r: PhaseResult) => {
-      const rate = r.ok / r.seconds;
-      const others = Object.entries(r.other).map(([s, n]) => `${n}×${s}`).join(' ');
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    };
+    const rate = (r: PhaseResult) => r.ok / r.seconds;
+    const line = (i: number) => {
+      const runs = rounds.map((results) => results[i]);
+      const ratios = rounds.map((results) => rate(results[i]) / rate(results[0]));
+      const others = runs.flatMap((r) => Object.entries(r.other).map(([s, n]) => `${n}×${s}`)).join(' ');
+      const pg = runs.map((r) => r.pgCpuMsPerRequest);
       return [
-        r.name.padEnd(28),
-        `${rate.toFixed(0).padStart(6)} req/s`,
-        `${((rate / bareRate) * 100).toFixed(0).padStart(4)} % of bare`,
-        `p50 ${r.p50.toFixed(1).padStart(5)} ms`,
-        `p99 ${r.p99.toFixed(1).padStart(5)} ms`,
-        `API CPU ${r.apiCpuMsPerRequest.toFixed(3)} ms/req`,
-        r.pgCpuMsPerRequest === undefined ? '' : `Postgres CPU ${r.pgCpuMsPerRequest.toFixed(3)} ms/req`,
+        runs[0].name.padEnd(28),
+        `${median(runs.map(rate)).toFixed(0).padStart(6)} req/s`,
+        `${(median(ratios) * 100).toFixed(0).padStart(4)} % of bare (rounds ${ratios.map((x) => (x * 100).toFixed(0)).join('/')})`,
+        `p50 ${median(runs.map((r) => r.p50)).toFixed(1).padStart(5)} ms`,
+        `p99 ${median(runs.map((r) => r.p99)).toFixed(1).padStart(5)} ms`,
+        `CPU ms/req: API ${median(runs.map((r) => r.apiCpuMsPerRequest)).toFixed(3)}`,
+        pg.every((x) => x !== undefined) ? `Postgres ${median(pg as number[]).toFixed(3)}` : '',
+        `load client ${median(runs.map((r) => r.clientCpuMsPerRequest)).toFixed(3)}`,
         others ? `(not counted: ${others})` : '',
       ].join('  ');
     };
     process.stdout.write(
       [
-        `inventory: ${rows.length} sandbox names (${listed.length} listed); ${settings.concurrency} keep-alive connections; ${os.cpus().length} cores`,
-        ...results.map(line),
+        `inventory: ${rows.length} sandbox names (${listed.length} listed); ${settings.concurrency} keep-alive connections; ${os.cpus().length} cores; ${settings.rounds} interleaved rounds, medians`,
+        ...targets.map((_, i) => line(i)),
         `API process RSS (API + bare Koa${settings.search ? ' + search model' : ''}): ${(rss / 1024 / 1024).toFixed(0)} MiB`,
         '',
       ].join('\n'),

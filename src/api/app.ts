@@ -4,6 +4,7 @@
  */
 import Router, { type RouterMiddleware } from '@koa/router';
 import Koa from 'koa';
+import compose from 'koa-compose';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config';
@@ -29,6 +30,7 @@ import type { WorkflowStarter } from '../orders/start-workflows';
 import type { SecretBox } from '../auth/secret-box';
 import { webhookRoutes } from '../webhooks/routes';
 import type { DomainSearch } from '../discovery/search';
+import { AdmissionBatcher } from '../auth/admission';
 import { authenticate } from './middleware/authenticate';
 import { errorMapping } from './middleware/errors';
 import { rawBody } from './middleware/raw-body';
@@ -78,6 +80,7 @@ export function brokerageDeps(deps: AppDeps): BrokerageDeps {
   };
 }
 
+const API_PREFIX = '/api/';
 export const OPENAPI_PATH = '/api/partner/v1/openapi.json';
 export const QUOTE_KEYS_PATH = '/api/partner/v1/quote-keys';
 
@@ -108,6 +111,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   const app = new Koa<AppState>({ proxy: deps.config.http.trustProxy ?? false, maxIpsCount: 1 });
   const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl);
   const router = new Router<AppState>();
+  const auth = { ...deps, admission: new AdmissionBatcher(deps.dataSource) };
 
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -123,7 +127,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   for (const route of routes) {
     router.register(toRouterPath(route.path), [route.method.toUpperCase()], [
       rawBody(),
-      authenticate(deps, route.scopes, route.admittedRead),
+      authenticate(auth, route.scopes, route.admittedRead),
       validate(route),
       async (ctx: Koa.ParameterizedContext<AppState>) => {
         const input = (ctx.state as AppState & { input: ValidatedInput }).input;
@@ -149,9 +153,10 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   // Tracking links first: their redirect is the hot path and needs nothing below.
   app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks }));
   app.use(requestContext(deps.logger));
-  // The buyer's pages answer HTML, with their own security headers and error pages.
-  app.use(checkoutPages(checkoutDeps(deps), deps.logger, attribution).routes());
-  app.use(
+  // The buyer's pages answer HTML, with their own security headers and error pages. None lives
+  // under the API's prefix, so API requests skip their routers' path matching.
+  const pages = compose<Koa.ParameterizedContext<AppState>>([
+    checkoutPages(checkoutDeps(deps), deps.logger, attribution).routes(),
     referralPages({
       dataSource: deps.dataSource,
       checkout: checkoutDeps(deps),
@@ -160,8 +165,9 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
       clicks,
       publicBaseUrl: deps.config.http.publicBaseUrl,
     }, deps.logger).routes(),
-  );
-  app.use(brokeragePages(brokerageDeps(deps), deps.logger).routes());
+    brokeragePages(brokerageDeps(deps), deps.logger).routes(),
+  ] as Koa.Middleware<AppState>[]);
+  app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) ? next() : pages(ctx, next)));
   app.use(errorMapping());
   app.use(router.routes());
   // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).

@@ -32,8 +32,10 @@ export function queryPairs(rawQuery: string): Array<[string, string]> {
   return [...new URLSearchParams(rawQuery).entries()];
 }
 
+const EMPTY_SHA256 = createHash('sha256').digest('hex');
+
 export function sha256Hex(body: Buffer | string): string {
-  return createHash('sha256').update(body).digest('hex');
+  return body.length === 0 ? EMPTY_SHA256 : createHash('sha256').update(body).digest('hex');
 }
 
 export interface SignedParts {
@@ -72,7 +74,7 @@ export function signatureHeader(secret: string, parts: SignedParts): string {
 export function signatureMatches(secret: string, parts: SignedParts, header: string): boolean {
   const match = /^v1=([0-9a-f]{64})$/.exec(header.trim());
   if (!match) return false;
-  const expected = Buffer.from(computeSignature(secret, parts), 'hex');
+  const expected = createHmac('sha256', secret).update(canonicalString(parts)).digest();
   const given = Buffer.from(match[1], 'hex');
   return expected.length === given.length && timingSafeEqual(expected, given);
 }

@@ -33,6 +33,7 @@ import { Brokerage1795000800000 } from './migrations/1795000800000-brokerage';
 import { Referral1795000900000 } from './migrations/1795000900000-referral';
 import { ReferralRecovery1795000950000 } from './migrations/1795000950000-referral-recovery';
 import { HotPath1795001000000 } from './migrations/1795001000000-hot-path';
+import { AdmissionBatches1795001100000 } from './migrations/1795001100000-admission-batches';
 
 export const entities = [
   Partner,
@@ -79,6 +80,7 @@ export const migrations = [
   Referral1795000900000,
   ReferralRecovery1795000950000,
   HotPath1795001000000,
+  AdmissionBatches1795001100000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

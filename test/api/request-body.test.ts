@@ -34,11 +34,14 @@ describe('request bodies that cannot be read are 400 validation_error, never 500
   });
 
   it('a body stream that fails while it is read (connection reset)', async () => {
-    const req = new Readable({
-      read() {
-        this.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
-      },
-    });
+    const req = Object.assign(
+      new Readable({
+        read() {
+          this.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+        },
+      }),
+      { headers: { 'transfer-encoding': 'chunked' } },
+    );
     assertValidationError(await readBody(req), 'unreadable');
   });
 

@@ -1,18 +1,17 @@
 /**
  * CONTRACT §1 in order: missing key id (401 missing_credentials); unknown or revoked key, bad
- * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in one database
- * round trip (admit_request, a prepared statement), nonce replay or a timestamp older than the
+ * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in Postgres
+ * (admit_request, batched per event-loop turn by AdmissionBatcher), nonce replay or a timestamp older than the
  * replay store's last crash recovery (401), scope (403) and the rate limit (429). Only an
  * admitted request records its nonce and takes a token, so neither a forged, a forbidden nor a
  * rate-limited request burns a partner's nonces or budget.
  */
 import type { Middleware } from 'koa';
-import type { DataSource } from 'typeorm';
 import type { Config } from '../../config';
 import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
 import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
 import type { Scope } from '../../auth/scopes';
-import { runPrepared, type PreparedStatement } from '../../db/prepared';
+import type { AdmissionBatcher } from '../../auth/admission';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
 import type { AdmittedRead } from '../route';
@@ -22,26 +21,11 @@ export const MAX_SKEW_SECONDS = 300;
 
 export interface AuthDeps {
   credentials: CredentialService;
-  dataSource: DataSource;
+  /** Decides admission in Postgres, batched per event-loop turn. */
+  admission: AdmissionBatcher;
   config: Pick<Config, 'rateLimits'>;
   /** Server time in ms; replaceable so tests can pin the clock. */
   now?: () => number;
-}
-
-// Raw SQL: admission is one plpgsql function (hot-path migration): credential state, nonce and GCRA bucket in one round trip.
-const ADMIT_REQUEST: PreparedStatement = {
-  name: 'admit_request_v2',
-  text: 'SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5, $6)',
-};
-
-/** Admission and the route's read in one statement; the read's parameters follow admission's six. */
-function admissionWithRead(read: AdmittedRead): PreparedStatement {
-  const sql = read.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + 6}`);
-  return {
-    name: `admit_request_v2_with_${read.name}`,
-    text: `SELECT a.outcome, a.retry_after_seconds, r.admitted_read FROM admit_request($1, $2, $3, $4, $5, $6) a
-           LEFT JOIN LATERAL (SELECT row_to_json(s) AS admitted_read FROM (${sql}) s) r ON a.outcome = 'admitted'`,
-  };
 }
 
 function reject(message: string): never {
@@ -51,7 +35,6 @@ function reject(message: string): never {
 /** `scopes`: any one of them grants the route (the spec lists orders under search and buy). */
 export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: AdmittedRead): Middleware<AppState> {
   const now = deps.now ?? Date.now;
-  const admitWithRead = read && admissionWithRead(read);
   return async (ctx, next) => {
     const keyId = ctx.get(HEADER.keyId);
     if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
@@ -84,20 +67,16 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
-    const admissionParams = [
+    const readParams = read?.params({ query: ctx.query, environment: credential.environment });
+    const admission = await deps.admission.admit({
       keyId,
-      nonce.toLowerCase(),
+      nonce: nonce.toLowerCase(),
       scopeOk,
-      deps.config.rateLimits.perSecond[credential.environment],
-      deps.config.rateLimits.burstMultiplier,
-      timestamp,
-    ];
-    const readParams = admitWithRead && read.params({ query: ctx.query, environment: credential.environment });
-    const [admission] = await runPrepared<{ outcome: string; retry_after_seconds: number; admitted_read?: Record<string, unknown> | null }>(
-      deps.dataSource,
-      readParams ? admitWithRead : ADMIT_REQUEST,
-      readParams ? [...admissionParams, ...readParams] : admissionParams,
-    );
+      ratePerSecond: deps.config.rateLimits.perSecond[credential.environment],
+      burstMultiplier: deps.config.rateLimits.burstMultiplier,
+      signedAt: timestamp,
+      read: read && readParams ? { spec: read, params: readParams } : undefined,
+    });
 
     switch (admission.outcome) {
       case 'admitted':
@@ -112,12 +91,12 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
         throw new ApiError('forbidden', `this credential lacks the ${scopes.join(' or ')} scope`);
       case 'rate_limited':
         throw new ApiError('rate_limited', 'rate limit exceeded; retry after the number of seconds in Retry-After', undefined, {
-          'Retry-After': String(admission.retry_after_seconds),
+          'Retry-After': String(admission.retryAfterSeconds),
         });
       default:
         throw new Error(`unexpected admission outcome ${admission.outcome}`);
     }
-    if (readParams) ctx.state.admittedRead = admission.admitted_read ?? null;
+    if (admission.admittedRead !== undefined) ctx.state.admittedRead = admission.admittedRead;
     ctx.state.auth = { keyId, partnerId: credential.partnerId, environment: credential.environment, scopes: credential.scopes };
     await next();
   };

@@ -4,6 +4,7 @@ import { ApiError } from '../errors';
 import type { AppState } from '../state';
 
 export const MAX_BODY_BYTES = 256 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Reads the exact body bytes: the signature covers them, and JSON is parsed from them later.
@@ -17,6 +18,12 @@ export function rawBody(): Middleware<AppState> {
       throw new ApiError('validation_error', `Content-Encoding ${encoding} is not supported: send the body uncompressed`, [
         { field: 'header.content-encoding', issue: 'unsupported' },
       ]);
+    }
+    const headers = ctx.req.headers;
+    if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
+      // HTTP/1.1: without either header a request has no body (RFC 9112 §6.3); nothing to read.
+      ctx.state.rawBody = EMPTY;
+      return next();
     }
     try {
       ctx.state.rawBody = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, length: ctx.req.headers['content-length'] });

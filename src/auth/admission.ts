@@ -1,0 +1,170 @@
+/**
+ * Admission of signed requests in batches: the requests whose signatures were checked in the
+ * same event-loop turn go to Postgres as one statement over arrays (`admit_requests`, which runs
+ * the per-request `admit_request` for each in arrival order, inside one transaction), with the
+ * route's read (the listing of availability and pricing) made for each admitted request in the
+ * same statement.
+ *
+ * Why (README, Benchmarks): per request, the API process paid a Postgres round trip (a socket
+ * write that wakes the backend, the driver's per-query work) and Postgres paid a statement and a
+ * transaction; with batches both are paid once per batch. Replay protection and the rate limit
+ * are unchanged: every decision is still made in Postgres, which every API process shares, and
+ * requests of one credential are decided in the order they arrived.
+ *
+ * At most `maxInFlight` batches are in flight; requests that arrive meanwhile wait for the next
+ * one, so a busier process sends fewer, larger batches and an idle one sends each request at once.
+ * Within a batch the requests are ordered by key id (stable), so that two batches lock the
+ * credentials' bucket rows in the same order and cannot deadlock.
+ */
+import type { DataSource } from 'typeorm';
+import { runPrepared, type PreparedStatement } from '../db/prepared';
+import type { AdmittedRead } from '../api/route';
+
+export interface AdmissionRequest {
+  keyId: string;
+  nonce: string;
+  scopeOk: boolean;
+  ratePerSecond: number;
+  burstMultiplier: number;
+  /** X-Service-Timestamp as sent (Unix seconds). */
+  signedAt: string;
+  /** The route's read and its parameters (text), when the route has one and the request names its row. */
+  read?: { spec: AdmittedRead; params: unknown[] };
+}
+
+export interface AdmissionResult {
+  outcome: string;
+  retryAfterSeconds: number;
+  /** The read's row (null: none), when the request asked for a read and was admitted. */
+  admittedRead?: Record<string, unknown> | null;
+}
+
+interface Pending {
+  request: AdmissionRequest;
+  resolve: (result: AdmissionResult) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Row {
+  idx: number;
+  outcome: string;
+  retry_after_seconds: number;
+  admitted_read?: Record<string, unknown> | null;
+}
+
+const ADMISSION_COLUMNS = 6;
+const MAX_BATCH = 256;
+
+// Raw SQL: admission is a plpgsql function over arrays (admission-batches migration); see the file comment.
+const ADMIT_BATCH: PreparedStatement = {
+  name: 'admit_requests_v1',
+  text: 'SELECT idx, outcome, retry_after_seconds FROM admit_requests($1, $2, $3, $4, $5, $6)',
+};
+
+/**
+ * Admission and a route's read for each admitted request: the read's `$n` becomes the n-th text
+ * array indexed by the request. `OFFSET 0` keeps the read a per-request lateral lookup (an index
+ * scan); without it the planner joins it to the function's rows by hashing the whole table.
+ */
+function batchWithRead(read: AdmittedRead): PreparedStatement {
+  const sql = read.sql.replace(/\$(\d+)/g, (_, n: string) => `($${Number(n) + ADMISSION_COLUMNS}::text[])[a.idx]`);
+  return {
+    name: `admit_requests_v1_with_${read.name}`,
+    text: `SELECT a.idx, a.outcome, a.retry_after_seconds, r.admitted_read FROM admit_requests($1, $2, $3, $4, $5, $6) a
+           LEFT JOIN LATERAL (SELECT row_to_json(s) AS admitted_read FROM (${sql}) s OFFSET 0) r ON a.outcome = 'admitted'`,
+  };
+}
+
+export class AdmissionBatcher {
+  /** One queue per kind of read (none, or a route's read by name): a batch carries one statement. */
+  private readonly queues = new Map<string, Pending[]>();
+  private readonly statements = new Map<string, PreparedStatement>();
+  private inFlight = 0;
+  private scheduled = false;
+  /** Statements sent and the requests they carried, since start (for benchmarks and tests). */
+  readonly sent = { batches: 0, requests: 0 };
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly maxInFlight = 2,
+  ) {}
+
+  admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    return new Promise((resolve, reject) => {
+      const kind = request.read?.spec.name ?? '';
+      let queue = this.queues.get(kind);
+      if (!queue) this.queues.set(kind, (queue = []));
+      if (request.read && !this.statements.has(kind)) this.statements.set(kind, batchWithRead(request.read.spec));
+      queue.push({ request, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    // After the I/O of this turn: every request whose bytes arrived in it joins the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    for (const [kind, queue] of this.queues) {
+      while (queue.length > 0 && this.inFlight < this.maxInFlight) {
+        const batch = queue.splice(0, MAX_BATCH);
+        this.inFlight++;
+        void this.send(kind, batch).finally(() => {
+          this.inFlight--;
+          if ([...this.queues.values()].some((q) => q.length > 0)) this.schedule();
+        });
+      }
+    }
+  }
+
+  private async send(kind: string, batch: Pending[]): Promise<void> {
+    this.sent.batches++;
+    this.sent.requests += batch.length;
+    // Stable sort by key id: one lock order for the bucket rows across concurrent batches.
+    const ordered = batch.map((p, i) => ({ p, i })).sort((a, b) => (a.p.request.keyId < b.p.request.keyId ? -1 : a.p.request.keyId > b.p.request.keyId ? 1 : a.i - b.i));
+    const requests = ordered.map((o) => o.p.request);
+    const values: unknown[] = [
+      requests.map((r) => r.keyId),
+      requests.map((r) => r.nonce),
+      requests.map((r) => r.scopeOk),
+      requests.map((r) => r.ratePerSecond),
+      requests[0].burstMultiplier,
+      requests.map((r) => r.signedAt),
+    ];
+    const statement = kind === '' ? ADMIT_BATCH : this.statements.get(kind)!;
+    if (kind !== '') {
+      const width = Math.max(...requests.map((r) => r.read?.params.length ?? 0));
+      for (let n = 0; n < width; n++) values.push(requests.map((r) => (r.read ? String(r.read.params[n]) : null)));
+    }
+    let rows: Row[];
+    try {
+      if (requests.some((r) => r.burstMultiplier !== requests[0].burstMultiplier)) throw new Error('one burst multiplier per batch');
+      rows = await runPrepared<Row>(this.dataSource, statement, values);
+    } catch (error) {
+      if (batch.length === 1) {
+        batch[0].reject(error);
+        return;
+      }
+      // One bad request must not fail the others: each goes again on its own.
+      await Promise.all(batch.map((p) => this.send(kind, [p])));
+      return;
+    }
+    const answered = new Set<number>();
+    for (const row of rows) {
+      const { p } = ordered[row.idx - 1];
+      answered.add(row.idx - 1);
+      p.resolve({
+        outcome: row.outcome,
+        retryAfterSeconds: row.retry_after_seconds,
+        admittedRead: p.request.read && row.outcome === 'admitted' ? (row.admitted_read ?? null) : undefined,
+      });
+    }
+    ordered.forEach((o, i) => answered.has(i) || o.p.reject(new Error('admission returned no row for this request')));
+  }
+}

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { AdmissionBatcher, type AdmissionRequest } from '../../src/auth/admission';
+import { getStack, newPartner } from '../helpers/stack';
+
+const PATH = '/api/partner/v1/availability?domain=academy.com';
+
+function request(keyId: string, overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {
+  return { keyId, nonce: randomUUID(), scopeOk: true, ratePerSecond: 1000, burstMultiplier: 2, signedAt: String(Math.floor(Date.now() / 1000)), ...overrides };
+}
+
+describe('admission in batches: one statement per event-loop turn, the same decisions as one at a time', () => {
+  it('requests admitted in the same turn go to Postgres as one statement, each decided as if alone', async () => {
+    const { keyId } = await newPartner({ rateLimitPerSecond: 5 });
+    const other = await newPartner({ rateLimitPerSecond: 1000 });
+    const batcher = new AdmissionBatcher(getStack().dataSource, 1);
+    const reused = randomUUID();
+    const requests = [
+      // Burst of 10 (5/s × 2): the first ten of this credential pass, the rest are limited.
+      ...Array.from({ length: 14 }, () => request(keyId, { ratePerSecond: 5 })),
+      // Interleaved: another credential, a nonce used twice in the batch, a request without the scope.
+      request(other.keyId, { nonce: reused }),
+      request(other.keyId, { nonce: reused }),
+      request(other.keyId, { scopeOk: false }),
+    ];
+    const results = await Promise.all(requests.map((r) => batcher.admit(r)));
+    assert.equal(batcher.sent.batches, 1, 'one statement for the whole turn');
+    assert.deepEqual(
+      results.slice(0, 14).map((r) => r.outcome),
+      [...Array(10).fill('admitted'), ...Array(4).fill('rate_limited')],
+    );
+    assert.ok(results.slice(10, 14).every((r) => r.retryAfterSeconds >= 1));
+    assert.deepEqual(results.slice(14).map((r) => r.outcome), ['admitted', 'replayed', 'forbidden']);
+  });
+
+  it('a request that breaks its batch statement fails alone; the others are decided again on their own', async () => {
+    const { keyId } = await newPartner();
+    const batcher = new AdmissionBatcher(getStack().dataSource, 1);
+    const good = [request(keyId), request(keyId)];
+    const answers = await Promise.allSettled([batcher.admit(good[0]), batcher.admit(request(keyId, { nonce: 'not-a-uuid' })), batcher.admit(good[1])]);
+    assert.equal(answers[0].status === 'fulfilled' && answers[0].value.outcome, 'admitted');
+    assert.equal(answers[1].status, 'rejected');
+    assert.equal(answers[2].status === 'fulfilled' && answers[2].value.outcome, 'admitted');
+    // Admitted once: the nonces are now replays.
+    const again = await Promise.all(good.map((r) => batcher.admit(r)));
+    assert.deepEqual(again.map((r) => r.outcome), ['replayed', 'replayed']);
+  });
+
+  it('over HTTP: twenty simultaneous uses of one nonce admit exactly one', async () => {
+    const { client } = await newPartner();
+    const nonce = randomUUID();
+    const results = await Promise.all(Array.from({ length: 20 }, () => client.get(PATH, { nonce })));
+    assert.equal(results.filter((r) => r.status === 200).length, 1);
+    assert.equal(results.filter((r) => r.status === 401).length, 19);
+  });
+});
