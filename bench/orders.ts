@@ -16,6 +16,25 @@ import { SCOPES } from '../src/auth/scopes';
 import { PartnerClient } from '../src/client/partner-client';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
+import { cpuSecondsByGroup } from './support';
+
+/** Where the CPU goes, per process group of `npm start` (the API and the worker share one process there). */
+const GROUPS = {
+  'API + worker': /dev-stack\.js|dist\/src\/main\/(api|worker)\.js/,
+  'Temporal server': /temporal.*server start-dev|temporal-server/,
+  Postgres: /postgres/,
+  'this client': new RegExp(`^\\S*node\\S* .*bench/orders\\.js`),
+};
+
+/** `work` timed, with the CPU ms each group spent per item meanwhile. */
+async function measured(items: number, work: () => Promise<number>): Promise<{ seconds: number; cpuMsPerItem: Record<string, number> }> {
+  const before = cpuSecondsByGroup(GROUPS);
+  const seconds = await work();
+  const after = cpuSecondsByGroup(GROUPS);
+  return { seconds, cpuMsPerItem: Object.fromEntries(Object.keys(GROUPS).map((g) => [g, ((after[g] - before[g]) * 1000) / items])) };
+}
+
+const cpuLine = (cpu: Record<string, number>) => Object.entries(cpu).map(([g, ms]) => `${g} ${ms.toFixed(2)}`).join(', ');
 
 const settings = { orders: Number(process.env.BENCH_ORDERS ?? 200), concurrency: Number(process.env.BENCH_CONCURRENCY ?? 16) };
 
@@ -52,19 +71,21 @@ async function main(): Promise<void> {
 
   process.stderr.write(`recording ${quotes.length} orders at concurrency ${settings.concurrency}…\n`);
   const orderIds: string[] = [];
-  const orderSeconds = await pool(quotes, settings.concurrency, async (q) => {
+  const ordersRun = await measured(quotes.length, () => pool(quotes, settings.concurrency, async (q) => {
     const o = await api.post<{ public_id: string }>('/api/partner/v1/orders', { quote_id: q.quote_id, external_payment_ref: 'bench_stall_transfer', sale_price_cents: q.price_cents }, { headers: { 'Idempotency-Key': randomUUID() } });
     if (o.status !== 201) throw new Error(`order: ${o.text}`);
     orderIds.push(o.body.public_id);
-  });
+  }));
+  const orderSeconds = ordersRun.seconds;
 
   process.stderr.write(`starting ${settings.orders} bare workflows…\n`);
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const bareIds = Array.from({ length: settings.orders }, () => `bench-bare-${randomUUID()}`);
-  const bareSeconds = await pool(bareIds, settings.concurrency, async (workflowId) => {
+  const bareRun = await measured(bareIds.length, () => pool(bareIds, settings.concurrency, async (workflowId) => {
     await client.workflow.start('benchBareWorkflow', { workflowId, taskQueue: `bench-bare-${process.pid}`, args: [] });
-  });
+  }));
+  const bareSeconds = bareRun.seconds;
 
   process.stderr.write('cleaning up (refunds relist the names; bare workflows terminated)…\n');
   await pool(orderIds, settings.concurrency, async (id) => {
@@ -82,6 +103,8 @@ async function main(): Promise<void> {
       `orders recorded through the signed API: ${ordersPerSecond.toFixed(1)}/s (${orderIds.length} in ${orderSeconds.toFixed(2)} s)`,
       `bare Temporal workflow starts:          ${startsPerSecond.toFixed(1)}/s (${bareIds.length} in ${bareSeconds.toFixed(2)} s)`,
       `ratio (orders / bare starts):           ${(ordersPerSecond / startsPerSecond).toFixed(2)}`,
+      `CPU ms per order:       ${cpuLine(ordersRun.cpuMsPerItem)}`,
+      `CPU ms per bare start:  ${cpuLine(bareRun.cpuMsPerItem)}`,
       '',
     ].join('\n'),
   );
