@@ -38,7 +38,7 @@ import { broaderWords } from './taxonomy';
 const CANDIDATES = 50;
 /** Names nearest the query with its WordNet definitions. */
 const GLOSS_CANDIDATES = 20;
-/** The query's WordNet expansions whose names become candidates, and how many names each. */
+/** The query's WordNet expansions whose names become candidates, and how many names each (also for each of its kinds). */
 const EXPANSIONS = 6;
 const PER_EXPANSION = 20;
 /** Below this a candidate is noise, not a weak match. */
@@ -186,14 +186,8 @@ export class HybridSearch implements DomainSearch {
       if (slot !== undefined) slots.add(slot);
     }
     if (glossVector) for (const slot of index.nearest(glossVector, GLOSS_CANDIDATES)) slots.add(slot);
-    for (const [w] of [...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS)) {
-      let taken = 0;
-      for (const slot of index.postings.get(w) ?? []) {
-        if (taken++ >= PER_EXPANSION) break;
-        slots.add(slot);
-      }
-    }
-    for (const w of broader.keys()) {
+    // The best expansions' names and the names of the query's kinds, a few of each.
+    for (const w of [...[...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS).map(([w]) => w), ...broader.keys()]) {
       let taken = 0;
       for (const slot of index.postings.get(w) ?? []) {
         if (taken++ >= PER_EXPANSION) break;
