@@ -5,6 +5,10 @@
  * was asked, 2 on-topic, 1 related), and a name's grade is the highest grade of a term in its
  * label. Uses the dev stack's database (or DATABASE_URL); VERBOSE=1 prints every query;
  * SIGNALS=file writes every query's candidates with their signals and grades, for tuning the scorer.
+ *
+ * Then the hybrid search's candidates (what its scorer sees), per kind and split: `missed`, the
+ * queries none of whose best-graded names is a candidate at all (no scorer can fix those), and
+ * `ceiling`, the nDCG@5 of the best five candidates by grade (what a perfect scorer would reach).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -39,15 +43,23 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const rows = (await dataSource.query(`SELECT name FROM domains WHERE environment = 'sandbox' AND status IN ('listed', 'reserved')`)) as Array<{ name: string }>;
   const hybrid = await startSearch(config, dataSource, (m) => process.stderr.write(`${m}\n`), ['sandbox']);
-  if (process.env.SIGNALS) {
-    const dump = [];
-    for (const query of queries) {
-      const candidates = await hybrid.candidates('sandbox', query.q);
-      const ideal = rows.map((r) => grade(r.name, query)).sort((a, b) => b - a).slice(0, 5);
-      dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: c.entry.name, grade: grade(c.entry.name, query) })) });
+  const idealOf = (query: LabelledQuery) => rows.map((r) => grade(r.name, query)).sort((a, b) => b - a).slice(0, 5);
+  const dump = [];
+  const missed = new Map<string, number[]>();
+  const ceiling = new Map<string, number[]>();
+  for (const query of queries) {
+    const candidates = await hybrid.candidates('sandbox', query.q);
+    const grades = candidates.map((c) => grade(c.entry.name, query));
+    const ideal = idealOf(query);
+    const best = grades.sort((a, b) => b - a).slice(0, 5);
+    for (const key of ['all', query.kind, query.split, `${query.split} ${query.kind}`]) {
+      missed.set(key, [...(missed.get(key) ?? []), ideal[0] > 0 && best[0] !== ideal[0] ? 1 : 0]);
+      ceiling.set(key, [...(ceiling.get(key) ?? []), dcg(ideal) ? dcg(best) / dcg(ideal) : 0]);
     }
-    writeFileSync(process.env.SIGNALS, JSON.stringify(dump));
+    if (process.env.VERBOSE && ideal[0] > 0 && best[0] !== ideal[0]) process.stdout.write(`missed ${query.split} ${query.kind} ${query.q}: best candidate grade ${best[0]} of ${ideal[0]}\n`);
+    if (process.env.SIGNALS) dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: c.entry.name, grade: grade(c.entry.name, query) })) });
   }
+  if (process.env.SIGNALS) writeFileSync(process.env.SIGNALS, JSON.stringify(dump));
   const rankers: Record<string, DomainSearch> = { hybrid, keyword: new KeywordSearch(dataSource) };
   for (const [label, ranker] of Object.entries(rankers)) {
     const results = new Map<string, number[]>();
@@ -55,7 +67,7 @@ async function main(): Promise<void> {
     for (const query of queries) {
       const hits = await ranker.search('sandbox', query.q, 5);
       const got = hits.map((h) => grade(h.name, query));
-      const ideal = rows.map((r) => grade(r.name, query)).sort((a, b) => b - a).slice(0, 5);
+      const ideal = idealOf(query);
       const ndcg = dcg(ideal) ? dcg(got) / dcg(ideal) : 0;
       for (const key of ['all', query.kind, query.split, `${query.split} ${query.kind}`]) add(key, ndcg);
       if (process.env.VERBOSE) process.stdout.write(`${label} ${query.split} ${query.kind} ${query.q}: ${ndcg.toFixed(3)} ${hits.map((h, i) => `${h.name}(${got[i]})`).join(' ')}\n`);
@@ -64,6 +76,11 @@ async function main(): Promise<void> {
     process.stdout.write(`${label.padEnd(8)} nDCG@5 ${row(['all', 'literal', 'meaning', 'typo'])}\n`);
     for (const split of ['tune', 'holdout']) process.stdout.write(`${''.padEnd(8)} ${split.padEnd(7)} ${row([split, `${split} literal`, `${split} meaning`, `${split} typo`])}\n`);
   }
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const cell = (k: string) => `${k} ${sum(missed.get(k)!)}/${missed.get(k)!.length} ${mean(ceiling.get(k)!).toFixed(3)}`;
+  process.stdout.write(`candidates (best-graded name missed: queries / all; ceiling nDCG@5 of a perfect scorer)\n`);
+  process.stdout.write(`${''.padEnd(8)} ${'all'.padEnd(7)} ${['all', 'literal', 'meaning', 'typo'].map(cell).join('  ')}\n`);
+  for (const split of ['tune', 'holdout']) process.stdout.write(`${''.padEnd(8)} ${split.padEnd(7)} ${[split, `${split} literal`, `${split} meaning`, `${split} typo`].map(cell).join('  ')}\n`);
   await dataSource.destroy();
   await postgres.stop();
 }

@@ -2,7 +2,7 @@
  * Hybrid search: candidates from keywords (Postgres full text + trigram, the KeywordSearch
  * ranker), from the name vectors (MiniLM cosine, exact scan or HNSW, for the query and for the
  * query with its WordNet definitions) and from the words of the names (the names holding the
- * query's WordNet expansions), merged and reranked by one documented scorer. The query is spell-corrected against the inventory's words
+ * query's WordNet expansions and the kinds its things are), merged and reranked by one documented scorer. The query is spell-corrected against the inventory's words
  * and English first (`cofee` → `coffee`), so a typo is searched like the word it meant.
  *
  * For each candidate name:
@@ -13,7 +13,13 @@
  *               expansions (synonyms and definition words), else 0   "patisserie" → "pastry"
  *   gloss     = the best of name and word for the query followed by its WordNet definitions
  *               ("patisserie: a bakery specializing in French pastry"), 0 when WordNet has none
- *   semantic  = clamp((max(name, word, gloss − 0.05) + 0.3·expansion − 0.15) / 0.55, 0, 1)
+ *   sense     = max over the label's words and their first WordNet senses of cosine(query,
+ *               "word, synonyms: definition")    "animal shelter" · "kennel, doghouse, dog house:
+ *               outbuilding that serves as a shelter for a dog"; 0 for words WordNet lacks
+ *   broader   = cosine(query, w) when a word w of the label names what the query's thing is a
+ *               kind of (WordNet hypernyms: `tabby` → `cat`, `houseplant` → `flora`), halved two
+ *               levels up, else 0
+ *   semantic  = clamp((max(name, word, gloss − 0.05, sense − 0.05) + 0.3·expansion + 0.6·broader − 0.15) / 0.55, 0, 1)
  *   raw       = max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available
  *   score     = raw up to 0.8, above it 0.8 + 0.2·tanh((raw − 0.8) / 0.2): always below 1, order kept
  * so a name that matches both the words and the meaning beats one that matches either. The
@@ -26,12 +32,13 @@ import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '.
 import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { InventoryIndex, type Entry } from './inventory-index';
-import { baseForms, expansionWords, glossedQuery } from './lexicon';
+import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
+import { broaderWords } from './taxonomy';
 
 const CANDIDATES = 50;
 /** Names nearest the query with its WordNet definitions. */
 const GLOSS_CANDIDATES = 20;
-/** The query's WordNet expansions whose names become candidates, and how many names each. */
+/** The query's WordNet expansions whose names become candidates, and how many names each (also for each of its kinds). */
 const EXPANSIONS = 6;
 const PER_EXPANSION = 20;
 /** Below this a candidate is noise, not a weak match. */
@@ -46,6 +53,10 @@ export interface Signals {
   /** cosine(query with its WordNet definitions, segmented label), or of its best word; 0 without definitions. */
   glossName: number;
   glossWord: number;
+  /** max over the label's words and their WordNet senses of cosine(query, "word, synonyms: definition"); 0 if WordNet knows none. */
+  sense: number;
+  /** cosine(query, w) for a word w of the label that names what the query's thing is a kind of, halved two levels up; else 0. */
+  broader: number;
   available: boolean;
 }
 
@@ -54,7 +65,7 @@ export function semanticScore(cosine: number): number {
 }
 
 export function rerank(s: Signals): number {
-  const semantic = semanticScore(Math.max(s.name, s.word, Math.max(s.glossName, s.glossWord) - 0.05) + 0.3 * s.expansion);
+  const semantic = semanticScore(Math.max(s.name, s.word, Math.max(s.glossName, s.glossWord) - 0.05, s.sense - 0.05) + 0.3 * s.expansion + 0.6 * s.broader);
   // A strong keyword or typo match stands on its own.
   const raw = Math.max(s.keyword, 0.5 * s.keyword + 0.55 * semantic + 0.15 * s.keyword * semantic) + (s.available ? 0.01 : 0);
   return squash(raw);
@@ -71,6 +82,8 @@ export class HybridSearch implements DomainSearch {
   private readonly indexes = new Map<Environment, InventoryIndex>();
   /** Word vectors, by word. */
   private readonly words = new Map<string, Float32Array>();
+  /** The vectors of each word's first WordNet senses (`senseTexts`), by word; empty when WordNet has none. */
+  private readonly senses = new Map<string, Float32Array[]>();
   private readonly queries = new LRUCache<string, Float32Array>({ max: 5_000 });
 
   constructor(
@@ -99,6 +112,7 @@ export class HybridSearch implements DomainSearch {
     const words = [...index.postings.keys()];
     if (words.some((w) => !index.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
     await this.wordVectors(words, index.cache);
+    await this.senseVectors(words, index.cache);
     // Open the dictionaries now rather than in the first searches that need them.
     index.speller.correctQuery('warmup');
     await expansionWords(['warmup']);
@@ -126,6 +140,14 @@ export class HybridSearch implements DomainSearch {
     return words.map((w) => this.words.get(w)!);
   }
 
+  private async senseVectors(words: string[], cache: EmbeddingCache): Promise<void> {
+    const missing = [...new Set(words.filter((w) => !this.senses.has(w)))];
+    if (!missing.length) return;
+    const texts = await Promise.all(missing.map((w) => senseTexts(w)));
+    await cache.fill([...new Set(texts.flat())], this.embedder);
+    missing.forEach((w, i) => this.senses.set(w, texts[i].map((t) => cache.get(t)!)));
+  }
+
   /**
    * The candidates for a query with the signals the scorer weighs. Everything that waits (the
    * sync, embeddings, Postgres, WordNet) happens first; the candidates are then gathered and
@@ -138,15 +160,21 @@ export class HybridSearch implements DomainSearch {
     const corrected = index.speller.correctQuery(query) || query.toLowerCase();
     const words = corrected.split(' ');
     const fuzzy = (w: string) => !index.speller.isKnown(w);
-    const [queryVector, glossVector, keywordHits, expansionTerms] = await Promise.all([
+    const [queryVector, glossVector, keywordHits, expansionTerms, broaderTerms] = await Promise.all([
       this.queryVector(corrected),
       glossedQuery(words).then((glossed) => (glossed ? this.queryVector(glossed) : undefined)),
       this.keyword.search(environment, corrected, CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }),
       expansionWords(words),
+      broaderWords(words),
       index.refresh(),
     ]);
     // WordNet expansions that are words of the inventory, weighed by their similarity to the query.
     const forms = [...new Set([...expansionTerms].map((w) => baseForms(w).find((f) => index.postings.has(f))).filter((f): f is string => f !== undefined))];
+    const broader = new Map<string, number>();
+    for (const [w, level] of broaderTerms) {
+      const form = baseForms(w).find((f) => index.postings.has(f));
+      if (form) broader.set(form, Math.max(broader.get(form) ?? 0, level === 1 ? 1 : 0.5));
+    }
     const expansion = new Map<string, number>();
     (await this.wordVectors(forms, index.cache)).forEach((v, i) => expansion.set(forms[i], cosine(v, queryVector)));
 
@@ -158,7 +186,8 @@ export class HybridSearch implements DomainSearch {
       if (slot !== undefined) slots.add(slot);
     }
     if (glossVector) for (const slot of index.nearest(glossVector, GLOSS_CANDIDATES)) slots.add(slot);
-    for (const [w] of [...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS)) {
+    // The best expansions' names and the names of the query's kinds, a few of each.
+    for (const w of [...[...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS).map(([w]) => w), ...broader.keys()]) {
       let taken = 0;
       for (const slot of index.postings.get(w) ?? []) {
         if (taken++ >= PER_EXPANSION) break;
@@ -173,23 +202,28 @@ export class HybridSearch implements DomainSearch {
       let word = 0;
       let glossWord = 0;
       let expanded = 0;
+      let sense = 0;
+      let broaderOf = 0;
       for (const w of entry.words) {
+        for (const v of this.senses.get(w) ?? []) sense = Math.max(sense, cosine(v, queryVector));
         const v = this.words.get(w);
         if (!v) {
           unseen.add(w);
           continue;
         }
-        word = Math.max(word, cosine(v, queryVector));
+        const similarity = cosine(v, queryVector);
+        word = Math.max(word, similarity);
+        broaderOf = Math.max(broaderOf, (broader.get(w) ?? 0) * similarity);
         if (glossVector) glossWord = Math.max(glossWord, cosine(v, glossVector));
         expanded = Math.max(expanded, expansion.get(w) ?? 0);
       }
       const hasVector = index.hasVector(slot);
       const name = hasVector ? index.vectors.dot(slot, queryVector) : 0;
       const glossName = glossVector && hasVector ? index.vectors.dot(slot, glossVector) : 0;
-      candidates.push({ entry, signals: { keyword: keywordOf.get(entry.name) ?? 0, name, word, expansion: expanded, glossName, glossWord, available: entry.available } });
+      candidates.push({ entry, signals: { keyword: keywordOf.get(entry.name) ?? 0, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } });
     }
     // Words of names listed since start-up: embedded for the searches that follow.
-    if (unseen.size) void this.wordVectors([...unseen], index.cache).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
+    if (unseen.size) void Promise.all([this.wordVectors([...unseen], index.cache), this.senseVectors([...unseen], index.cache)]).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
     return candidates;
   }
 

@@ -4,18 +4,33 @@
  * that do. `patisserie` — "a bakery specializing in French pastry"; `soccer` — "a football game
  * in which two teams … kick … a ball into the opponents' goal"; `pooch` — "informal terms for
  * dogs". The caller keeps only the words the inventory's names are made of, and weighs each by
- * its MiniLM similarity to the query, so stray definition words count for little.
+ * its MiniLM similarity to the query, so stray definition words count for little. The other way
+ * round, `senseTexts` says what a word of the names means, for comparing with the query.
+ * Senses are taken nouns first: names are mostly made of nouns, and wordpos answers adverbs,
+ * adjectives and verbs before them (`pooch` was read as "round one's lips as if intending to kiss").
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 
-// wordpos ships no types; its surface used here is one method.
+/** A WordNet synset as wordpos answers it; `ptrs` are its relations (`@` hypernym, `@i` instance hypernym). */
+export type Sense = { pos: string; synonyms: string[]; def: string; synsetOffset: string; ptrs: Array<{ pointerSymbol: string; synsetOffset: string; pos: string }> };
+
+// wordpos ships no types; its surface used here is two methods.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const WordPOS = require('wordpos') as new (options?: object) => { lookup(word: string): Promise<Array<{ lemma: string; synonyms: string[]; def: string }>> };
+const WordPOS = require('wordpos') as new (options?: object) => { lookup(word: string): Promise<Sense[]>; seek(offset: string, pos: string): Promise<Sense> };
 
 let wordpos: InstanceType<typeof WordPOS> | undefined;
+
+/** The WordNet reader, opened on first use. */
+export function wordNet(): InstanceType<typeof WordPOS> {
+  if (!wordpos) {
+    ensureFastIndex();
+    wordpos = new WordPOS({});
+  }
+  return wordpos;
+}
 
 /**
  * wordpos reads WordNet through "fast index" files that its install script writes next to the
@@ -37,10 +52,9 @@ export function baseForms(word: string): string[] {
   return forms;
 }
 
-type Sense = { synonyms: string[]; def: string };
 const looked = new LRUCache<string, Sense[]>({ max: 20_000 });
 
-async function senses(term: string): Promise<Sense[]> {
+export async function senses(term: string): Promise<Sense[]> {
   const known = looked.get(term);
   if (known) return known;
   const found = await lookUp(term);
@@ -48,14 +62,14 @@ async function senses(term: string): Promise<Sense[]> {
   return found;
 }
 
+/** Parts of speech in the order a word of a name or a query most likely means: noun, adjective, verb, adverb. */
+const POS_ORDER = ['n', 'a', 's', 'v', 'r'];
+
+/** The term's senses, nouns first (wordpos answers adverbs, adjectives, verbs, then nouns); within a part of speech WordNet's order, most frequent first. */
 async function lookUp(term: string): Promise<Sense[]> {
-  if (!wordpos) {
-    ensureFastIndex();
-    wordpos = new WordPOS({});
-  }
   for (const form of baseForms(term)) {
-    const found = await wordpos.lookup(form);
-    if (found.length) return found;
+    const found = await wordNet().lookup(form);
+    if (found.length) return [...found].sort((a, b) => POS_ORDER.indexOf(a.pos) - POS_ORDER.indexOf(b.pos));
   }
   return [];
 }
@@ -99,4 +113,18 @@ export async function glossedQuery(words: string[]): Promise<string | undefined>
     definitions.push(found[i][0].def.trim());
   });
   return definitions.length ? `${words.join(' ')}: ${definitions.join('; ')}` : undefined;
+}
+
+const MAX_WORD_SENSES = 3;
+
+/**
+ * What a word of the names means, as texts to embed: its first senses in WordNet, nouns first,
+ * each with the synonyms of that sense and its definition (`kennel, doghouse, dog house:
+ * outbuilding that serves as a shelter for a dog`). A query compared with these finds the names
+ * whose words are described by it (`animal shelter` → `kennel`), which the words alone do not
+ * show a small model.
+ * Empty for a word WordNet does not know.
+ */
+export async function senseTexts(word: string): Promise<string[]> {
+  return [...new Set((await senses(word)).slice(0, MAX_WORD_SENSES).map((sense) => `${[...new Set([word, ...sense.synonyms.map((w) => w.replace(/_/g, ' ').toLowerCase())])].join(', ')}: ${sense.def.trim()}`))];
 }

@@ -3,7 +3,9 @@ import { importInventory } from '../../src/discovery/inventory';
 import { cosine, Embedder } from '../../src/search/embedder';
 import { rerank, squash } from '../../src/search/hybrid-search';
 import { cachedModelFiles } from '../../src/search/model-files';
+import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
+import { kindsOf } from '../../src/search/taxonomy';
 import { getStack, newPartner } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; score: number };
@@ -42,7 +44,7 @@ describe('hybrid semantic search', () => {
   });
 
   it('the scorer: words and meaning together beat either alone, scores stay in [0, 1) and keep their order', () => {
-    const signals = { keyword: 0, name: 0, word: 0, expansion: 0, glossName: 0, glossWord: 0, available: true };
+    const signals = { keyword: 0, name: 0, word: 0, expansion: 0, glossName: 0, glossWord: 0, sense: 0, broader: 0, available: true };
     const exact = rerank({ ...signals, keyword: 1, name: 0.8, word: 0.8 });
     const contained = rerank({ ...signals, keyword: 0.83, name: 0.8, word: 0.8 });
     const wordsOnly = rerank({ ...signals, keyword: 0.83 });
@@ -50,6 +52,8 @@ describe('hybrid semantic search', () => {
     assert.ok(exact > contained && contained > wordsOnly && contained > meaningOnly, JSON.stringify({ exact, contained, wordsOnly, meaningOnly }));
     assert.ok(exact < 1 && meaningOnly > 0);
     assert.ok(rerank({ ...signals, name: 0.5, expansion: 0.5 }) > rerank({ ...signals, name: 0.5 }), 'a WordNet expansion adds');
+    assert.ok(rerank({ ...signals, name: 0.4, broader: 0.4 }) > rerank({ ...signals, name: 0.4, expansion: 0.4 }), 'a broader kind weighs more than a definition word');
+    assert.ok(rerank({ ...signals, name: 0.4, sense: 0.7 }) > rerank({ ...signals, name: 0.4 }), 'a word whose WordNet sense matches the query counts');
     assert.ok(rerank({ ...signals, available: false, name: 0.5 }) < rerank({ ...signals, name: 0.5 }), 'available first among equals');
     const xs = [0, 0.5, 0.79, 0.8, 0.81, 1, 1.2, 2];
     assert.deepEqual(xs.map(squash), [...xs.map(squash)].sort((a, b) => a - b));
@@ -77,6 +81,15 @@ describe('hybrid semantic search', () => {
     assert.ok(patisserie.slice(0, 3).every((h) => /bakery|pastry|croissant|bake|bread/.test(h.name)), JSON.stringify(patisserie));
     const soccer = await search(client, 'soccer');
     assert.ok(soccer.slice(0, 3).some((h) => /goal|ball|league/.test(h.name)), JSON.stringify(soccer));
+  });
+
+  it('WordNet senses and kinds: "animal shelter" finds kennels, "houseplants" finds plants rather than houses', async () => {
+    assert.ok((await kindsOf('tabby', 2)).has('cat') && (await kindsOf('houseplant', 1)).has('flora'));
+    assert.match((await senseTexts('kennel'))[0], /^kennel, doghouse, dog house: .*shelter for a dog/);
+    const shelter = await search(client, 'animal shelter');
+    assert.ok(shelter.slice(0, 3).every((h) => /kennel/.test(h.name)), JSON.stringify(shelter));
+    const plants = await search(client, 'houseplants');
+    assert.ok(plants.slice(0, 3).every((h) => /flora|botanic|garden|bloom|leaf|petal|sprout/.test(h.name)), JSON.stringify(plants));
   });
 
   it('typo in a phrase: each word is corrected, "morgage calculater" finds mortgage names', async () => {
