@@ -58,11 +58,14 @@ const SAVE_AFTER_CHANGES = 10_000;
 const REPLAY_SLICE_MS = 10;
 
 export interface InventoryIndexOptions {
-  /** Names above which the vectors go into an HNSW graph (ANN_THRESHOLD; tests lower it). */
+  /** Names above which the vectors go into an HNSW graph (InventoryIndex.defaults; tests lower it). */
   annThreshold?: number;
 }
 
 export class InventoryIndex {
+  /** What an index made without options takes: the search process sets it from its configuration (SEARCH_ANN_THRESHOLD). */
+  static readonly defaults: { annThreshold: number } = { annThreshold: ANN_THRESHOLD };
+
   readonly slots: Array<Entry | undefined> = [];
   readonly vectors = new VectorStore();
   readonly speller = new Speller();
@@ -95,12 +98,17 @@ export class InventoryIndex {
     private readonly indexDir?: string,
     options: InventoryIndexOptions = {},
   ) {
-    this.annThreshold = options.annThreshold ?? ANN_THRESHOLD;
+    this.annThreshold = options.annThreshold ?? InventoryIndex.defaults.annThreshold;
   }
 
   /** Which vector index answers `nearest` now. */
   get vectorIndexKind(): 'exact' | 'hnsw' {
     return this.index instanceof HnswIndex ? 'hnsw' : 'exact';
+  }
+
+  /** Whether an HNSW graph is being built (in a worker) to replace the exact index. */
+  get buildingGraph(): boolean {
+    return this.building !== undefined;
   }
 
   /** Settles when the HNSW graph being built (if any) is swapped in, or its build failed. */
