@@ -14,6 +14,7 @@ import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { createApp } from '../../src/api/app';
 import type { InventoryRow } from '../../src/discovery/inventory';
 import { importInventory } from '../../src/discovery/inventory';
+import type { SearchHit } from '../../src/discovery/search';
 import { DIMENSIONS, Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridSearch } from '../../src/search/hybrid-search';
@@ -39,7 +40,7 @@ describe('search process', () => {
     assert.deepEqual(out.heavy, []);
   });
 
-  it('answers every labelled query exactly as the same search run in-process', async function () {
+  it('answers every labelled query as the same search run in-process: the same names, scores and order', async function () {
     this.timeout(120_000);
     const { config, dataSource } = getStack();
     const files = cachedModelFiles(config.toolCacheDir);
@@ -53,7 +54,22 @@ describe('search process', () => {
       await local.load('sandbox');
       const remote = new SearchClient(getStack().searchProcess.url);
       const queries = (JSON.parse(readFileSync(path.join(config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: Array<{ q: string }> }).queries.map((q) => q.q);
-      for (const q of queries) assert.deepEqual(await remote.search('sandbox', q, 5), await local.search('sandbox', q, 5), q);
+      // Names of equal score and length come in slot order, which differs between an index that
+      // has followed the suite's changes and one loaded now: within such a tie, any order will do,
+      // and a tie at the cut may be cut either way.
+      const ties = (hits: SearchHit[]) => {
+        const lowest = hits.at(-1)?.score;
+        const key = (h: SearchHit) => `${h.score}|${h.name.length}`;
+        return {
+          above: hits.filter((h) => h.score !== lowest).sort((a, b) => b.score - a.score || a.name.length - b.name.length || a.name.localeCompare(b.name)),
+          cut: hits.filter((h) => h.score === lowest).map(key),
+        };
+      };
+      for (const q of queries) {
+        const [a, b] = [await remote.search('sandbox', q, 5), await local.search('sandbox', q, 5)];
+        assert.deepEqual(a.map((h) => [h.score, h.name.length]), b.map((h) => [h.score, h.name.length]), q);
+        assert.deepEqual(ties(a), ties(b), q);
+      }
       remote.close();
     } finally {
       rmSync(tmp, { recursive: true, force: true });
@@ -99,6 +115,8 @@ describe('search process', () => {
     const listing = (name: string): InventoryRow => ({ name, category: 'general', buy_now_price_cents: 120_000, floor_price_cents: 90_000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2020 });
     let tmp: string;
     let searchProcess: SearchProcess | undefined;
+    /** Live names on the market when the child starts (ours and those other test files left): its threshold. */
+    let onMarket = 0;
     const lines: string[] = [];
 
     before(async function () {
@@ -123,8 +141,9 @@ describe('search process', () => {
         cache.set(await segmentLabel(name.slice(0, name.indexOf('.'))), v);
       }
       cache.save();
+      [{ n: onMarket }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = 'live' AND status IN ('listed', 'reserved')`)) as Array<{ n: number }>;
       searchProcess = await startSearchProcess({
-        env: searchProcessEnv(config, getStack().databaseUrl, `unix:${path.join(tmp, 's.sock')}`, tmp, { SEARCH_ANN_THRESHOLD: String(N), LOG_LEVEL: 'info' }),
+        env: searchProcessEnv(config, getStack().databaseUrl, `unix:${path.join(tmp, 's.sock')}`, tmp, { SEARCH_ANN_THRESHOLD: String(onMarket), LOG_LEVEL: 'info' }),
         output: (line) => lines.push(line),
       });
     });
@@ -139,7 +158,7 @@ describe('search process', () => {
       this.timeout(300_000);
       const baseUrl = await listen(createApp({ ...getStack().appDeps, search: searchProcess!.client }));
       const { client } = await newPartner({ environment: 'live', scopes: ['search'], baseUrl });
-      assert.deepEqual((await searchProcess!.client.status()).environments.live, { names: N, pendingVectors: 0, vectorIndex: 'exact', building: false });
+      assert.deepEqual((await searchProcess!.client.status()).environments.live, { names: onMarket, pendingVectors: 0, vectorIndex: 'exact', building: false });
 
       // What is measured, per phase: the API process's event loop (the longest gap between ticks
       // of a 1 ms timer, past its 1 ms), its longest garbage collection (which pauses it whatever
@@ -219,7 +238,7 @@ describe('search process', () => {
         await Promise.all([unrelated, searching]);
         const during = summary(m);
         console.log(`      (build and swap in the search process: ${buildSeconds.toFixed(1)} s; the API process without a build ${JSON.stringify(baseline)}, during it ${JSON.stringify(during)})`);
-        assert.equal(status.names, N + 1);
+        assert.equal(status.names, onMarket + 1);
         const after = await client.get<{ data: Hit[] }>('/api/partner/v1/domains/search?q=amber%20apple');
         assert.equal(after.status, 200);
         assert.ok(after.body.data.some((h) => h.name === 'zzbamberapple.com'), JSON.stringify(after.body.data));
