@@ -74,6 +74,8 @@ async function main(): Promise<void> {
   const searchStarting = startSearchProcess({
     env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: config.search.url, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: config.logLevel },
   });
+  // A failure is reported where it is awaited, below (not as an unhandled rejection meanwhile).
+  searchStarting.catch(() => undefined);
 
   let address = config.temporal.address;
   let devServer: DevServer | undefined;
