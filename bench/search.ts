@@ -1,10 +1,14 @@
 /**
- * `npm run bench:search`: signed GET /domains/search latency (p50/p99) and API memory over the
- * dev stack's database (run `npm start` once first so the data exists; it need not be running
- * if nothing else holds the embedded Postgres), next to a bare Koa "hello" on the same
- * machine in the same run. Client and servers share this process, measured the same way.
+ * `npm run bench:search`: signed GET /domains/search latency (p50/p99) and memory over the dev
+ * stack's database (run `npm start` once first so the data exists; it must not be running, as
+ * this opens its embedded Postgres), next to a bare Koa "hello" on the same machine in the same
+ * run. As deployed: the search process (src/main/search.ts, model and indexes, over the data
+ * directory's embeddings and graphs) is started as a child on a Unix socket of its own; the API,
+ * the client and the bare Koa share this process, which loads no model. RSS is reported for both.
  * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -19,7 +23,7 @@ import { createLogger } from '../src/logger';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
-import { startSearch } from '../src/main/services';
+import { startSearchProcess } from '../src/search/search-process';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -65,7 +69,11 @@ async function main(): Promise<void> {
   const masterKey = resolveMasterKey(config);
   const secretBox = new SecretBox(masterKey);
   const credentials = new CredentialService(dataSource, secretBox);
-  const search = await startSearch(config, dataSource, (m) => process.stderr.write(`${m}\n`), [settings.environment]);
+  const socketDir = mkdtempSync(path.join(os.tmpdir(), 'bench-search-'));
+  const searchProcess = await startSearchProcess({
+    env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: 'info' },
+  });
+  const search = searchProcess.client;
   const [{ n }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = $1 AND status IN ('listed', 'reserved')`, [settings.environment])) as Array<{ n: number }>;
   const app = createApp({
     config,
@@ -93,12 +101,14 @@ async function main(): Promise<void> {
   // First sight of each query, one at a time: nothing cached for it yet (its vector, spelling, WordNet senses).
   const cold = await measure(async (i) => void (await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(`${QUERIES[i % QUERIES.length]}`)}`)), 1, QUERIES.length);
   const rssBefore = process.memoryUsage().rss;
+  const searchRssBefore = (await search.status()).rss;
   const signed = await measure(async (i) => {
     const res = await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`);
     if (res.status !== 200) throw new Error(`search answered ${res.status}: ${res.text}`);
   });
   const serial = await measure(async (i) => void (await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`)), 1);
   const rss = Math.max(rssBefore, process.memoryUsage().rss);
+  const searchRss = Math.max(searchRssBefore, (await search.status()).rss);
   const koa = await measure(async () => void (await (await fetch(bareServer.url)).text()));
 
   process.stdout.write(
@@ -108,13 +118,16 @@ async function main(): Promise<void> {
       `signed GET /domains/search: p50 ${serial.p50.toFixed(1)} ms, p99 ${serial.p99.toFixed(1)} ms one request at a time`,
       `signed GET /domains/search: p50 ${cold.p50.toFixed(1)} ms, p99 ${cold.p99.toFixed(1)} ms one at a time, each of the ${QUERIES.length} queries seen for the first time`,
       `bare Koa hello:             p50 ${koa.p50.toFixed(1)} ms, p99 ${koa.p99.toFixed(1)} ms, ${koa.perSecond.toFixed(0)} req/s`,
-      `process RSS (API, client and bare Koa together): ${(rss / 1024 / 1024).toFixed(0)} MiB`,
+      `API process RSS (API, client and bare Koa together; no model): ${(rss / 1024 / 1024).toFixed(0)} MiB`,
+      `search process RSS (model, dictionaries, indexes): ${(searchRss / 1024 / 1024).toFixed(0)} MiB`,
       '',
     ].join('\n'),
   );
   await credentials.revoke(issued.keyId);
   api.server.close();
   bareServer.server.close();
+  await searchProcess.stop();
+  rmSync(socketDir, { recursive: true, force: true });
   await dataSource.destroy();
   await postgres.stop();
 }

@@ -37,6 +37,9 @@ const EnvSchema = z.object({
   RATE_LIMIT_LIVE_PER_SECOND: positiveNumber.default(100),
   RATE_LIMIT_BURST_MULTIPLIER: z.coerce.number().min(1).default(2),
   WEBHOOK_ALLOW_LOOPBACK: flag.default(false),
+  SEARCH_URL: z.string().regex(/^(unix:\/.+|https?:\/\/.+)$/, 'unix:/absolute/path.sock or http://host:port').optional(),
+  SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(50_000),
+  SEARCH_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -64,6 +67,12 @@ export interface Config {
   rateLimits: { perSecond: Record<Environment, number>; burstMultiplier: number };
   /** allowLoopback: sandbox webhooks may target 127.0.0.0/8, ::1 and localhost (a partner's own machine, local development only). */
   webhooks: { allowLoopback: boolean };
+  /**
+   * The search process of this host: where it listens and the API processes call it
+   * (`unix:<path>` or `http://host:port`), the inventory size above which its vectors go into an
+   * HNSW graph, and how long an API process waits for an answer before it says 503.
+   */
+  search: { url: string; annThreshold: number; timeoutMs: number };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -107,6 +116,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       burstMultiplier: e.RATE_LIMIT_BURST_MULTIPLIER,
     },
     webhooks: { allowLoopback: e.WEBHOOK_ALLOW_LOOPBACK },
+    search: {
+      url: e.SEARCH_URL ?? `unix:${path.join(path.resolve(e.DATA_DIR), 'search.sock')}`,
+      annThreshold: e.SEARCH_ANN_THRESHOLD,
+      timeoutMs: e.SEARCH_TIMEOUT_MS,
+    },
     logLevel: e.LOG_LEVEL,
   };
 }

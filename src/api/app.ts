@@ -86,7 +86,7 @@ export const QUOTE_KEYS_PATH = '/api/partner/v1/quote-keys';
 
 const PUBLIC_ROUTES: PublicRoute[] = [
   { method: 'get', path: '/healthz', summary: 'The process is up', tag: 'Operations' },
-  { method: 'get', path: '/readyz', summary: 'Postgres and Temporal are reachable', tag: 'Operations' },
+  { method: 'get', path: '/readyz', summary: 'Postgres and Temporal are reachable (else 503); the search process is reported too (while it is down: 200, status "degraded")', tag: 'Operations' },
   { method: 'get', path: OPENAPI_PATH, summary: 'This OpenAPI 3.1 document', tag: 'Operations' },
   { method: 'get', path: QUOTE_KEYS_PATH, summary: 'Public keys (JWKS) that verify quote tokens offline', tag: 'Orders' },
 ];

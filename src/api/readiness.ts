@@ -1,10 +1,15 @@
 /**
- * GET /readyz: Postgres and Temporal both answer within 2 s. Anyone may call it (load balancers,
- * docker-compose), so a failure names only the dependency that is down; the reason, which can
- * carry host names, ports or SQL, goes to the log under the request id.
+ * GET /readyz: Postgres and Temporal both answer within 2 s, else 503. Anyone may call it (load
+ * balancers, docker-compose), so a failure names only the dependency that is down; the reason,
+ * which can carry host names, ports or SQL, goes to the log under the request id.
+ *
+ * The search process is checked too (when search lives in one) but only search needs it: while
+ * it is down the answer stays 200, `status: "degraded"` with `checks.search: "unavailable"`, so
+ * that a load balancer keeps sending orders, quotes and the rest to this process.
  */
 import type { Middleware } from 'koa';
 import type { DataSource } from 'typeorm';
+import type { DomainSearch } from '../discovery/search';
 import { ApiError } from './errors';
 import type { AppState } from './state';
 
@@ -22,27 +27,33 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
   }
 }
 
-export function readiness(deps: { dataSource: DataSource; temporalReady: () => Promise<void> }): Middleware<AppState> {
+/** What every endpoint needs: down means 503. */
+const REQUIRED = new Set(['database', 'temporal']);
+
+export function readiness(deps: { dataSource: DataSource; temporalReady: () => Promise<void>; search?: Pick<DomainSearch, 'ready'> }): Middleware<AppState> {
+  const searchReady = deps.search?.ready?.bind(deps.search);
   return async (ctx) => {
-    const checks = {
+    const checks: Record<string, () => Promise<unknown>> = {
       database: () => deps.dataSource.query('SELECT 1'),
       temporal: () => deps.temporalReady(),
+      ...(searchReady ? { search: searchReady } : {}),
     };
-    const names = Object.keys(checks) as Array<keyof typeof checks>;
+    const names = Object.keys(checks);
     const results = await Promise.allSettled(names.map((name) => withTimeout(checks[name](), CHECK_TIMEOUT_MS, name)));
-    const down: Array<keyof typeof checks> = [];
+    const down: string[] = [];
     results.forEach((result, i) => {
       if (result.status === 'fulfilled') return;
       down.push(names[i]);
       ctx.state.log.warn({ dependency: names[i], err: result.reason }, 'not ready');
     });
-    if (down.length) {
+    const failed = down.filter((name) => REQUIRED.has(name));
+    if (failed.length) {
       throw new ApiError(
         'service_unavailable',
-        `not ready: ${down.join(' and ')} unavailable`,
-        down.map((field) => ({ field, issue: 'unavailable' })),
+        `not ready: ${failed.join(' and ')} unavailable`,
+        failed.map((field) => ({ field, issue: 'unavailable' })),
       );
     }
-    ctx.body = { status: 'ready', checks: { database: 'ok', temporal: 'ok' } };
+    ctx.body = { status: down.length ? 'degraded' : 'ready', checks: Object.fromEntries(names.map((name) => [name, down.includes(name) ? 'unavailable' : 'ok'])) };
   };
 }

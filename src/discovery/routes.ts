@@ -77,7 +77,7 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
       scopes: ['search'],
       tag: 'Discovery',
       summary: 'Search the listed inventory',
-      description: `Up to ${MAX_RESULTS} relevant names, best first. Names under an active quote are included with \`available: false\`; sold and unlisted names are left out. No bulk export.`,
+      description: `Up to ${MAX_RESULTS} relevant names, best first. Names under an active quote are included with \`available: false\`; sold and unlisted names are left out. No bulk export. While the host's search process is unavailable: 503 \`service_unavailable\` with \`Retry-After\` (other endpoints are not affected).`,
       query: z.object({
         q: z
           .string()
@@ -87,7 +87,7 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
           .openapi({ example: 'coffee' }),
       }),
       response: { status: 200, description: 'matching names', schema: SearchResult },
-      errors: ['validation_error'],
+      errors: ['validation_error', 'service_unavailable'],
       handler: async ({ query, auth }) => {
         const hits = await search.search(auth.environment, query.q, MAX_RESULTS);
         return {

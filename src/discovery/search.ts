@@ -27,6 +27,8 @@ export interface KeywordOptions {
 
 export interface DomainSearch {
   search(environment: Environment, query: string, limit?: number): Promise<SearchHit[]>;
+  /** Resolves when the search can answer (a search held elsewhere: the search process); for /readyz. */
+  ready?(): Promise<void>;
 }
 
 /** Lower-case words of the query (letters and digits), at most 8. */

@@ -1,8 +1,14 @@
-/** The API process alone (production, docker-compose): needs a migrated database and a Temporal frontend. */
+/**
+ * The API process alone (production, docker-compose): needs a migrated database, a Temporal
+ * frontend and, for search only, the host's search process at SEARCH_URL (src/main/search.ts).
+ * It loads no model and holds no index; while the search process is down, search answers 503
+ * and every other endpoint works.
+ */
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
 import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
-import { connectTemporal, startApiServer, startSearch } from './services';
+import { SearchClient } from '../search/search-client';
+import { connectTemporal, startApiServer } from './services';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -11,12 +17,12 @@ async function main(): Promise<void> {
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the API process (npm start runs a dev server)');
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
-  const search = await startSearch(config, dataSource, (m) => logger.info(m));
+  const search = new SearchClient(config.search.url, config.search.timeoutMs, (err) => logger.warn({ err }, 'search process unavailable'));
   const api = await startApiServer({ config, dataSource, masterKey, quoteSigner, search, temporal, logger });
   logger.info({ url: api.url }, 'API listening');
   const stop = async () => {
     await api.close();
-    search.save();
+    search.close();
     await temporal.close();
     await dataSource.destroy();
     await postgres.stop();

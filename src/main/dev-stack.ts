@@ -1,7 +1,8 @@
 /**
  * `npm start`: the whole service on one machine. Postgres (embedded, unless DATABASE_URL),
- * migrations, the sandbox inventory, the Temporal dev server with its UI (unless
- * TEMPORAL_ADDRESS), the worker and the API; then a sandbox credential and an example request.
+ * migrations, the sandbox inventory, the search process (a child process holding the model and
+ * the indexes, on SEARCH_URL), the Temporal dev server with its UI (unless TEMPORAL_ADDRESS), the
+ * worker and the API; then a sandbox credential and an example request.
  * Ctrl-C stops everything; the next start finds the same data in DATA_DIR. Sandbox webhooks may
  * go to loopback here (loadDevStackConfig), so a receiver on the developer's machine works.
  */
@@ -19,7 +20,9 @@ import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { ensureTemporalCli } from '../temporal/tools';
 import { createWorker, installTemporalRuntime } from '../temporal/worker';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from './runtime';
-import { connectTemporal, startApiServer, startSearch } from './services';
+import { SearchClient } from '../search/search-client';
+import { startSearchProcess } from '../search/search-process';
+import { connectTemporal, startApiServer } from './services';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
 
@@ -66,6 +69,14 @@ async function main(): Promise<void> {
   const summary = await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(inventoryFile, 'utf8')));
   step(`sandbox inventory: ${summary.rows} names (${summary.inserted} new)`);
 
+  // Loads the model and the indexes while Temporal and the worker start.
+  step(`starting the search process (model and indexes) on ${config.search.url}`);
+  const searchStarting = startSearchProcess({
+    env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: config.search.url, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: config.logLevel },
+  });
+  // A failure is reported where it is awaited, below (not as an unhandled rejection meanwhile).
+  searchStarting.catch(() => undefined);
+
   let address = config.temporal.address;
   let devServer: DevServer | undefined;
   if (!address) {
@@ -104,11 +115,19 @@ async function main(): Promise<void> {
   }]);
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
 
-  step('loading the search model and the inventory vectors');
-  const search = await startSearch(config, dataSource, (m) => step(m));
+  step('waiting for the search process');
+  const searchProcess = await searchStarting;
+  stops.push(['search process', () => searchProcess.stop()]);
+  void searchProcess.exited.then((code) => {
+    if (!stopping) step(`the search process exited (${code}): search answers 503 until npm start runs again; everything else keeps working`);
+  });
+  step(`search process ready (pid ${searchProcess.pid})`);
+  const search = new SearchClient(config.search.url, config.search.timeoutMs, (err) => logger.warn({ err }, 'search process unavailable'));
   const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), search, temporal, logger });
-  stops.push(['search index', async () => search.save()]);
-  stops.push(['API', () => api.close()]);
+  stops.push(['API', async () => {
+    await api.close();
+    search.close();
+  }]);
 
   const credential = await sandboxCredential(new CredentialService(dataSource, new SecretBox(masterKey)), dataSource, path.join(config.dataDir, 'sandbox-credential.json'));
   const uiUrl = devServer?.uiUrl ?? '(the Temporal UI of your cluster)';

@@ -12,10 +12,7 @@ import { SecretBox } from '../auth/secret-box';
 import type { DomainSearch } from '../discovery/search';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import path from 'node:path';
-import { Embedder } from '../search/embedder';
-import { EmbeddingCache } from '../search/embedding-cache';
-import { HybridSearch } from '../search/hybrid-search';
-import { ensureModelFiles, MODEL_ID } from '../search/model-files';
+import type { HybridSearch } from '../search/hybrid-search';
 
 export interface TemporalConnections {
   connection: Connection;
@@ -93,8 +90,19 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
 /**
  * The hybrid (keyword + semantic) search: the model from the tool cache (fetched on first use),
  * embeddings kept in the data directory, and every environment's vectors built now, with progress.
+ * The search process (src/main/search.ts) calls it, and the benchmarks; its modules are imported
+ * here rather than at the top, so that an API process, which imports this file, loads none of
+ * them (no ONNX runtime, no dictionaries).
  */
 export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void, environments: Environment[] = ['sandbox', 'live']): Promise<HybridSearch> {
+  const [{ Embedder }, { EmbeddingCache }, { HybridSearch }, { InventoryIndex }, { ensureModelFiles, MODEL_ID }] = await Promise.all([
+    import('../search/embedder.js'),
+    import('../search/embedding-cache.js'),
+    import('../search/hybrid-search.js'),
+    import('../search/inventory-index.js'),
+    import('../search/model-files.js'),
+  ]);
+  InventoryIndex.defaults.annThreshold = config.search.annThreshold;
   const files = await ensureModelFiles(config.toolCacheDir, log);
   const embedder = await Embedder.load(files);
   const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));

@@ -142,7 +142,13 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
   router.get('/search', async (ctx) => {
     const environment = environmentOf(ctx);
     const q = typeof ctx.query.q === 'string' ? ctx.query.q.trim().slice(0, 200) : '';
-    const hits = q ? await deps.search.search(environment, q, 5) : [];
+    let hits: Awaited<ReturnType<DomainSearch['search']>> = [];
+    try {
+      if (q) hits = await deps.search.search(environment, q, 5);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.code !== 'service_unavailable') throw err;
+      return renderPage(ctx, 'message', { title: 'Search is unavailable right now', text: 'Please try again in a moment.' }, 503);
+    }
     const suffix = environment === 'sandbox' ? '?env=sandbox' : '';
     renderPage(ctx, 'search', {
       tagline: 'Domains for sale',

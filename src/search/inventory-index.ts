@@ -15,7 +15,8 @@
  * loaded on the next start (a missing one is built, with progress). The graph is built in a
  * worker thread: searches keep answering from the exact index meanwhile, the changes made during
  * the build are replayed onto the new graph (a few ms of the event loop at a time), then it is
- * swapped in.
+ * swapped in. New names are added to a graph in use the same way, 10 ms of the loop at a time.
+ * This runs in the search process (src/main/search.ts), never in an API process.
  */
 import { rmSync } from 'node:fs';
 import os from 'node:os';
@@ -54,15 +55,21 @@ const EMBED_CHUNK = 1024;
 const WAIT_FOR_EMBEDDING = 256;
 /** Changes to an HNSW graph after which it is saved again. */
 const SAVE_AFTER_CHANGES = 10_000;
-/** The event loop's longest turn while changes made during a graph build are replayed onto it. */
+/**
+ * The event loop's longest turn while vectors are added to a graph (new names: ~1.5 ms each at
+ * 1M names, 1,024 per embedded batch) or changes made during a build are replayed onto it.
+ */
 const REPLAY_SLICE_MS = 10;
 
 export interface InventoryIndexOptions {
-  /** Names above which the vectors go into an HNSW graph (ANN_THRESHOLD; tests lower it). */
+  /** Names above which the vectors go into an HNSW graph (InventoryIndex.defaults; tests lower it). */
   annThreshold?: number;
 }
 
 export class InventoryIndex {
+  /** What an index made without options takes: the search process sets it from its configuration (SEARCH_ANN_THRESHOLD). */
+  static readonly defaults: { annThreshold: number } = { annThreshold: ANN_THRESHOLD };
+
   readonly slots: Array<Entry | undefined> = [];
   readonly vectors = new VectorStore();
   readonly speller = new Speller();
@@ -95,12 +102,17 @@ export class InventoryIndex {
     private readonly indexDir?: string,
     options: InventoryIndexOptions = {},
   ) {
-    this.annThreshold = options.annThreshold ?? ANN_THRESHOLD;
+    this.annThreshold = options.annThreshold ?? InventoryIndex.defaults.annThreshold;
   }
 
   /** Which vector index answers `nearest` now. */
   get vectorIndexKind(): 'exact' | 'hnsw' {
     return this.index instanceof HnswIndex ? 'hnsw' : 'exact';
+  }
+
+  /** Whether an HNSW graph is being built (in a worker) to replace the exact index. */
+  get buildingGraph(): boolean {
+    return this.building !== undefined;
   }
 
   /** Settles when the HNSW graph being built (if any) is swapped in, or its build failed. */
@@ -297,7 +309,13 @@ export class InventoryIndex {
       const slots = [...this.queue].slice(0, EMBED_CHUNK);
       const texts = slots.map((s) => this.slots[s]!.text);
       await this.cache.fill(texts, this.embedder);
+      let slice = Date.now();
       for (const [i, slot] of slots.entries()) {
+        // Searches get their turn between slices (each slot is checked again after the pause).
+        if (Date.now() - slice >= REPLAY_SLICE_MS) {
+          await new Promise((resolve) => setImmediate(resolve));
+          slice = Date.now();
+        }
         // While we embedded, the name may have left the market (no longer queued), or its slot
         // been taken by another name (queued again, with another text: the next round has it).
         if (!this.queue.has(slot) || this.slots[slot]?.text !== texts[i]) continue;

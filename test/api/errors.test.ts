@@ -89,7 +89,7 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assert.equal(health.status, 200);
     const ready = await fetch(`${getStack().baseUrl}/readyz`);
     assert.equal(ready.status, 200);
-    assert.deepEqual(await ready.json(), { status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
+    assert.deepEqual(await ready.json(), { status: 'ready', checks: { database: 'ok', temporal: 'ok', search: 'ok' } });
   });
 
   it('readyz is 503 service_unavailable naming only the dependency that is down; the reason goes to the log with the request id', async () => {

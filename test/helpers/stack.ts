@@ -1,7 +1,8 @@
 /**
  * The real parts, booted once for the whole mocha run: an embedded Postgres in a fresh
  * directory (or TEST_DATABASE_URL), migrations, the sandbox inventory, Temporal's time-skipping
- * test server, the workflow bundle, and the API listening on a real port.
+ * test server, the workflow bundle, the search process (a child process on a Unix socket, as
+ * npm start runs it), and the API listening on a real port.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,10 +24,9 @@ import { loadConfig, type Config, type Environment } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded-postgres';
 import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
-import { Embedder } from '../../src/search/embedder';
-import { EmbeddingCache } from '../../src/search/embedding-cache';
-import { HybridSearch } from '../../src/search/hybrid-search';
-import { ensureModelFiles, MODEL_ID } from '../../src/search/model-files';
+import { ensureModelFiles } from '../../src/search/model-files';
+import { SearchClient } from '../../src/search/search-client';
+import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { findOrCreatePartner } from '../../src/partners/partners';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
@@ -48,6 +48,9 @@ export interface Stack {
   baseUrl: string;
   /** Everything the API wrote to its log during the run (one JSON object per line). */
   logLines: string[];
+  /** The search process the API calls, and what it wrote. */
+  searchProcess: SearchProcess;
+  searchLines: string[];
   appDeps: AppDeps;
 }
 
@@ -117,10 +120,24 @@ export async function bootStack(): Promise<Stack> {
     await workerRun;
   });
   const quoteSigner = QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem());
-  // Embeddings cached in the tool cache, so only the first run on a machine embeds the inventory.
-  const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
-  const search = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.toolCacheDir, 'embedding-cache', `${MODEL_ID}.log`)));
-  await search.load('sandbox');
+  // The search process, with its data directory (embeddings) in the tool cache so that only the
+  // first run on a machine embeds the inventory, and its socket in a fresh directory.
+  await ensureModelFiles(config.toolCacheDir);
+  const searchLines: string[] = [];
+  const socketDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-search-'));
+  const searchProcess = await startSearchProcess({
+    env: searchProcessEnv(config, postgres.url, `unix:${path.join(socketDir, 'search.sock')}`, path.join(config.toolCacheDir, 'test-search-data')),
+    output: (line) => searchLines.push(line),
+  }).catch((err: Error) => {
+    process.stderr.write(searchLines.join('\n') + '\n');
+    throw err;
+  });
+  cleanups.push(async () => {
+    await searchProcess.stop();
+    rmSync(socketDir, { recursive: true, force: true });
+  });
+  const search = new SearchClient(searchProcess.url);
+  cleanups.push(async () => search.close());
 
   const logLines: string[] = [];
   const credentials = new CredentialService(dataSource, new SecretBox(masterKey), 0);
@@ -136,9 +153,14 @@ export async function bootStack(): Promise<Stack> {
     temporalReady: temporalReadiness(env.connection),
   };
   const baseUrl = await listen(createApp(appDeps));
-  stack = { taskQueue, config, databaseUrl: postgres.url, dataSource, masterKey, credentials, env, workflowBundle, baseUrl, logLines, appDeps };
+  stack = { taskQueue, config, databaseUrl: postgres.url, dataSource, masterKey, credentials, env, workflowBundle, baseUrl, logLines, searchProcess, searchLines, appDeps };
   process.stderr.write(`      (test stack up in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
   return stack;
+}
+
+/** The environment of a search process for the tests: this database, this socket, that data directory, quiet logs. */
+export function searchProcessEnv(config: Config, databaseUrl: string, searchUrl: string, dataDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return { ...process.env, DATABASE_URL: databaseUrl, SEARCH_URL: searchUrl, DATA_DIR: dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: 'warn', ...extra };
 }
 
 export async function teardownStack(): Promise<void> {

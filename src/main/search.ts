@@ -1,0 +1,46 @@
+/**
+ * The search process of a host (production, docker-compose; `npm start` forks it): the model,
+ * the dictionaries and every environment's index, loaded once and shared by all the API
+ * processes of the host over SEARCH_URL (a Unix socket by default). It builds and saves HNSW
+ * graphs in its own worker thread; whatever of the index still runs on its event loop (loading
+ * a built graph, periodic saves, adds to a graph in use) delays searches at most, never an API
+ * process. Needs the database (DATABASE_URL) but no key: it reads the inventory, nothing secret.
+ * Forked with an IPC channel, it reports `{ type: 'ready' }` once it listens and stops when its
+ * parent goes away.
+ */
+import type { Environment } from '../config';
+import { loadConfig } from '../config';
+import { createLogger } from '../logger';
+import { listenSearch, searchApp } from '../search/search-server';
+import { exitStartFailed, openProjectDatabase } from './runtime';
+import { startSearch } from './services';
+
+const ENVIRONMENTS: Environment[] = ['sandbox', 'live'];
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel).child({ process: 'search' });
+  const log = (m: string) => logger.info(m);
+  const { dataSource, postgres } = await openProjectDatabase(config, log);
+  const search = await startSearch(config, dataSource, log, ENVIRONMENTS);
+  const server = await listenSearch(searchApp(search, ENVIRONMENTS, (m) => logger.error(m)), config.search.url);
+  logger.info({ url: config.search.url, rss_mib: Math.round(process.memoryUsage.rss() / 2 ** 20) }, 'search process listening');
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await server.close();
+    search.save();
+    await dataSource.destroy();
+    await postgres.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+  if (process.send) {
+    process.once('disconnect', () => void stop());
+    process.send({ type: 'ready', url: config.search.url });
+  }
+}
+
+main().catch((err) => exitStartFailed('search', err));

@@ -1,0 +1,92 @@
+/**
+ * The API process's side of the search process: DomainSearch over HTTP on this host's search
+ * socket (`unix:<path>`, or `http://host:port`), with keep-alive connections (node:http's Agent).
+ * It imports nothing of the model, the dictionaries or the index, so an API process holds none
+ * of them. When the search process does not answer (down, restarting, or slower than the
+ * timeout), a search is 503 `service_unavailable` in the contract's error shape, with
+ * Retry-After; nothing else in the API depends on it.
+ */
+import http from 'node:http';
+import { ApiError } from '../api/errors';
+import type { Environment } from '../config';
+import type { DomainSearch, SearchHit } from '../discovery/search';
+
+/** What the search process says about itself (GET /status). */
+export interface SearchStatus {
+  pid: number;
+  rss: number;
+  environments: Record<string, { names: number; pendingVectors: number; vectorIndex: 'exact' | 'hnsw'; building: boolean }>;
+}
+
+/** The search process did not answer as it should; the message says how (for the log only). */
+export class SearchUnavailable extends Error {
+  readonly name = 'SearchUnavailable';
+}
+
+const RETRY_AFTER_SECONDS = '5';
+
+export class SearchClient implements DomainSearch {
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 16 });
+  private readonly target: { socketPath: string } | { host: string; port: number };
+
+  constructor(
+    readonly url: string,
+    private readonly timeoutMs = 10_000,
+    /** Told why, each time a search is answered 503 (the partner sees no detail). */
+    private readonly onUnavailable: (err: SearchUnavailable) => void = () => undefined,
+  ) {
+    if (url.startsWith('unix:')) this.target = { socketPath: url.slice('unix:'.length) };
+    else {
+      const parsed = new URL(url);
+      this.target = { host: parsed.hostname, port: Number(parsed.port || 80) };
+    }
+  }
+
+  /** GET a path of the search process and parse its JSON answer; SearchUnavailable on anything else. */
+  private get<T>(pathAndQuery: string, timeoutMs = this.timeoutMs): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const req = http.request({ ...this.target, agent: this.agent, method: 'GET', path: pathAndQuery, timeout: timeoutMs }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err) => reject(new SearchUnavailable(err.message)));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200) return reject(new SearchUnavailable(`search process answered ${res.statusCode}: ${text.slice(0, 500)}`));
+          try {
+            resolve(JSON.parse(text) as T);
+          } catch {
+            reject(new SearchUnavailable('search process answered something other than JSON'));
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      req.on('error', (err) => reject(new SearchUnavailable(err.message)));
+      req.end();
+    });
+  }
+
+  async search(environment: Environment, query: string, limit?: number): Promise<SearchHit[]> {
+    const params = new URLSearchParams({ environment, q: query, ...(limit === undefined ? {} : { limit: String(limit) }) });
+    try {
+      return (await this.get<{ hits: SearchHit[] }>(`/search?${params}`)).hits;
+    } catch (err) {
+      if (!(err instanceof SearchUnavailable)) throw err;
+      this.onUnavailable(err);
+      throw new ApiError('service_unavailable', 'search is unavailable right now (other endpoints are not affected); retry shortly', undefined, { 'Retry-After': RETRY_AFTER_SECONDS });
+    }
+  }
+
+  /** Resolves when the search process answers its health check (for /readyz). */
+  async ready(timeoutMs = 2_000): Promise<void> {
+    await this.get('/healthz', timeoutMs);
+  }
+
+  status(): Promise<SearchStatus> {
+    return this.get<SearchStatus>('/status');
+  }
+
+  /** Closes the idle keep-alive connections. */
+  close(): void {
+    this.agent.destroy();
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The search process's HTTP face, for the API processes of the same host (SearchClient): one
+ * copy of the model, the dictionaries and every environment's index serves them all. Unsigned
+ * and unauthenticated, so it listens on a Unix socket (file permissions decide who may call) or
+ * on a loopback / private-network address, never a public one.
+ *
+ *   GET /search?environment=sandbox|live&q=…&limit=…  → { hits: SearchHit[] }
+ *   GET /healthz                                       → { status: "ok" }
+ *   GET /status                                        → pid, RSS and each index's size and kind
+ */
+import { existsSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import Router from '@koa/router';
+import Koa from 'koa';
+import { z } from 'zod';
+import type { Environment } from '../config';
+import { MAX_QUERY_LENGTH } from '../discovery/routes';
+import type { HybridSearch } from './hybrid-search';
+import type { SearchStatus } from './search-client';
+
+const SearchQuery = z.object({
+  environment: z.enum(['sandbox', 'live']),
+  q: z.string().min(1).max(MAX_QUERY_LENGTH),
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+});
+
+export function searchApp(search: HybridSearch, environments: Environment[], log: (m: string) => void): Koa {
+  const app = new Koa();
+  const router = new Router();
+  router.get('/search', async (ctx) => {
+    const parsed = SearchQuery.safeParse(ctx.query);
+    if (!parsed.success) {
+      ctx.status = 400;
+      ctx.body = { error: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
+      return;
+    }
+    ctx.body = { hits: await search.search(parsed.data.environment, parsed.data.q, parsed.data.limit) };
+  });
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/status', (ctx) => {
+    const status: SearchStatus = { pid: process.pid, rss: process.memoryUsage.rss(), environments: {} };
+    for (const environment of environments) {
+      const index = search.index(environment);
+      status.environments[environment] = { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph };
+    }
+    ctx.body = status;
+  });
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      log(`search failed: ${(err as Error).stack ?? err}`);
+      ctx.status = 500;
+      ctx.body = { error: 'search failed' };
+    }
+  });
+  app.use(router.routes());
+  return app;
+}
+
+/** Whether something answers on the Unix socket (another search process). */
+function socketAnswers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(socketPath);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Listens at `url` (`unix:<path>`: a socket file left by a process that died is replaced, one
+ * that answers is not; `http://host:port`). Resolves with a close function.
+ */
+export async function listenSearch(app: Koa, url: string): Promise<{ server: http.Server; close(): Promise<void> }> {
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  let listenOn: { path: string } | { host: string; port: number };
+  if (url.startsWith('unix:')) {
+    const socketPath = url.slice('unix:'.length);
+    if (existsSync(socketPath)) {
+      if (await socketAnswers(socketPath)) throw new Error(`another search process answers on ${socketPath}`);
+      rmSync(socketPath, { force: true });
+    }
+    listenOn = { path: socketPath };
+  } else {
+    const parsed = new URL(url);
+    listenOn = { host: parsed.hostname, port: Number(parsed.port || 80) };
+  }
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listenOn, () => resolve());
+  });
+  return {
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
