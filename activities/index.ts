@@ -102,7 +102,10 @@ export function createActivities(deps: ActivityDeps) {
 
     /** Whether a registrar adapter carries the order's transfer out, or operators by hand. */
     async transferMode(input: { orderId: string }): Promise<TransferMode> {
-      const order = await deps.dataSource.getRepository(Order).findOneOrFail({ select: { id: true, environment: true }, where: { id: input.orderId } });
+      const order = await deps.dataSource.getRepository(Order).findOneOrFail({ select: { id: true, environment: true, workflowStarted: true }, where: { id: input.orderId } });
+      // The fulfilment's first step records that it runs (the API does not wait to write it; until
+      // then the recovery sweep's start of this order finds the workflow running and changes nothing).
+      if (!order.workflowStarted) await deps.dataSource.getRepository(Order).update({ id: order.id, workflowStarted: false }, { workflowStarted: true });
       return registrars[order.environment] ? 'registrar' : 'operator';
     },
 

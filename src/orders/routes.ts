@@ -7,7 +7,7 @@ import { defineRoute, type RouteSpec } from '../api/route';
 import { Partner } from '../db/entities/partner';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
 import { ORDER_STATUSES } from '../../workflows/messages';
-import { findOrder, listOrders, markWorkflowStarted, recordOrder } from './orders';
+import { findOrder, listOrders, recordOrder } from './orders';
 import { checkQuotable, newQuotePublicId, reserveQuote } from './quotes';
 import type { QuoteTokenSigner } from './quote-token';
 import { REFUND_DECISION_WAIT_MS, requestRefund } from './refund-requests';
@@ -146,9 +146,10 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
         const answer = await recordOrder(dataSource, { partnerId: auth.partnerId, environment: auth.environment, idempotencyKey: key.toLowerCase(), body, requestId });
         if (answer.order) {
           const order = answer.body as { domain: string };
+          // The workflow records that it started (its first step), so the answer waits for one write less.
           await startOrderFulfilment(workflows, { orderId: answer.order.id, orderPublicId: answer.order.publicId, partnerId: auth.partnerId, environment: auth.environment, domain: order.domain });
-          await markWorkflowStarted(dataSource, answer.order.id);
-          if (!answer.replayed) await signalQuoteConsumed(workflows, body.quote_id).catch(() => undefined);
+          // Best effort and not awaited: it only ends the quote's timer early (at minute ten it finds the quote consumed).
+          if (!answer.replayed) void signalQuoteConsumed(workflows, body.quote_id).catch(() => undefined);
           await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
         }
         const replayHeaders: Record<string, string> = answer.replayed
