@@ -22,14 +22,10 @@
  */
 import {
   ActivityFailure,
-  type ActivityOptions,
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  type LocalActivityOptions,
-  patched,
   proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -63,18 +59,10 @@ const registrar = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes', nonRetryableErrorTypes: ['TransferRejected'] },
 });
-const ORDER_STEPS: ActivityOptions & LocalActivityOptions = {
+const orders = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: [REFUND_NOT_ALLOWED] },
-};
-const remoteOrders = proxyActivities<Activities>(ORDER_STEPS);
-/**
- * The order's own database steps (transfer mode, status changes, refund grant, reminders) run as
- * local activities: in the worker that runs the workflow, recorded as markers, without a task
- * queue round trip and a workflow task per step; the Temporal server does a third of the work
- * per order it did. Registrar calls stay activities (long retries, visible as pending in the UI).
- */
-const localOrders = proxyLocalActivities<Activities>(ORDER_STEPS);
+});
 
 function rejection(err: unknown): string | undefined {
   if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'TransferRejected') return err.cause.message;
@@ -83,8 +71,6 @@ function rejection(err: unknown): string | undefined {
 
 export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Promise<OrderFulfilmentResult> {
   const { orderId, orderPublicId } = input;
-  // Runs started before the database steps became local activities replay with the activities they recorded.
-  const orders = patched('order-steps-as-local-activities') ? localOrders : remoteOrders;
   let status: OrderStatus = 'PAYMENT_RECORDED';
   let mode: TransferMode | null = null;
   let locked = false;

@@ -46,9 +46,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     assert.deepEqual(await eventTypes(o.public_id), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'transfer.completed']);
     // The workflow's first step recorded that it runs (POST /orders does not wait to write it).
     assert.equal(await count('SELECT 1 FROM orders WHERE public_id = $1 AND workflow_started', [o.public_id]), 1);
-    // Recorded before and after the order's database steps became local activities: both replay.
     await recordHistory(`order:${o.public_id}`, 'order-completed');
-    await recordHistory(`order:${o.public_id}`, 'order-completed-local-steps');
   });
 
   it('sandbox input fail_transfer: the registry rejects it, the order ends TRANSFER_FAILED and the domain is listed again', async () => {

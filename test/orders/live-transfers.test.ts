@@ -29,14 +29,6 @@ async function liveOrder(client: PartnerClient, externalPaymentRef: string): Pro
   return o.body;
 }
 
-/** The activity type a history event records as a local activity's marker (the order's database steps are local activities). */
-function localActivityType(event: { markerRecordedEventAttributes?: { markerName?: string | null; details?: Record<string, { payloads?: Array<{ data?: Uint8Array | null }> | null }> | null } | null }): string | undefined {
-  const marker = event.markerRecordedEventAttributes;
-  if (marker?.markerName !== 'core_local_activity') return undefined;
-  const data = marker.details?.data?.payloads?.[0]?.data;
-  return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type : undefined;
-}
-
 async function awaitingOperator(client: PartnerClient, publicId: string): Promise<void> {
   const handle = getStack().env.client.workflow.getHandle(orderWorkflowId(publicId));
   for (let i = 0; i < 200; i++) {
@@ -60,7 +52,7 @@ describe('live transfers: without a registrar adapter, operators record each out
     let reminders = 0;
     for (let i = 0; i < 200 && reminders === 0; i++) {
       const history = await handle.fetchHistory();
-      reminders = (history.events ?? []).filter((e) => localActivityType(e) === 'remindOperators').length;
+      reminders = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOperators').length;
       if (reminders === 0) await new Promise((r) => setTimeout(r, 25));
     }
     assert.ok(reminders >= 1, 'operators were reminded');

@@ -62,7 +62,6 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     assert.deepEqual(again.body, res.body);
     assert.equal(await count('SELECT 1 FROM refunds WHERE partner_id = $1', [partnerId]), 1);
     await recordHistory(`order:${o.public_id}`, 'order-refunded-in-flight');
-    await recordHistory(`order:${o.public_id}`, 'order-refunded-in-flight-local-steps');
   });
 
   it('the registry completing the transfer before the cancellation lands: 422 refund_not_allowed, and order, refund rows, name, sale and events all say completed', async () => {
