@@ -4,7 +4,7 @@ import { ERROR_STATUS, type ErrorCode } from './errors';
 import type { RouteSpec } from './route';
 import { ErrorBody, z } from './schemas';
 
-const AUTH_ERRORS: ErrorCode[] = ['missing_credentials', 'invalid_signature', 'forbidden', 'rate_limited', 'internal_error'];
+const AUTH_ERRORS: ErrorCode[] = ['missing_credentials', 'invalid_signature', 'forbidden', 'rate_limited', 'internal_error', 'service_unavailable'];
 
 const SIGNING_DESCRIPTION = `Every /api/partner request is signed (CONTRACT §1): send X-Service-Key-Id, X-Service-Timestamp
 (Unix seconds), X-Service-Nonce (UUID v4, new per request) and X-Service-Signature: v1=<hex HMAC-SHA256 of the

@@ -36,9 +36,13 @@ export interface HandlerInput<Q, P, B> {
 export interface AdmittedRead {
   /** Names the combined prepared statement; unique among routes. */
   name: string;
-  /** A SELECT of at most one row, over its own parameters `$1`, `$2`, …; no column named `outcome` or `retry_after_seconds`. */
+  /**
+   * A SELECT of at most one row, over its own parameters `$1`, `$2`, …; no column named `outcome`
+   * or `retry_after_seconds`. Each parameter reaches it as text (batches pass them as text
+   * arrays): compare with text columns or cast (`$2::int`); `$n` must not appear inside a literal.
+   */
   sql: string;
-  /** Its parameters from the request as sent (validation comes after authentication), or undefined to skip it. */
+  /** Its parameters (never null) from the request as sent (validation comes after authentication), or undefined to skip it. */
   params: (request: { query: Record<string, unknown>; environment: Environment }) => unknown[] | undefined;
 }
 

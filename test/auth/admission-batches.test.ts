@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { AdmissionBatcher, type AdmissionRequest } from '../../src/auth/admission';
+import { AdmissionBatcher, AdmissionUnavailable, type AdmissionRequest } from '../../src/auth/admission';
+import { openDatabase } from '../../src/db/data-source';
+import { RateLimitBucket } from '../../src/db/entities/admission';
 import { getStack, newPartner } from '../helpers/stack';
 
 const PATH = '/api/partner/v1/availability?domain=academy.com';
@@ -44,6 +46,45 @@ describe('admission in batches: one statement per event-loop turn, the same deci
     // Admitted once: the nonces are now replays.
     const again = await Promise.all(good.map((r) => batcher.admit(r)));
     assert.deepEqual(again.map((r) => r.outcome), ['replayed', 'replayed']);
+  });
+
+  it('concurrent batches sharing a key and a replayed nonce never deadlock: each nonce admitted once', async () => {
+    const s = getStack();
+    const { keyId } = await newPartner({ rateLimitPerSecond: 100_000 });
+    const admit = (batcher: AdmissionBatcher, nonce: string) => batcher.admit(request(keyId, { nonce, ratePerSecond: 100_000 }));
+    const a = new AdmissionBatcher(s.dataSource, 1);
+    const b = new AdmissionBatcher(s.dataSource, 1);
+    assert.equal((await admit(a, randomUUID())).outcome, 'admitted'); // the key's bucket row exists from here
+    const deadlocks = async () =>
+      Number(((await s.dataSource.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')) as Array<{ deadlocks: string }>)[0].deadlocks);
+    const before = await deadlocks();
+    for (let round = 0; round < 10; round++) {
+      const [n1, n2] = [randomUUID(), randomUUID()];
+      // The bucket row held by another transaction while A = [K/n1, K/n2] and B = [K/n2] start, so
+      // both are inside admission when it is released; without a lock order, B holding n2 while
+      // waiting for the bucket and A holding the bucket while waiting for n2 would be a deadlock.
+      const holder = s.dataSource.createQueryRunner();
+      await holder.connect();
+      await holder.startTransaction();
+      await holder.manager.getRepository(RateLimitBucket).createQueryBuilder('b').setLock('pessimistic_write').where('b.key_id = :keyId', { keyId }).getOneOrFail();
+      const pending = Promise.all([admit(a, n1), admit(a, n2), admit(b, n2)]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await holder.commitTransaction();
+      await holder.release();
+      const outcomes = (await pending).map((r) => r.outcome);
+      assert.equal(outcomes[0], 'admitted');
+      assert.deepEqual([outcomes[1], outcomes[2]].sort(), ['admitted', 'replayed'], `n2: ${outcomes}`);
+    }
+    assert.equal(await deadlocks(), before, 'Postgres detected no deadlock');
+  });
+
+  it('when the database cannot be reached, admission fails as unavailable (the API answers 503), nothing is re-sent', async () => {
+    const dataSource = await openDatabase(getStack().databaseUrl, { poolSize: 1 });
+    await dataSource.destroy();
+    const batcher = new AdmissionBatcher(dataSource, 1);
+    const answers = await Promise.allSettled([batcher.admit(request('pk_test_unreachable')), batcher.admit(request('pk_test_unreachable'))]);
+    for (const answer of answers) assert.ok(answer.status === 'rejected' && answer.reason instanceof AdmissionUnavailable, String(answer.status === 'rejected' ? answer.reason : 'admitted'));
+    assert.equal(batcher.sent.batches, 1, 'one statement tried; no request by request retry');
   });
 
   it('over HTTP: twenty simultaneous uses of one nonce admit exactly one', async () => {

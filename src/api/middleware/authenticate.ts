@@ -11,7 +11,7 @@ import type { Config } from '../../config';
 import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
 import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
 import type { Scope } from '../../auth/scopes';
-import type { AdmissionBatcher } from '../../auth/admission';
+import { AdmissionUnavailable, type AdmissionBatcher } from '../../auth/admission';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
 import type { AdmittedRead } from '../route';
@@ -56,7 +56,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     const rawUrl = ctx.req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const signed = {
-      keyId,
+        keyId,
       timestamp,
       nonce,
       method: ctx.method,
@@ -68,15 +68,22 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
     const readParams = read?.params({ query: ctx.query, environment: credential.environment });
-    const admission = await deps.admission.admit({
-      keyId,
-      nonce: nonce.toLowerCase(),
-      scopeOk,
-      ratePerSecond: deps.config.rateLimits.perSecond[credential.environment],
-      burstMultiplier: deps.config.rateLimits.burstMultiplier,
-      signedAt: timestamp,
-      read: read && readParams ? { spec: read, params: readParams } : undefined,
-    });
+    const admission = await deps.admission
+      .admit({
+        keyId,
+        nonce: nonce.toLowerCase(),
+        scopeOk,
+        ratePerSecond: deps.config.rateLimits.perSecond[credential.environment],
+        burstMultiplier: deps.config.rateLimits.burstMultiplier,
+        signedAt: timestamp,
+        read: read && readParams ? { spec: read, params: readParams } : undefined,
+      })
+      .catch((err: unknown) => {
+        if (err instanceof AdmissionUnavailable) {
+          throw new ApiError('service_unavailable', 'the request could not be admitted right now; send it again (signed anew) shortly', undefined, { 'Retry-After': '1' });
+        }
+        throw err;
+      });
 
     switch (admission.outcome) {
       case 'admitted':
