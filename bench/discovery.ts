@@ -38,7 +38,7 @@ import { Embedder } from '../src/search/embedder';
 import { EmbeddingCache } from '../src/search/embedding-cache';
 import { HybridSearch } from '../src/search/hybrid-search';
 import { ensureModelFiles, MODEL_ID } from '../src/search/model-files';
-import { freePort } from './support';
+import { freePort, processesCpu } from './support';
 
 const settings = {
   databaseUrl: process.env.BENCH_DATABASE_URL,
@@ -130,22 +130,9 @@ function postgresCpuSeconds(dataDir: string | undefined): number | undefined {
   if (!dataDir) return undefined;
   try {
     const postmaster = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    const tick = 100; // USER_HZ on Linux
-    let total = 0;
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      } catch {
-        continue;
-      }
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const pid = Number(entry);
-      const ppid = Number(fields[1]);
-      if (pid === postmaster || ppid === postmaster) total += (Number(fields[11]) + Number(fields[12])) / tick;
-    }
-    return total;
+    return processesCpu()
+      .filter((p) => p.pid === postmaster || p.ppid === postmaster)
+      .reduce((total, p) => total + p.cpuSeconds, 0);
   } catch {
     return undefined;
   }

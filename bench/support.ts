@@ -11,26 +11,48 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/**
- * CPU seconds (user + system, from /proc) of this machine's processes, summed per group: each
- * process counts in the first group whose pattern its command line matches. Processes that
- * ended between two readings drop out, so take both readings while the groups run.
- */
-export function cpuSecondsByGroup(groups: Record<string, RegExp>): Record<string, number> {
-  const totals: Record<string, number> = Object.fromEntries(Object.keys(groups).map((g) => [g, 0]));
+export interface ProcessCpu {
+  pid: number;
+  ppid: number;
+  /** User + system CPU seconds so far. */
+  cpuSeconds: number;
+  /** The command line, arguments joined by spaces ('' when unreadable). */
+  cmdline: string;
+}
+
+/** This machine's processes with their CPU time, from /proc (Linux); those that end meanwhile are left out. */
+export function processesCpu(): ProcessCpu[] {
   const tick = 100; // USER_HZ on Linux
+  const out: ProcessCpu[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const group = Object.keys(groups).find((g) => groups[g].test(cmdline));
-      if (!group) continue;
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      totals[group] += (Number(fields[11]) + Number(fields[12])) / tick;
+      let cmdline = '';
+      try {
+        cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      } catch {
+        // ended between the two reads
+      }
+      out.push({ pid: Number(entry), ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / tick, cmdline });
     } catch {
       // the process ended meanwhile
     }
+  }
+  return out;
+}
+
+/**
+ * CPU seconds of this machine's processes, summed per group: each process counts in the first
+ * group whose pattern its command line matches. Processes that ended between two readings drop
+ * out, so take both readings while the groups run.
+ */
+export function cpuSecondsByGroup(groups: Record<string, RegExp>): Record<string, number> {
+  const totals: Record<string, number> = Object.fromEntries(Object.keys(groups).map((g) => [g, 0]));
+  for (const p of processesCpu()) {
+    const group = Object.keys(groups).find((g) => groups[g].test(p.cmdline));
+    if (group) totals[group] += p.cpuSeconds;
   }
   return totals;
 }

@@ -61,9 +61,13 @@ export function canonicalString(parts: SignedParts): string {
   ].join('\n');
 }
 
+function signatureBytes(secret: string, parts: SignedParts): Buffer {
+  return createHmac('sha256', secret).update(canonicalString(parts)).digest();
+}
+
 /** Lower-case hex HMAC-SHA256 of the canonical string, without the `v1=` prefix. */
 export function computeSignature(secret: string, parts: SignedParts): string {
-  return createHmac('sha256', secret).update(canonicalString(parts)).digest('hex');
+  return signatureBytes(secret, parts).toString('hex');
 }
 
 export function signatureHeader(secret: string, parts: SignedParts): string {
@@ -74,7 +78,7 @@ export function signatureHeader(secret: string, parts: SignedParts): string {
 export function signatureMatches(secret: string, parts: SignedParts, header: string): boolean {
   const match = /^v1=([0-9a-f]{64})$/.exec(header.trim());
   if (!match) return false;
-  const expected = createHmac('sha256', secret).update(canonicalString(parts)).digest();
+  const expected = signatureBytes(secret, parts);
   const given = Buffer.from(match[1], 'hex');
   return expected.length === given.length && timingSafeEqual(expected, given);
 }

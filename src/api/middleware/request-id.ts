@@ -1,21 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { publicId } from '../../ids';
 import type { AppState } from '../state';
-
-const ID_BYTES = 12;
-/** Random bytes drawn ahead in one system call, for request ids (not secrets: they only need to be unique). */
-let pool = Buffer.alloc(0);
-let offset = 0;
-
-function randomHex(bytes: number): string {
-  if (offset + bytes > pool.length) {
-    pool = randomBytes(bytes * 512);
-    offset = 0;
-  }
-  offset += bytes;
-  return pool.toString('hex', offset - bytes, offset);
-}
 
 /**
  * Gives every request an id (`req_…`), echoed in `X-Request-Id`, and a logger bound to it (made
@@ -23,7 +9,7 @@ function randomHex(bytes: number): string {
  */
 export function requestContext(logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
-    const requestId = `req_${randomHex(ID_BYTES)}`;
+    const requestId = publicId('req');
     ctx.state.requestId = requestId;
     let child: Logger | undefined;
     Object.defineProperty(ctx.state, 'log', { configurable: true, enumerable: true, get: () => (child ??= logger.child({ request_id: requestId })) });
