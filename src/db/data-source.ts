@@ -35,6 +35,7 @@ import { ReferralRecovery1795000950000 } from './migrations/1795000950000-referr
 import { HotPath1795001000000 } from './migrations/1795001000000-hot-path';
 import { AdmissionBatches1795001100000 } from './migrations/1795001100000-admission-batches';
 import { AdmissionLockOrder1795001200000 } from './migrations/1795001200000-admission-lock-order';
+import { AdmissionInline1795001300000 } from './migrations/1795001300000-admission-inline';
 
 export const entities = [
   Partner,
@@ -83,6 +84,7 @@ export const migrations = [
   HotPath1795001000000,
   AdmissionBatches1795001100000,
   AdmissionLockOrder1795001200000,
+  AdmissionInline1795001300000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

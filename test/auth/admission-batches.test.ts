@@ -87,6 +87,43 @@ describe('admission in batches: one statement per event-loop turn, the same deci
     assert.equal(batcher.sent.batches, 1, 'one statement tried; no request by request retry');
   });
 
+  it('one batch decides exactly as the requests one at a time would (random batches: keys, limits, repeated nonces, scopes, revocation)', async () => {
+    // The batched function next to the per-request one it replaced, on twin credentials. Limits
+    // are slow (one token every 10 to 100 s, a 300 s window) so no token comes back during the test.
+    const s = getStack();
+    const rates = [0.01, 0.05, null, 0.1];
+    const twins = await Promise.all(rates.map(async (rate) => [await newPartner({ rateLimitPerSecond: rate }), await newPartner({ rateLimitPerSecond: rate })]));
+    for (const twin of twins[3]) await s.credentials.revoke(twin.keyId);
+    const nonces = rates.map(() => Array.from({ length: 6 }, () => randomUUID()));
+    const signedAt = String(Math.floor(Date.now() / 1000));
+    let seed = 20261123;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), Math.floor((seed / 2 ** 31) * n));
+    let decided = 0;
+    const seen = new Set<string>();
+    for (let round = 0; round < 8; round++) {
+      const picks = Array.from({ length: 12 }, () => ({ key: random(rates.length), nonce: random(6), scopeOk: random(10) > 0 }))
+        // As the batcher sends them: one credential's requests together, in arrival order.
+        .map((p, i) => ({ ...p, i }))
+        .sort((a, b) => a.key - b.key || a.i - b.i);
+      const args = (side: 0 | 1) => [picks.map((p) => twins[p.key][side].keyId), picks.map((p) => nonces[p.key][p.nonce]), picks.map((p) => p.scopeOk), picks.map(() => 0.2), 300, picks.map(() => signedAt)];
+      const [k, n, scope, rate, burst, at] = args(0);
+      const batched = (await s.dataSource.query('SELECT idx, outcome, retry_after_seconds FROM admit_requests($1, $2, $3, $4, $5, $6)', [k, n, scope, rate, burst, at])) as Array<{ idx: number; outcome: string; retry_after_seconds: number }>;
+      const [k1, n1, scope1, rate1, , at1] = args(1) as [string[], string[], boolean[], number[], number, string[]];
+      const oneByOne: Array<{ outcome: string; retry_after_seconds: number }> = [];
+      for (let i = 0; i < picks.length; i++) {
+        const [row] = (await s.dataSource.query('SELECT outcome, retry_after_seconds FROM admit_request($1, $2, $3, $4, $5, $6)', [k1[i], n1[i], scope1[i], rate1[i], 300, at1[i]])) as typeof oneByOne;
+        oneByOne.push(row);
+      }
+      assert.deepEqual(batched.map((r) => r.idx), picks.map((_, i) => i + 1), 'one row per request, in order');
+      assert.deepEqual(batched.map((r) => r.outcome), oneByOne.map((r) => r.outcome), `round ${round}: ${JSON.stringify(picks)}`);
+      batched.forEach((r, i) => assert.ok(Math.abs(r.retry_after_seconds - oneByOne[i].retry_after_seconds) <= 1, `Retry-After ${r.retry_after_seconds} vs ${oneByOne[i].retry_after_seconds}`));
+      decided += picks.length;
+      batched.forEach((r) => seen.add(r.outcome));
+    }
+    assert.equal(decided, 96);
+    assert.deepEqual([...seen].sort(), ['admitted', 'forbidden', 'rate_limited', 'replayed', 'revoked'], 'the walk (a fixed seed) met every outcome');
+  });
+
   it('over HTTP: twenty simultaneous uses of one nonce admit exactly one', async () => {
     const { client } = await newPartner();
     const nonce = randomUUID();
