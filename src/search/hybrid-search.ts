@@ -19,7 +19,9 @@
  *   broader   = cosine(query, w) when a word w of the label names what the query's thing is a
  *               kind of (WordNet hypernyms: `tabby` → `cat`, `houseplant` → `flora`), halved two
  *               levels up, else 0
- *   semantic  = clamp((max(name, word, gloss − 0.05, sense − 0.05) + 0.3·expansion + 0.6·broader − 0.15) / 0.55, 0, 1)
+ *   meaning   = ½·max(name, word, gloss − 0.05, sense − 0.05) + ½·mean(max(name, word), gloss, sense),
+ *               gloss = max(glossName, glossWord); a view WordNet cannot give (0) is left out of the mean
+ *   semantic  = clamp((meaning + 0.3·expansion + 0.6·broader − 0.15) / 0.55, 0, 1)
  *   raw       = max(keyword, 0.5·keyword + 0.55·semantic + 0.15·keyword·semantic) + 0.01 if available
  *   score     = raw up to 0.8, above it 0.8 + 0.2·tanh((raw − 0.8) / 0.2): always below 1, order kept
  * so a name that matches both the words and the meaning beats one that matches either. The
@@ -64,8 +66,25 @@ export function semanticScore(cosine: number): number {
   return Math.min(1, Math.max(0, (cosine - 0.15) / 0.55));
 }
 
+/**
+ * How close the name's meaning is to the query's, as a cosine: half the best of the three views
+ * (the name and its words, the query's definitions, the words' senses), half their mean. The
+ * best view alone lets one near word win (`mechanic` → `car`: 0.54 to the query, but 0.23 to its
+ * definitions and 0.39 to car's senses); the mean rewards a name that every view finds close
+ * (`autogarage`: 0.52, 0.44 and 0.47).
+ * A view that is missing (0: WordNet knows no definition of the query, or no sense of the
+ * name's words) is left out of the mean rather than counted as far.
+ */
+export function meaningCosine(s: Signals): number {
+  const direct = Math.max(s.name, s.word);
+  const gloss = Math.max(s.glossName, s.glossWord);
+  const views = [direct, gloss, s.sense].filter((v, i) => i === 0 || v !== 0);
+  const best = Math.max(direct, gloss - 0.05, s.sense - 0.05);
+  return 0.5 * best + 0.5 * (views.reduce((a, b) => a + b, 0) / views.length);
+}
+
 export function rerank(s: Signals): number {
-  const semantic = semanticScore(Math.max(s.name, s.word, Math.max(s.glossName, s.glossWord) - 0.05, s.sense - 0.05) + 0.3 * s.expansion + 0.6 * s.broader);
+  const semantic = semanticScore(meaningCosine(s) + 0.3 * s.expansion + 0.6 * s.broader);
   // A strong keyword or typo match stands on its own.
   const raw = Math.max(s.keyword, 0.5 * s.keyword + 0.55 * semantic + 0.15 * s.keyword * semantic) + (s.available ? 0.01 : 0);
   return squash(raw);

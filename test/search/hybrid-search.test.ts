@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { importInventory } from '../../src/discovery/inventory';
 import { cosine, Embedder } from '../../src/search/embedder';
-import { rerank, squash } from '../../src/search/hybrid-search';
+import { meaningCosine, rerank, squash } from '../../src/search/hybrid-search';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
@@ -55,6 +55,11 @@ describe('hybrid semantic search', () => {
     assert.ok(rerank({ ...signals, name: 0.4, broader: 0.4 }) > rerank({ ...signals, name: 0.4, expansion: 0.4 }), 'a broader kind weighs more than a definition word');
     assert.ok(rerank({ ...signals, name: 0.4, sense: 0.7 }) > rerank({ ...signals, name: 0.4 }), 'a word whose WordNet sense matches the query counts');
     assert.ok(rerank({ ...signals, available: false, name: 0.5 }) < rerank({ ...signals, name: 0.5 }), 'available first among equals');
+    // `mechanic`: `car` is the nearer word; `autogarage` is the name the query's definitions and the words' senses agree on.
+    const oneView = rerank({ ...signals, name: 0.54, word: 0.54, glossName: 0.2, glossWord: 0.2, sense: 0.3 });
+    const everyView = rerank({ ...signals, name: 0.4, word: 0.5, glossName: 0.45, glossWord: 0.45, sense: 0.5 });
+    assert.ok(everyView > oneView, 'a name every view finds close beats one that a single view finds closer');
+    assert.equal(meaningCosine({ ...signals, name: 0.5, word: 0.5 }), 0.5, 'a view WordNet cannot give is left out, not counted as far');
     const xs = [0, 0.5, 0.79, 0.8, 0.81, 1, 1.2, 2];
     assert.deepEqual(xs.map(squash), [...xs.map(squash)].sort((a, b) => a - b));
     assert.ok(Math.abs(squash(0.8 + 1e-9) - 0.8) < 1e-6 && squash(2) < 1);
