@@ -65,6 +65,19 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
+  /** Moves the order through `steps` in turn (each in its own transaction), stopping at the first not applied; then wakes webhook delivery once. */
+  async function advanceAndNotify(steps: Array<{ orderId: string; to: OrderStatus; at: string; detail?: string }>): Promise<TransitionResult> {
+    let result: TransitionResult = { status: 'PAYMENT_RECORDED', applied: false };
+    let event: TransitionResult['event'];
+    for (const step of steps) {
+      result = await advanceOrder(deps.dataSource, step);
+      if (!result.applied) break;
+      event = result.event ?? event;
+    }
+    if (event && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, event.partnerId, event.environment);
+    return { status: result.status, applied: result.applied };
+  }
+
   return {
     ...createBrokerageActivities(deps),
 
@@ -79,9 +92,7 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     async advanceOrder(input: { orderId: string; to: OrderStatus; at: string; detail?: string }): Promise<TransitionResult> {
-      const result = await advanceOrder(deps.dataSource, input);
-      if (result.applied && result.event && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, result.event.partnerId, result.event.environment);
-      return { status: result.status, applied: result.applied };
+      return advanceAndNotify([input]);
     },
 
     async lockDomain(input: { orderId: string }): Promise<void> {
@@ -90,6 +101,25 @@ export function createActivities(deps: ActivityDeps) {
 
     async requestTransfer(input: { orderId: string }): Promise<string> {
       return registrarCall(input.orderId, (r, o, a) => r.requestTransfer(o, a));
+    },
+
+    /**
+     * Locks the name at the registrar, then records DOMAIN_LOCKED: one activity for what were two
+     * (each step is idempotent, so a retry after the lock only records it again as a no-op).
+     */
+    async lockDomainAndRecord(input: { orderId: string; at: string }): Promise<TransitionResult> {
+      await registrarCall(input.orderId, (r, o, a) => r.lockDomain(o, a));
+      return advanceAndNotify([{ orderId: input.orderId, to: 'DOMAIN_LOCKED', at: input.at }]);
+    },
+
+    /** Requests the transfer, then records TRANSFER_INITIATED (with its reference) and TRANSFER_PENDING. */
+    async requestTransferAndRecord(input: { orderId: string; at: string }): Promise<TransitionResult & { transferRef: string }> {
+      const transferRef = await registrarCall(input.orderId, (r, o, a) => r.requestTransfer(o, a));
+      const result = await advanceAndNotify([
+        { orderId: input.orderId, to: 'TRANSFER_INITIATED', at: input.at, detail: `transfer ${transferRef}` },
+        { orderId: input.orderId, to: 'TRANSFER_PENDING', at: input.at },
+      ]);
+      return { ...result, transferRef };
     },
 
     async checkTransfer(input: { orderId: string }) {

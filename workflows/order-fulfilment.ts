@@ -25,6 +25,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -212,18 +213,31 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
   };
 
   const run = async (): Promise<OrderFulfilmentResult> => {
+    // Runs started before this change record each step as its own activity; since, a registrar
+    // call and the statuses it leads to are one activity (half the activities and workflow tasks).
+    const joinedSteps = patched('fulfilment-joined-steps');
     mode = await orders.transferMode({ orderId });
     if (refundPending()) return grant();
     if (mode === 'operator') return byOperator();
 
-    await registrar.lockDomain({ orderId });
+    if (joinedSteps) {
+      status = (await registrar.lockDomainAndRecord({ orderId, at: new Date().toISOString() })).status;
+      show(status);
+    } else {
+      await registrar.lockDomain({ orderId });
+    }
     locked = true;
-    await advance('DOMAIN_LOCKED');
+    if (!joinedSteps) await advance('DOMAIN_LOCKED');
     if (refundPending()) return stopForRefund();
 
-    const transferRef = await registrar.requestTransfer({ orderId });
-    await advance('TRANSFER_INITIATED', `transfer ${transferRef}`);
-    await advance('TRANSFER_PENDING');
+    if (joinedSteps) {
+      status = (await registrar.requestTransferAndRecord({ orderId, at: new Date().toISOString() })).status;
+      show(status);
+    } else {
+      const transferRef = await registrar.requestTransfer({ orderId });
+      await advance('TRANSFER_INITIATED', `transfer ${transferRef}`);
+      await advance('TRANSFER_PENDING');
+    }
 
     const deadline = Date.now() + TRANSFER_DEADLINE_MS;
     let pollMs = FIRST_POLL_MS;
