@@ -46,17 +46,21 @@ export function createActivities(deps: ActivityDeps) {
   const registrars: Partial<Record<Environment, RegistrarPort>> = { sandbox: deps.registrars?.sandbox ?? new SandboxRegistrar(deps.dataSource), live: deps.registrars?.live };
   const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey), allowLoopback: deps.allowLoopbackWebhooks ?? false };
 
-  async function transferOrder(orderId: string): Promise<{ order: TransferOrder; registrar: RegistrarPort }> {
-    const row = await deps.dataSource.getRepository(Order).findOne({ select: { id: true, domain: true, externalPaymentRef: true, environment: true }, where: { id: orderId } });
+  async function transferOrder(orderId: string): Promise<{ order: TransferOrder; registrar: RegistrarPort; status: OrderStatus }> {
+    const row = await deps.dataSource.getRepository(Order).findOne({ select: { id: true, domain: true, externalPaymentRef: true, environment: true, status: true }, where: { id: orderId } });
     if (!row) throw ApplicationFailure.nonRetryable(`order ${orderId} does not exist`, 'TransferRejected');
     const registrar = registrars[row.environment];
     if (!registrar) throw ApplicationFailure.nonRetryable(`no registrar adapter is configured for ${row.environment}`, 'TransferRejected');
-    return { order: { orderId: row.id, domain: row.domain, externalPaymentRef: row.externalPaymentRef }, registrar };
+    return { order: { orderId: row.id, domain: row.domain, externalPaymentRef: row.externalPaymentRef }, registrar, status: row.status };
   }
 
   /** Runs a registrar call; a TransferRejected becomes a non-retryable failure of that type. */
   async function registrarCall<T>(orderId: string, call: (r: RegistrarPort, o: TransferOrder, attempt: number) => Promise<T>): Promise<T> {
     const { order, registrar } = await transferOrder(orderId);
+    return callRegistrar(registrar, order, call);
+  }
+
+  async function callRegistrar<T>(registrar: RegistrarPort, order: TransferOrder, call: (r: RegistrarPort, o: TransferOrder, attempt: number) => Promise<T>): Promise<T> {
     try {
       return await call(registrar, order, Context.current().info.attempt);
     } catch (err) {
@@ -65,16 +69,41 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
-  /** Moves the order through `steps` in turn (each in its own transaction), stopping at the first not applied; then wakes webhook delivery once. */
+  /**
+   * A registrar call followed by the statuses it leads to, as one activity. A retry that finds the
+   * order already at one of those statuses (the call had succeeded, then a write failed or the
+   * attempt timed out) does not call the registrar again; the writes retry on the registrar's back-off. The statuses are stamped with the time the
+   * call returned, on the workflow's clock: the later of the workflow's time when it scheduled the
+   * step and the server's time for this attempt, plus how long the call took.
+   */
+  async function callThenAdvance<T>(
+    input: { orderId: string; at: string },
+    call: (r: RegistrarPort, o: TransferOrder, attempt: number) => Promise<T>,
+    steps: (result: T | undefined) => Array<{ to: OrderStatus; detail?: string }>,
+  ): Promise<TransitionResult> {
+    const { order, registrar, status } = await transferOrder(input.orderId);
+    const started = Date.now();
+    const past = steps(undefined).some((step) => step.to === status);
+    const result = past ? undefined : await callRegistrar(registrar, order, call);
+    const from = Math.max(Date.parse(input.at), Context.current().info.currentAttemptScheduledTimestampMs);
+    const at = new Date(from + (Date.now() - started)).toISOString();
+    return advanceAndNotify(steps(result).map((step) => ({ orderId: input.orderId, at, ...step })));
+  }
+
+  /**
+   * Moves the order through `steps` in turn (each in its own transaction). A step that does not
+   * apply stops the walk, unless the order already stands at a later step of the list (a retry of
+   * the activity after some steps committed). Webhook delivery is then woken once if the order
+   * stands at one of the steps, so a retry wakes it again; a needless wake-up finds nothing new.
+   */
   async function advanceAndNotify(steps: Array<{ orderId: string; to: OrderStatus; at: string; detail?: string }>): Promise<TransitionResult> {
     let result: TransitionResult = { status: 'PAYMENT_RECORDED', applied: false };
-    let event: TransitionResult['event'];
-    for (const step of steps) {
+    for (const [i, step] of steps.entries()) {
       result = await advanceOrder(deps.dataSource, step);
-      if (!result.applied) break;
-      event = result.event ?? event;
+      if (!result.applied && !steps.slice(i + 1).some((later) => later.to === result.status)) break;
     }
-    if (event && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, event.partnerId, event.environment);
+    const { event } = result;
+    if (event && steps.some((step) => step.to === result.status) && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, event.partnerId, event.environment);
     return { status: result.status, applied: result.applied };
   }
 
@@ -103,23 +132,21 @@ export function createActivities(deps: ActivityDeps) {
       return registrarCall(input.orderId, (r, o, a) => r.requestTransfer(o, a));
     },
 
-    /**
-     * Locks the name at the registrar, then records DOMAIN_LOCKED: one activity for what were two
-     * (each step is idempotent, so a retry after the lock only records it again as a no-op).
-     */
+    /** Locks the name at the registrar, then records DOMAIN_LOCKED (callThenAdvance). */
     async lockDomainAndRecord(input: { orderId: string; at: string }): Promise<TransitionResult> {
-      await registrarCall(input.orderId, (r, o, a) => r.lockDomain(o, a));
-      return advanceAndNotify([{ orderId: input.orderId, to: 'DOMAIN_LOCKED', at: input.at }]);
+      return callThenAdvance(input, (r, o, a) => r.lockDomain(o, a), () => [{ to: 'DOMAIN_LOCKED' }]);
     },
 
-    /** Requests the transfer, then records TRANSFER_INITIATED (with its reference) and TRANSFER_PENDING. */
-    async requestTransferAndRecord(input: { orderId: string; at: string }): Promise<TransitionResult & { transferRef: string }> {
-      const transferRef = await registrarCall(input.orderId, (r, o, a) => r.requestTransfer(o, a));
-      const result = await advanceAndNotify([
-        { orderId: input.orderId, to: 'TRANSFER_INITIATED', at: input.at, detail: `transfer ${transferRef}` },
-        { orderId: input.orderId, to: 'TRANSFER_PENDING', at: input.at },
-      ]);
-      return { ...result, transferRef };
+    /**
+     * Requests the transfer, then records TRANSFER_INITIATED (with the transfer's reference) and
+     * TRANSFER_PENDING (callThenAdvance: a retry past the request leaves the recorded reference).
+     */
+    async requestTransferAndRecord(input: { orderId: string; at: string }): Promise<TransitionResult> {
+      return callThenAdvance(
+        input,
+        (r, o, a) => r.requestTransfer(o, a),
+        (transferRef) => [{ to: 'TRANSFER_INITIATED', detail: transferRef === undefined ? undefined : `transfer ${transferRef}` }, { to: 'TRANSFER_PENDING' }],
+      );
     },
 
     async checkTransfer(input: { orderId: string }) {

@@ -94,18 +94,20 @@ describe('admission in batches: one statement per event-loop turn, the same deci
     const rates = [0.01, 0.05, null, 0.1];
     const twins = await Promise.all(rates.map(async (rate) => [await newPartner({ rateLimitPerSecond: rate }), await newPartner({ rateLimitPerSecond: rate })]));
     for (const twin of twins[3]) await s.credentials.revoke(twin.keyId);
-    const nonces = rates.map(() => Array.from({ length: 6 }, () => randomUUID()));
+    const nonces = [...rates, null].map(() => Array.from({ length: 6 }, () => randomUUID()));
     const signedAt = String(Math.floor(Date.now() / 1000));
     let seed = 20261123;
     const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), Math.floor((seed / 2 ** 31) * n));
     let decided = 0;
     const seen = new Set<string>();
     for (let round = 0; round < 8; round++) {
-      const picks = Array.from({ length: 12 }, () => ({ key: random(rates.length), nonce: random(6), scopeOk: random(10) > 0 }))
+      const picks = Array.from({ length: 12 }, () => ({ key: random(rates.length + 1), nonce: random(6), scopeOk: random(10) > 0 }))
         // As the batcher sends them: one credential's requests together, in arrival order.
         .map((p, i) => ({ ...p, i }))
         .sort((a, b) => a.key - b.key || a.i - b.i);
-      const args = (side: 0 | 1) => [picks.map((p) => twins[p.key][side].keyId), picks.map((p) => nonces[p.key][p.nonce]), picks.map((p) => p.scopeOk), picks.map(() => 0.2), 300, picks.map(() => signedAt)];
+      // A key id no credential has (index 4) is refused like a revoked one; each key has its own default rate, as each environment does.
+      const keyIdOf = (key: number, side: 0 | 1) => (key < twins.length ? twins[key][side].keyId : `pk_test_unknown${side}`);
+      const args = (side: 0 | 1) => [picks.map((p) => keyIdOf(p.key, side)), picks.map((p) => nonces[p.key][p.nonce]), picks.map((p) => p.scopeOk), picks.map((p) => [0.2, 0.2, 0.02, 0.2, 0.2][p.key]), 300, picks.map(() => signedAt)];
       const [k, n, scope, rate, burst, at] = args(0);
       const batched = (await s.dataSource.query('SELECT idx, outcome, retry_after_seconds FROM admit_requests($1, $2, $3, $4, $5, $6)', [k, n, scope, rate, burst, at])) as Array<{ idx: number; outcome: string; retry_after_seconds: number }>;
       const [k1, n1, scope1, rate1, , at1] = args(1) as [string[], string[], boolean[], number[], number, string[]];

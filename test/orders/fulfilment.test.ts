@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities';
+import { Order } from '../../src/db/entities/order';
+import { SandboxRegistrar, type RegistrarPort } from '../../src/orders/registrar';
 import { createApp } from '../../src/api/app';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
@@ -183,5 +186,37 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     assert.equal((await fulfilmentResult(o.public_id)).status, 'TRANSFER_COMPLETED');
     const [txn] = (await s.dataSource.query('SELECT commission_cents FROM transactions WHERE partner_id = $1', [partnerId])) as Array<{ commission_cents: string }>;
     assert.equal(Number(txn.commission_cents), Math.floor((o.sale_price_cents * 1500) / 10_000));
+  });
+
+  it('a retried registrar step whose call already succeeded does not call the registrar again, and adds no event twice', async () => {
+    const s = getStack();
+    const { client } = await newPartner();
+    const o = await buy(client, 'pay_stall_transfer_retry');
+    for (let i = 0; i < 200 && (await orderState(client, o.public_id)).status !== 'TRANSFER_PENDING'; i++) await new Promise((r) => setTimeout(r, 50));
+    const [{ id: orderId }] = (await s.dataSource.query('SELECT id FROM orders WHERE public_id = $1', [o.public_id])) as Array<{ id: string }>;
+    const calls: string[] = [];
+    const sandbox = new SandboxRegistrar(s.dataSource);
+    const counting: RegistrarPort = {
+      lockDomain: (order, attempt) => (calls.push('lock'), sandbox.lockDomain(order, attempt)),
+      requestTransfer: (order, attempt) => (calls.push('request'), sandbox.requestTransfer(order, attempt)),
+      checkTransfer: (order, attempt) => sandbox.checkTransfer(order, attempt),
+      cancelTransfer: (order, attempt) => sandbox.cancelTransfer(order, attempt),
+    };
+    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, registrars: { sandbox: counting } });
+    const retry = new MockActivityEnvironment({ attempt: 2 });
+    const at = new Date().toISOString();
+    const eventsBefore = await eventTypes(o.public_id);
+
+    // Both statuses committed before the first attempt ended: nothing to call, nothing to write.
+    assert.deepEqual(await retry.run(activities.requestTransferAndRecord, { orderId, at }), { status: 'TRANSFER_PENDING', applied: true });
+    // Only TRANSFER_INITIATED had committed: the rest is written, still without a second request.
+    await s.dataSource.getRepository(Order).update({ id: orderId }, { status: 'TRANSFER_INITIATED' });
+    assert.deepEqual(await retry.run(activities.requestTransferAndRecord, { orderId, at }), { status: 'TRANSFER_PENDING', applied: true });
+    assert.deepEqual(calls, []);
+    assert.deepEqual(await eventTypes(o.public_id), eventsBefore, 'no event appended twice');
+    // Before the request (the order at DOMAIN_LOCKED), the registrar is asked.
+    await s.dataSource.getRepository(Order).update({ id: orderId }, { status: 'DOMAIN_LOCKED' });
+    assert.deepEqual(await retry.run(activities.requestTransferAndRecord, { orderId, at }), { status: 'TRANSFER_PENDING', applied: true });
+    assert.deepEqual(calls, ['request']);
   });
 });

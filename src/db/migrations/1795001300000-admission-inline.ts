@@ -6,7 +6,7 @@ import { ADMISSION_LOCK_SPACE, AdmissionLockOrder1795001200000 } from './1795001
  * per request: the same rules in the same order (revoked or unknown key, a timestamp before the
  * crash epoch, a nonce already recorded, a missing scope, then the nonce insert and the GCRA
  * bucket), but the epoch is read once per batch, a credential's row once per run of its requests
- * (the batcher sends one credential's requests together), and each row is returned with RETURN
+ * with the same default rate (the batcher sends one credential's requests together), and each row is returned with RETURN
  * NEXT rather than a RETURN QUERY over a function call.
  *
  * Measured (README, Benchmarks) with two connections sending batches of one credential's
@@ -59,11 +59,10 @@ export class AdmissionInline1795001300000 implements MigrationInterface {
           retry_after_seconds := 0;
           v_key := p_key_ids[i];
           v_nonce := p_nonces[i];
-          IF v_key IS DISTINCT FROM p_key_ids[i - 1] OR i = 1 THEN
+          IF i = 1 OR v_key IS DISTINCT FROM p_key_ids[i - 1] OR p_default_rates[i] IS DISTINCT FROM p_default_rates[i - 1] THEN
             SELECT COALESCE(c.rate_limit_per_second, p_default_rates[i]), c.revoked_at IS NOT NULL INTO v_rate, v_revoked
               FROM credentials c WHERE c.key_id = v_key;
             IF NOT FOUND THEN v_revoked := true; END IF;
-            v_interval := make_interval(secs => 1 / v_rate);
           END IF;
           IF v_revoked THEN
             outcome := 'revoked';
@@ -75,6 +74,7 @@ export class AdmissionInline1795001300000 implements MigrationInterface {
           ELSIF NOT p_scope_ok[i] THEN
             outcome := 'forbidden';
           ELSE
+            v_interval := make_interval(secs => 1 / v_rate);
             INSERT INTO request_nonces (key_id, nonce, seen_at) VALUES (v_key, v_nonce, v_now) ON CONFLICT DO NOTHING;
             IF NOT FOUND THEN
               outcome := 'replayed';
