@@ -57,7 +57,7 @@ const EMBED_CHUNK = 1024;
 const WAIT_FOR_EMBEDDING = 256;
 /**
  * Slots changed since the HNSW graph in use was written, after which the worker writes a new one
- * (the changes are searched exactly until then: ~1–2 ms per search at 10,000).
+ * (the changes are searched exactly until then: ~2 ms more per search at 10,000).
  */
 const SAVE_AFTER_CHANGES = 10_000;
 /** The event loop's longest turn while new names' vectors are added to the index. */

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance, PerformanceObserver } from 'node:perf_hooks';
@@ -15,13 +15,12 @@ import { createApp } from '../../src/api/app';
 import type { InventoryRow } from '../../src/discovery/inventory';
 import { importInventory } from '../../src/discovery/inventory';
 import type { SearchHit } from '../../src/discovery/search';
-import { DIMENSIONS, Embedder } from '../../src/search/embedder';
+import { Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridSearch } from '../../src/search/hybrid-search';
 import { cachedModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
-import { segmentLabel } from '../../src/search/segment';
 import { rawRequest } from '../helpers/raw-request';
 import { searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv } from '../helpers/stack';
