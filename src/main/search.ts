@@ -1,10 +1,10 @@
 /**
  * The search process of a host (production, docker-compose; `npm start` forks it): the model,
  * the dictionaries and every environment's index, loaded once and shared by all the API
- * processes of the host over SEARCH_URL (a Unix socket by default). It builds and saves HNSW
- * graphs in its own worker thread; whatever of the index still runs on its event loop (loading
- * a built graph, periodic saves, adds to a graph in use) delays searches at most, never an API
- * process. Needs the database (DATABASE_URL) but no key: it reads the inventory, nothing secret.
+ * processes of the host over SEARCH_URL (a Unix socket by default). It builds, updates and saves
+ * HNSW graphs in a worker thread and maps them read-only (src/search/inventory-index.ts), so its
+ * event loop loads and writes no graph; what of the index still runs there (mapping a new graph,
+ * adding new names' vectors) delays searches at most, never an API process. Needs the database (DATABASE_URL) but no key: it reads the inventory, nothing secret.
  * Forked with an IPC channel, it reports `{ type: 'ready' }` once it listens and stops when its
  * parent goes away.
  */
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     await server.close();
-    search.save();
+    await search.save();
     await dataSource.destroy();
     await postgres.stop();
     process.exit(0);

@@ -1,39 +1,70 @@
 /**
- * Builds an HNSW graph off the search process's event loop (a worker thread): takes the vectors
- * in chunks (`add`, their buffers transferred), adds each with all cores, and on `save` writes
- * the graph to the given file and replies with it; the main thread loads it and swaps it in.
+ * Writes HNSW graphs off the search process's event loop (a worker thread, one per graph written):
+ * either a new graph from the vectors it is given (a build), or the saved graph loaded from disk
+ * with the changes made since applied to it (a periodic save). It then saves the graph under a new
+ * name and writes the names file that names it, and replies with the file; the main thread maps
+ * it read-only (usearch `view`) and searches it. So neither a build, nor loading a graph to update
+ * it, nor writing it runs on the event loop that answers searches.
  *
  * The thread runs at the lowest CPU priority (nice 19; on Linux a thread's own, inherited by the
- * threads usearch starts for each `add`), so that a build takes only the CPU nothing else on
- * the host wants: without it, on 2 cores, an API process's event loop waited up to 141 ms
- * during a build in the search process (test/search/search-process.test.ts).
+ * threads usearch starts for each `add`), so that it takes only the CPU nothing else on the host
+ * wants: without it, on 2 cores, an API process's event loop waited up to 141 ms during a build
+ * in the search process (test/search/search-process.test.ts).
  */
 import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { commitGraph, newGraphFile, readNames, type SlotNames } from './graph-files';
 import { createHnsw, type BuildReply, type BuildRequest } from './hnsw';
 
-/** Lowest priority: a build uses idle CPU only. */
+/** Lowest priority: the worker uses idle CPU only. */
 const BUILD_NICE = 19;
 
 try {
   os.setPriority(0, BUILD_NICE);
 } catch {
-  // Not permitted or not supported here: the build runs at the process's priority.
+  // Not permitted or not supported here: the worker runs at the process's priority.
 }
 
 const port = parentPort!;
 const index = createHnsw((workerData as { dimensions: number }).dimensions);
+/** The names of the graph's slots, as the names file will hold them. */
+let names: SlotNames = [];
 const reply = (message: BuildReply) => port.postMessage(message);
+
+function handle(request: BuildRequest): BuildReply {
+  switch (request.type) {
+    case 'load': {
+      const saved = readNames(request.file);
+      if (saved?.graph !== request.graph) throw new Error(`the names file of ${request.file} does not name ${request.graph}`);
+      index.load(saved.graph);
+      if (Number(index.size()) !== saved.size) throw new Error(`${saved.graph} holds ${index.size()} vectors, its names file ${saved.size}`);
+      names = saved.names;
+      return { type: 'done', size: Number(index.size()) };
+    }
+    case 'remove':
+      for (const key of request.keys) {
+        if (index.contains(key)) index.remove(key);
+        names[Number(key)] = null;
+      }
+      return { type: 'done', size: Number(index.size()) };
+    case 'add':
+      index.add(request.keys, request.vectors, 0);
+      request.keys.forEach((key, i) => (names[Number(key)] = request.names[i]));
+      return { type: 'done', size: Number(index.size()) };
+    case 'save': {
+      const graph = newGraphFile(request.file);
+      index.save(graph);
+      const size = Number(index.size());
+      // Slots past the last name, or never named (a hole), are free.
+      commitGraph(request.file, graph, size, Array.from(names, (n) => n ?? null));
+      return { type: 'saved', graph, size };
+    }
+  }
+}
 
 port.on('message', (request: BuildRequest) => {
   try {
-    if (request.type === 'add') {
-      index.add(request.keys, request.vectors, 0);
-      reply({ type: 'added', size: Number(index.size()) });
-    } else {
-      index.save(request.file);
-      reply({ type: 'saved', file: request.file, size: Number(index.size()) });
-    }
+    reply(handle(request));
   } catch (err) {
     reply({ type: 'error', message: (err as Error).message });
   }

@@ -1,6 +1,7 @@
 /**
- * The HNSW graph's parameters, shared by the API thread (which loads and updates graphs) and the
- * build worker (which builds and saves them); imports usearch only, so the worker loads no model.
+ * The HNSW graph's parameters and the graph worker's messages, shared by the search process's main
+ * thread (which opens saved graphs read-only and searches them) and the graph worker (which builds,
+ * updates and saves them); imports usearch only, so the worker loads no model.
  */
 import { Index, MetricKind, ScalarKind } from 'usearch';
 
@@ -11,13 +12,19 @@ export function createHnsw(dimensions: number): Index {
   return new Index({ dimensions, metric: MetricKind.IP, quantization: ScalarKind.F16, multi: false, ...HNSW });
 }
 
-/** API thread → build worker. */
+/** Search process's main thread → graph worker, in this order: `load` (optional), `remove`, `add`s, `save`. */
 export type BuildRequest =
-  | { type: 'add'; keys: BigUint64Array; vectors: Float32Array }
+  /** Start from the saved graph of `file` (its names file must name `graph`). */
+  | { type: 'load'; file: string; graph: string }
+  /** Take these slots out (their names too). */
+  | { type: 'remove'; keys: BigUint64Array }
+  /** Add these slots' vectors (a chunk), with their names (slot's name and segmented label). */
+  | { type: 'add'; keys: BigUint64Array; vectors: Float32Array; names: Array<[string, string]> }
+  /** Save the graph under a new name of `file`, then the names file that names it. */
   | { type: 'save'; file: string };
 
-/** Build worker → API thread. */
+/** Graph worker → main thread. */
 export type BuildReply =
-  | { type: 'added'; size: number }
-  | { type: 'saved'; file: string; size: number }
+  | { type: 'done'; size: number }
+  | { type: 'saved'; graph: string; size: number }
   | { type: 'error'; message: string };

@@ -138,9 +138,9 @@ export class HybridSearch implements DomainSearch {
     return index;
   }
 
-  /** Saves large environments' HNSW graphs (on shutdown). */
-  save(): void {
-    for (const index of this.indexes.values()) index.save();
+  /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */
+  async save(): Promise<void> {
+    await Promise.all([...this.indexes.values()].map((index) => index.save()));
   }
 
   /** The query's vector; popular queries come from a small LRU cache. */

@@ -12,13 +12,15 @@
  * search waits for it when it is short.
  *
  * Above ANN_THRESHOLD names the vectors go into an HNSW graph, saved in the data directory and
- * loaded on the next start (a missing one is built, with progress). The graph is built in a
- * worker thread: searches keep answering from the exact index meanwhile, the changes made during
- * the build are replayed onto the new graph (a few ms of the event loop at a time), then it is
- * swapped in. New names are added to a graph in use the same way, 10 ms of the loop at a time.
+ * mapped read-only on the next start (a missing one is built, with progress). Graphs are written
+ * by a worker thread only: a build, while the exact index answers searches; and every
+ * SAVE_AFTER_CHANGES changes, the saved graph with the changes applied, while the graph in use
+ * and the changes since (searched exactly) answer. Each new graph is opened in place of the one in
+ * use (mapped, not loaded), with the changes made while it was written kept beside it. So no
+ * graph is loaded, updated or saved on the event loop that answers searches.
  * This runs in the search process (src/main/search.ts), never in an API process.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -53,13 +55,13 @@ const PAGE = 20_000;
 const EMBED_CHUNK = 1024;
 /** A search waits for at most this many names to be embedded; more are caught up in the background. */
 const WAIT_FOR_EMBEDDING = 256;
-/** Changes to an HNSW graph after which it is saved again. */
-const SAVE_AFTER_CHANGES = 10_000;
 /**
- * The event loop's longest turn while vectors are added to a graph (new names: ~1.5 ms each at
- * 1M names, 1,024 per embedded batch) or changes made during a build are replayed onto it.
+ * Slots changed since the HNSW graph in use was written, after which the worker writes a new one
+ * (the changes are searched exactly until then: ~2 ms more per search at 10,000).
  */
-const REPLAY_SLICE_MS = 10;
+const SAVE_AFTER_CHANGES = 10_000;
+/** The event loop's longest turn while new names' vectors are added to the index. */
+const ADD_SLICE_MS = 10;
 
 export interface InventoryIndexOptions {
   /** Names above which the vectors go into an HNSW graph (InventoryIndex.defaults; tests lower it). */
@@ -86,11 +88,14 @@ export class InventoryIndex {
   private embedding: Promise<void> | undefined;
   private running: Promise<void> | undefined;
   private next: Promise<void> | undefined;
-  private changesSinceSave = 0;
   /** The HNSW graph being built in a worker, if any. */
   private building: Promise<void> | undefined;
-  /** While a graph is built: the slots added (true) or removed (false) since its vectors were taken. */
-  private journal: Map<number, boolean> | undefined;
+  /** The HNSW graph in use being written again with the changes since (in a worker), if any. */
+  private saving: Promise<void> | undefined;
+  /** While a graph is built or saved: the slots added or removed since its vectors were taken. */
+  private journal: Set<number> | undefined;
+  /** Where graphs go when there is no data directory (made on the first build, removed on exit). */
+  private scratchDir: string | undefined;
   private readonly annThreshold: number;
 
   constructor(
@@ -144,6 +149,16 @@ export class InventoryIndex {
     return this.indexDir && path.join(this.indexDir, `${this.environment}-${MODEL_ID}.usearch`);
   }
 
+  /** Where this index's graphs are written: the data directory, or a directory of its own in tmp. */
+  private graphFile(): string {
+    if (this.indexFile) return this.indexFile;
+    if (!this.scratchDir) {
+      const dir = (this.scratchDir = mkdtempSync(path.join(os.tmpdir(), `hnsw-${this.environment}-`)));
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    }
+    return path.join(this.scratchDir, `${this.environment}.usearch`);
+  }
+
   /**
    * Brings the index up to the inventory as committed when it is called: waits for a sync that
    * starts after the call (one at a time; callers arriving meanwhile share the next one), then
@@ -191,7 +206,7 @@ export class InventoryIndex {
     let horizon: string | undefined;
     let after = '';
     let read = 0;
-    const saved = first && this.indexFile ? HnswIndex.load(this.indexFile) : undefined;
+    const saved = first && this.indexFile ? HnswIndex.load(this.indexFile, this.vectors) : undefined;
     if (saved) this.adopt(saved.index, saved.names);
     for (;;) {
       // The first read takes every name on the market (in name order, by the unique index); later
@@ -216,6 +231,7 @@ export class InventoryIndex {
     for (const slot of this.adopted) this.release(this.slots[slot]!.name, slot);
     this.adopted.clear();
     this.horizon = horizon;
+    this.saveIfDue();
   }
 
   /** Takes a saved graph and the names of its slots; their other fields come with the first read. */
@@ -258,7 +274,7 @@ export class InventoryIndex {
         else {
           // No vector to go with the graph's: take it out until the name is embedded again.
           this.index.remove(slot);
-          this.journal?.set(slot, false);
+          this.journal?.add(slot);
           this.queue.add(slot);
         }
       } else {
@@ -291,9 +307,8 @@ export class InventoryIndex {
     this.slotOf.delete(name);
     this.queue.delete(slot);
     this.index.remove(slot);
-    this.journal?.set(slot, false);
+    this.journal?.add(slot);
     this.free.push(slot);
-    this.changesSinceSave++;
   }
 
   /** Embeds the queued names (the cache first), adds them to the index; one loop at a time. */
@@ -312,7 +327,7 @@ export class InventoryIndex {
       let slice = Date.now();
       for (const [i, slot] of slots.entries()) {
         // Searches get their turn between slices (each slot is checked again after the pause).
-        if (Date.now() - slice >= REPLAY_SLICE_MS) {
+        if (Date.now() - slice >= ADD_SLICE_MS) {
           await new Promise((resolve) => setImmediate(resolve));
           slice = Date.now();
         }
@@ -322,70 +337,84 @@ export class InventoryIndex {
         this.queue.delete(slot);
         this.vectors.set(slot, this.cache.get(texts[i])!);
         this.index.add(slot, this.vectors.get(slot));
-        this.journal?.set(slot, true);
-        this.changesSinceSave++;
+        this.journal?.add(slot);
       }
+      this.saveIfDue();
       done += slots.length;
       if (total > EMBED_CHUNK * 4 && done % (EMBED_CHUNK * 64) < EMBED_CHUNK) this.log(`  ${this.environment}: ${done}/${total} names embedded`);
     }
     // Once the queue is drained, so that a large first load is one multi-threaded build.
     if (this.index instanceof ExactIndex && this.index.size > this.annThreshold && !this.building) this.startGraphBuild();
-    if (this.index instanceof HnswIndex && this.changesSinceSave >= SAVE_AFTER_CHANGES) this.save();
+  }
+
+  /** The names of these slots (name, segmented label), for a graph's names file. */
+  private namesOf(slots: number[]): Array<[string, string]> {
+    return slots.map((slot) => [this.slots[slot]!.name, this.slots[slot]!.text]);
   }
 
   /**
-   * Builds the HNSW graph over the names with a vector, in a worker thread (saved there, with the
-   * names of its slots written here), while the exact index keeps answering; then replays the
-   * adds and removes made meanwhile onto it and swaps it in. A failed build leaves the exact
-   * index, and the next embedded batch tries again.
+   * Builds the HNSW graph over the names with a vector, in a worker thread (which saves it and the
+   * names of its slots), while the exact index keeps answering; then maps it and swaps it in, with
+   * the adds and removes made meanwhile searched exactly beside it. A failed build leaves the
+   * exact index, and the next embedded batch tries again.
    */
   private startGraphBuild(): void {
     const live = [...this.slotOf.values()].filter((s) => !this.queue.has(s));
     const vectors = live.map((s) => this.vectors.get(s));
-    const names = this.slots.map((e, slot): [string, string] | null => (e && !this.queue.has(slot) ? [e.name, e.text] : null));
-    const file = this.indexFile;
-    const graph = file ? HnswIndex.newGraphFile(file) : path.join(os.tmpdir(), `hnsw-${process.pid}-${this.environment}-${Date.now().toString(36)}.usearch`);
-    const journal = (this.journal = new Map());
+    const names = this.namesOf(live);
+    const journal = (this.journal = new Set());
     this.log(`${this.environment}: building the HNSW vector index over ${live.length} names in a worker thread (searches use the exact index meanwhile)…`);
     const started = Date.now();
     this.building = (async () => {
-      let index: HnswIndex;
-      try {
-        index = await HnswIndex.buildInWorker(vectors, live, graph, this.log);
-      } finally {
-        if (!file) rmSync(graph, { force: true });
-      }
-      if (file) HnswIndex.commit(file, graph, index.size, names);
-      let replayed = 0;
-      while (journal.size > 0) {
-        const slice = Date.now();
-        for (const [slot, added] of journal) {
-          journal.delete(slot);
-          if (added) index.add(slot, this.vectors.get(slot));
-          else index.remove(slot);
-          replayed++;
-          if (Date.now() - slice >= REPLAY_SLICE_MS) break;
-        }
-        if (journal.size > 0) await new Promise((resolve) => setImmediate(resolve));
-      }
-      this.index = index;
-      this.changesSinceSave = replayed;
-      this.log(`${this.environment}: HNSW graph of ${index.size} names in use (${((Date.now() - started) / 1000).toFixed(1)} s; ${replayed} changes made meanwhile replayed)`);
+      const { graph } = await HnswIndex.write(this.graphFile(), { removed: [], slots: live, vectors, names }, this.log);
+      this.journal = undefined;
+      this.index = HnswIndex.open(graph, this.vectors, journal, (slot) => this.hasVector(slot));
+      this.log(`${this.environment}: HNSW graph of ${this.index.size} names in use (${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} names changed meanwhile, searched exactly beside it)`);
     })()
       .catch((err: Error) => this.log(`${this.environment}: building the HNSW graph failed (the exact index answers; retried after the next new names): ${err.message}`))
       .finally(() => {
-        this.journal = undefined;
+        if (this.journal === journal) this.journal = undefined;
         this.building = undefined;
       });
   }
 
-  /** Saves the HNSW graph (when there is one) with the names of its slots. */
-  save(): void {
-    const file = this.indexFile;
-    if (!(this.index instanceof HnswIndex) || !file) return;
-    const names = this.slots.map((e, slot): [string, string] | null => (e && !this.queue.has(slot) ? [e.name, e.text] : null));
-    this.index.save(file, names);
-    this.changesSinceSave = 0;
-    this.log(`${this.environment}: HNSW graph of ${this.index.size} names saved`);
+  private saveIfDue(): void {
+    if (this.index instanceof HnswIndex && this.index.changes >= SAVE_AFTER_CHANGES && !this.saving) void this.startSave();
+  }
+
+  /**
+   * Has the worker write the graph in use again with the changes since (it loads the saved graph,
+   * applies them, saves it under a new name and the names file that names it), while the graph in
+   * use and the changes answer searches; then maps the new graph in its place, with the changes
+   * made meanwhile beside it. A failed save keeps the graph in use and its changes (tried again
+   * after the next changes).
+   */
+  private startSave(): Promise<void> {
+    const index = this.index;
+    if (!(index instanceof HnswIndex) || index.changes === 0 || this.saving) return this.saving ?? Promise.resolve();
+    const { removed, slots } = index.pendingChanges();
+    const vectors = slots.map((s) => this.vectors.get(s));
+    const names = this.namesOf(slots);
+    const journal = (this.journal = new Set());
+    const started = Date.now();
+    this.saving = (async () => {
+      const { graph, size } = await HnswIndex.write(this.graphFile(), { base: index.file, removed, slots, vectors, names }, this.log);
+      this.journal = undefined;
+      if (this.index !== index) return;
+      this.index = HnswIndex.open(graph, this.vectors, journal, (slot) => this.hasVector(slot));
+      this.log(`${this.environment}: HNSW graph of ${size} names saved (${removed.length} changes written in a worker in ${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} made meanwhile)`);
+    })()
+      .catch((err: Error) => this.log(`${this.environment}: saving the HNSW graph failed (the graph in use and its changes answer; retried after the next changes): ${err.message}`))
+      .finally(() => {
+        if (this.journal === journal) this.journal = undefined;
+        this.saving = undefined;
+      });
+    return this.saving;
+  }
+
+  /** Saves the HNSW graph (when there is one) with the changes since it was written (on shutdown). */
+  async save(): Promise<void> {
+    await this.saving;
+    await this.startSave();
   }
 }

@@ -1,14 +1,15 @@
 /**
  * Nearest names to a query vector, over slots that come and go as the inventory changes.
  * Exact search (SIMD brute force) for small inventories;
- * an HNSW graph (usearch) above ANN_THRESHOLD names, updated in place (add and remove by slot)
- * and saved in the data directory so a restart loads it instead of rebuilding.
+ * an HNSW graph (usearch) above ANN_THRESHOLD names, written by a worker thread into the data
+ * directory and mapped read-only, with the changes since searched exactly beside it; a restart
+ * maps the saved graph instead of rebuilding.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exactSearch, Index, MetricKind, type Matches } from 'usearch';
 import { cosine, DIMENSIONS } from './embedder';
+import { readNames, type SlotNames } from './graph-files';
 import { createHnsw, type BuildReply, type BuildRequest } from './hnsw';
 
 export const ANN_THRESHOLD = 50_000;
@@ -55,6 +56,11 @@ export class ExactIndex implements VectorIndex {
     return this.rows.length;
   }
 
+  /** The slots it holds. */
+  get slots(): readonly number[] {
+    return this.rows;
+  }
+
   /** The vector itself is read from the store (now: set it there first). */
   add(slot: number): void {
     let row = this.rowOf.get(slot);
@@ -93,39 +99,85 @@ export class ExactIndex implements VectorIndex {
   }
 }
 
-/** Vectors copied and handed to the build worker at a time (3 MB: a few ms of the event loop each). */
+/** Vectors copied and handed to the graph worker at a time (3 MB: a few ms of the event loop each). */
 const BUILD_CHUNK = 2_000;
 
-/** usearch's HNSW graph keyed by slot; saved next to the names of its slots. */
+/** What the graph worker writes: a new graph, or the saved `base` with the changes since. */
+export interface GraphChanges {
+  /** The saved graph to start from (the names file of the same `file` names it); none: a new graph. */
+  base?: string;
+  /** Slots to take out of the base graph (those re-added too). */
+  removed: number[];
+  /** Slots to add, their vectors and their names (name, segmented label). */
+  slots: number[];
+  vectors: Float32Array[];
+  names: Array<[string, string]>;
+}
+
+/**
+ * An HNSW graph (usearch) saved in the data directory and mapped read-only (usearch `view`), plus
+ * the changes made since it was written: the graph's entries for changed slots are skipped, and
+ * the changed slots that have a vector now are searched exactly (usearch's SIMD brute force over
+ * a copy of them), the two merged by cosine. Nothing here updates or writes a graph: the graph
+ * worker does (HnswIndex.write), from the saved graph and the changes, and the new graph is then
+ * opened in place of this one. So the event loop never loads, updates or saves a graph; opening
+ * one maps the file and indexes its nodes (8 ms at 100k names).
+ */
 export class HnswIndex implements VectorIndex {
-  private constructor(private readonly index: Index) {}
+  /** Slots added or removed since the graph was written: the graph's entries for them are not used. */
+  private readonly changed = new Set<number>();
+  /** Of the changed slots, those with a vector now. */
+  private readonly recent: ExactIndex;
+  /** Changed slots that the graph holds (hidden from its answers). */
+  private hidden = 0;
 
-  private static create(): Index {
-    return createHnsw(DIMENSIONS);
-  }
-
-  /** Builds a graph over the given slots (all threads), on the calling thread: it blocks it meanwhile. */
-  static build(store: VectorStore, slots: number[], log: (m: string) => void = () => undefined): HnswIndex {
-    const index = HnswIndex.create();
-    const started = Date.now();
-    for (let at = 0; at < slots.length; at += 50_000) {
-      const part = slots.slice(at, at + 50_000);
-      const matrix = new Float32Array(part.length * DIMENSIONS);
-      part.forEach((slot, i) => matrix.set(store.get(slot), i * DIMENSIONS));
-      index.add(BigUint64Array.from(part, (s) => BigInt(s)), matrix, 0);
-      if (slots.length > 50_000) log(`  HNSW ${at + part.length}/${slots.length} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
-    }
-    return new HnswIndex(index);
+  private constructor(
+    private readonly graph: Index,
+    /** The graph's file: the base of the next one written. */
+    readonly file: string,
+    private readonly store: VectorStore,
+  ) {
+    this.recent = new ExactIndex(store);
   }
 
   /**
-   * Builds a graph over the given slots and vectors in a worker thread, which saves it to `graph`;
-   * this thread only copies the vectors into the worker's chunks (one chunk per turn of the event
-   * loop) and then loads the file (usearch `load`: tens of ms at 60k names; `view` would be
-   * faster but maps the file read-only, and the graph is updated in place).
+   * Maps a saved graph read-only; `changed` are the slots changed since it was written, and
+   * `hasVector` tells which of them are in the index now (their vectors read from the store).
    */
-  static async buildInWorker(vectors: Float32Array[], slots: number[], graph: string, log: (m: string) => void = () => undefined): Promise<HnswIndex> {
-    mkdirSync(path.dirname(graph), { recursive: true });
+  static open(file: string, store: VectorStore, changed: Iterable<number> = [], hasVector: (slot: number) => boolean = () => false): HnswIndex {
+    const graph = createHnsw(DIMENSIONS);
+    graph.view(file);
+    const index = new HnswIndex(graph, file, store);
+    for (const slot of changed) {
+      if (hasVector(slot)) index.add(slot);
+      else index.remove(slot);
+    }
+    return index;
+  }
+
+  /**
+   * A saved graph (mapped read-only) and the names of its slots, or undefined when there is none
+   * or it does not match its names file (then the caller rebuilds).
+   */
+  static load(file: string, store: VectorStore): { index: HnswIndex; names: SlotNames } | undefined {
+    const saved = readNames(file);
+    if (!saved) return undefined;
+    try {
+      const index = HnswIndex.open(saved.graph, store);
+      if (Number(index.graph.size()) !== saved.size) return undefined;
+      return { index, names: saved.names };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Writes a graph in a worker thread (off the event loop): a new one over the given vectors, or
+   * the saved `base` loaded there with the changes applied; saves it under a new name of `file`
+   * and writes the names file that names it (graph-files.ts). This thread only copies the
+   * vectors into the worker's chunks, one chunk per turn of the event loop.
+   */
+  static async write(file: string, changes: GraphChanges, log: (m: string) => void = () => undefined): Promise<{ graph: string; size: number }> {
     const worker = new Worker(path.join(__dirname, 'hnsw-build-worker.js'), { workerData: { dimensions: DIMENSIONS } });
     let pending: { resolve: (r: BuildReply) => void; reject: (e: Error) => void } | undefined;
     const fail = (err: Error) => {
@@ -135,103 +187,83 @@ export class HnswIndex implements VectorIndex {
     worker.on('message', (reply: BuildReply) => {
       const waiting = pending;
       pending = undefined;
-      if (reply.type === 'error') waiting?.reject(new Error(`HNSW build worker: ${reply.message}`));
+      if (reply.type === 'error') waiting?.reject(new Error(`HNSW graph worker: ${reply.message}`));
       else waiting?.resolve(reply);
     });
     worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`HNSW build worker exited (${code})`)));
+    worker.on('exit', (code) => fail(new Error(`HNSW graph worker exited (${code})`)));
     const ask = (request: BuildRequest, transfer: ArrayBuffer[] = []) =>
       new Promise<BuildReply>((resolve, reject) => {
         pending = { resolve, reject };
         worker.postMessage(request, transfer);
       });
+    const { slots, vectors, names } = changes;
     const started = Date.now();
     try {
+      if (changes.base) await ask({ type: 'load', file, graph: changes.base });
+      if (changes.removed.length > 0) await ask({ type: 'remove', keys: BigUint64Array.from(changes.removed, (s) => BigInt(s)) });
       for (let at = 0; at < slots.length; at += BUILD_CHUNK) {
         const part = slots.slice(at, at + BUILD_CHUNK);
         const matrix = new Float32Array(part.length * DIMENSIONS);
         part.forEach((_, i) => matrix.set(vectors[at + i], i * DIMENSIONS));
         const keys = BigUint64Array.from(part, (s) => BigInt(s));
-        await ask({ type: 'add', keys, vectors: matrix }, [keys.buffer as ArrayBuffer, matrix.buffer as ArrayBuffer]);
+        await ask({ type: 'add', keys, vectors: matrix, names: names.slice(at, at + part.length) }, [keys.buffer as ArrayBuffer, matrix.buffer as ArrayBuffer]);
         const done = at + part.length;
         if (slots.length > 50_000 && (done % 50_000 < BUILD_CHUNK || done === slots.length)) log(`  HNSW ${done}/${slots.length} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
       }
-      await ask({ type: 'save', file: graph });
+      const saved = await ask({ type: 'save', file });
+      if (saved.type !== 'saved') throw new Error(`HNSW graph worker: unexpected reply ${saved.type}`);
+      return { graph: saved.graph, size: saved.size };
     } finally {
       worker.removeAllListeners('exit');
       await worker.terminate();
     }
-    const index = HnswIndex.create();
-    index.load(graph);
-    return new HnswIndex(index);
   }
 
-  /**
-   * A saved graph and the names of its slots, or undefined when there is none or it does not
-   * match its names file (then the caller rebuilds).
-   */
-  static load(file: string): { index: HnswIndex; names: Array<[string, string] | null> } | undefined {
-    const namesFile = `${file}.names.json`;
-    if (!existsSync(namesFile)) return undefined;
-    try {
-      const saved = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; graph?: string; names: Array<[string, string] | null> };
-      const graph = path.join(path.dirname(file), saved.graph ?? path.basename(file));
-      if (!existsSync(graph)) return undefined;
-      const index = HnswIndex.create();
-      index.load(graph);
-      if (Number(index.size()) !== saved.size) return undefined;
-      return { index: new HnswIndex(index), names: saved.names };
-    } catch {
-      return undefined;
-    }
+  /** Slots changed since the graph was written. */
+  get changes(): number {
+    return this.changed.size;
   }
 
-  /**
-   * Saves the graph under a new name, then the names of its slots, which name that graph (written
-   * aside and renamed into place), then removes older graphs: a crash at any point leaves a names
-   * file and the very graph it was written with.
-   */
-  save(file: string, names: Array<[string, string] | null>): void {
-    const graph = HnswIndex.newGraphFile(file);
-    this.index.save(graph);
-    HnswIndex.commit(file, graph, this.size, names);
-  }
-
-  /** A new file name for a graph of `file` (in its directory, which is made). */
-  static newGraphFile(file: string): string {
-    mkdirSync(path.dirname(file), { recursive: true });
-    return `${file}.${Date.now().toString(36)}`;
-  }
-
-  /**
-   * Writes the names of a saved graph's slots, naming that graph (aside, then renamed into place),
-   * then removes the older graphs of `file`.
-   */
-  static commit(file: string, graphFile: string, size: number, names: Array<[string, string] | null>): void {
-    const dir = path.dirname(file);
-    const graph = path.basename(graphFile);
-    writeFileSync(`${file}.names.json.tmp`, JSON.stringify({ size, graph, names }));
-    renameSync(`${file}.names.json.tmp`, `${file}.names.json`);
-    for (const old of readdirSync(dir)) {
-      if ((old === path.basename(file) || old.startsWith(`${path.basename(file)}.`)) && old !== graph && !old.startsWith(`${path.basename(file)}.names.json`)) rmSync(path.join(dir, old), { force: true });
-    }
+  /** The changes since the graph was written, for the worker to apply to it (HnswIndex.write). */
+  pendingChanges(): { removed: number[]; slots: number[] } {
+    return { removed: [...this.changed], slots: [...this.recent.slots] };
   }
 
   get size(): number {
-    return Number(this.index.size());
+    return Number(this.graph.size()) - this.hidden + this.recent.size;
   }
 
-  add(slot: number, vector: Float32Array): void {
-    const key = BigInt(slot);
-    if (this.index.contains(key)) this.index.remove(key);
-    this.index.add(key, vector);
+  private change(slot: number): void {
+    if (this.changed.has(slot)) return;
+    this.changed.add(slot);
+    if (this.graph.contains(BigInt(slot))) this.hidden++;
+  }
+
+  /** The vector itself is read from the store (set it there first). */
+  add(slot: number): void {
+    this.change(slot);
+    this.recent.add(slot);
   }
 
   remove(slot: number): void {
-    this.index.remove(BigInt(slot));
+    this.change(slot);
+    this.recent.remove(slot);
   }
 
   nearest(query: Float32Array, k: number): number[] {
-    return Array.from(this.index.search(query, k, 1).keys, (key) => Number(key));
+    const total = Number(this.graph.size());
+    let fromGraph: number[] = [];
+    // Ask the graph for a few more when some of its slots have changed; wider if those were the nearest.
+    for (let want = Math.min(total, k + Math.min(this.hidden, k)); want > 0; want = Math.min(total, 2 * want)) {
+      const keys = this.graph.search(query, want, 1).keys;
+      fromGraph = Array.from(keys, (key) => Number(key)).filter((slot) => !this.changed.has(slot));
+      if (fromGraph.length >= k || keys.length < want || want === total) break;
+    }
+    const candidates = [...fromGraph, ...this.recent.nearest(query, k)].map((slot) => [slot, this.store.dot(slot, query)] as const);
+    return candidates
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, k)
+      .map(([slot]) => slot);
   }
 }

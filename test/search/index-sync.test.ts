@@ -261,9 +261,14 @@ describe('search index: vector indexes', () => {
     store.set(40, vectors[40]);
   });
 
-  it('HnswIndex: built over the store, updated in place, saved and loaded', async () => {
+  it('HnswIndex: written by the worker, mapped read-only; changes answered beside it; written again with them by the worker, and opened again', async () => {
     const random = seeded(4242);
-    const index = HnswIndex.build(store, [...vectors.keys()]);
+    const file = path.join(tmp, 'nested', 'live-test.usearch');
+    const namesOf = (slots: number[]) => slots.map((slot): [string, string] => [`n${slot}.com`, `n ${slot}`]);
+    const all = [...vectors.keys()];
+    const built = await HnswIndex.write(file, { removed: [], slots: all, vectors, names: namesOf(all) });
+    assert.equal(built.size, N);
+    const index = HnswIndex.open(built.graph, store);
     assert.equal(index.size, N);
     const sample = Array.from({ length: 40 }, (_, i) => (i * 7) % N);
     // An approximate index built on several threads: its own vector is nearly always first (seen
@@ -276,8 +281,8 @@ describe('search index: vector indexes', () => {
     index.remove(12);
     assert.equal(index.size, N - 2);
     for (const q of [11, 12, 13]) {
-      const all = index.nearest(vectors[q], N);
-      assert.ok(!all.includes(11) && !all.includes(12), `removed slots absent when searching for ${q}`);
+      const found = index.nearest(vectors[q], N);
+      assert.ok(!found.includes(11) && !found.includes(12), `removed slots absent when searching for ${q}`);
     }
     assert.deepEqual(index.nearest(vectors[13], 1), [13]);
 
@@ -285,47 +290,53 @@ describe('search index: vector indexes', () => {
     const fresh = unitVector(random);
     const reused = unitVector(random);
     const replaced = unitVector(random);
-    index.add(1000, fresh);
-    index.add(11, reused);
-    index.add(20, replaced);
+    store.set(1000, fresh);
+    index.add(1000);
+    store.set(11, reused);
+    index.add(11);
+    store.set(20, replaced);
+    index.add(20);
     assert.equal(index.size, N);
     assert.deepEqual(index.nearest(fresh, 1), [1000]);
     assert.deepEqual(index.nearest(reused, 1), [11]);
     assert.deepEqual(index.nearest(replaced, 1), [20]);
-    assert.ok(!index.nearest(vectors[20], 5).includes(20), 'the old vector of a replaced slot is gone');
+    assert.ok(!index.nearest(vectors[20], 5).includes(20), 'the old vector of a replaced slot is not answered');
+    assert.equal(index.changes, 4);
 
-    // Saved with the names of its slots, loaded back: same size, same answers.
-    const file = path.join(tmp, 'nested', 'live-test.usearch');
-    const names: Array<[string, string] | null> = Array.from({ length: 1001 }, (_, slot) => [`n${slot}.com`, `n ${slot}`]);
-    names[12] = null;
-    index.save(file, names);
-    const loaded = HnswIndex.load(file);
-    assert.ok(loaded, 'the saved graph loads');
+    // Written again by the worker: the saved graph with the changes applied, under a new file
+    // that the names file names; the older graph is removed.
+    const { removed, slots } = index.pendingChanges();
+    assert.deepEqual([...slots].sort((x, y) => x - y), [11, 20, 1000]);
+    const written = await HnswIndex.write(file, { base: index.file, removed, slots, vectors: slots.map((slot) => store.get(slot)), names: namesOf(slots) });
+    assert.equal(written.size, N);
+    const graphs = readdirSync(path.dirname(file)).filter((f) => !f.includes('.names.json'));
+    assert.deepEqual(graphs, [path.basename(written.graph)]);
+    assert.equal((JSON.parse(readFileSync(`${file}.names.json`, 'utf8')) as { graph: string }).graph, graphs[0]);
+    const loaded = HnswIndex.load(file, store);
+    assert.ok(loaded, 'the saved graph opens');
     assert.equal(loaded.index.size, index.size);
+    assert.equal(loaded.index.changes, 0);
+    const names: Array<[string, string] | null> = Array.from({ length: 1001 }, (_, slot) => (slot < N || slot === 1000 ? [`n${slot}.com`, `n ${slot}`] : null));
+    names[12] = null;
     assert.deepEqual(loaded.names, names);
     const queries = [...sample.map((i) => vectors[i]), fresh, reused, replaced, unitVector(random), unitVector(random)];
     for (const q of queries) assert.deepEqual(loaded.index.nearest(q, 5), index.nearest(q, 5));
     assert.ok(!loaded.index.nearest(vectors[12], N).includes(12), 'a slot removed before the save stays removed');
-
-    // Saved again: the graph goes to a new file, the names file names it, the older graph is removed.
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    index.save(file, names);
-    const graphs = readdirSync(path.dirname(file)).filter((f) => !f.includes('.names.json'));
-    assert.equal(graphs.length, 1, graphs.join(', '));
-    assert.equal((JSON.parse(readFileSync(`${file}.names.json`, 'utf8')) as { graph: string }).graph, graphs[0]);
-    assert.ok(HnswIndex.load(file));
+    assert.ok(!loaded.index.nearest(vectors[20], 5).includes(20), 'a replaced vector stays replaced');
+    store.set(11, vectors[11]);
+    store.set(20, vectors[20]);
 
     // The names file must describe this graph: a size that does not match means rebuild.
     const namesFile = `${file}.names.json`;
     const saved = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; names: unknown[] };
     assert.equal(saved.size, index.size);
     writeFileSync(namesFile, JSON.stringify({ ...saved, size: saved.size + 1 }));
-    assert.equal(HnswIndex.load(file), undefined);
+    assert.equal(HnswIndex.load(file, store), undefined);
     writeFileSync(namesFile, '{"size": 3');
-    assert.equal(HnswIndex.load(file), undefined, 'a torn names file');
+    assert.equal(HnswIndex.load(file, store), undefined, 'a torn names file');
     rmSync(namesFile);
-    assert.equal(HnswIndex.load(file), undefined, 'no names file');
-    assert.equal(HnswIndex.load(path.join(tmp, 'missing.usearch')), undefined, 'no graph');
+    assert.equal(HnswIndex.load(file, store), undefined, 'no names file');
+    assert.equal(HnswIndex.load(path.join(tmp, 'missing.usearch'), store), undefined, 'no graph');
   });
 });
 
@@ -503,7 +514,7 @@ describe('search index: embedding queue', () => {
       assert.ok(found >= sample.length - 1, `nearest to its own vector for ${found} of ${sample.length}`);
 
       // Saved by the worker, with the names of its slots as they were when the build began.
-      const saved = HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`));
+      const saved = HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`), new VectorStore());
       assert.ok(saved, 'the graph built in the worker is saved and loads');
       assert.equal(saved.index.size, N + 1);
       assert.deepEqual(saved.names[sold], [`${label(5)}.com`, soldText], 'the sold name is in the saved names: the next save or start drops it');

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance, PerformanceObserver } from 'node:perf_hooks';
@@ -15,14 +15,14 @@ import { createApp } from '../../src/api/app';
 import type { InventoryRow } from '../../src/discovery/inventory';
 import { importInventory } from '../../src/discovery/inventory';
 import type { SearchHit } from '../../src/discovery/search';
-import { DIMENSIONS, Embedder } from '../../src/search/embedder';
+import { Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridSearch } from '../../src/search/hybrid-search';
 import { cachedModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
-import { segmentLabel } from '../../src/search/segment';
 import { rawRequest } from '../helpers/raw-request';
+import { searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
@@ -124,23 +124,8 @@ describe('search process', () => {
       assert.equal(names.length, N);
       const { config, dataSource } = getStack();
       await importInventory(dataSource, 'live', names.map(listing));
-      // The child's data directory: the suite's sandbox embeddings, and stand-in vectors for
-      // these names (seeded random unit vectors), so that it embeds only their few words.
-      tmp = mkdtempSync(path.join(os.tmpdir(), 'search-build-'));
-      mkdirSync(path.join(tmp, 'embeddings'));
-      const sandboxLog = path.join(config.toolCacheDir, 'test-search-data', 'embeddings', `sandbox-${MODEL_ID}.log`);
-      if (existsSync(sandboxLog)) copyFileSync(sandboxLog, path.join(tmp, 'embeddings', `sandbox-${MODEL_ID}.log`));
-      const cache = new EmbeddingCache(path.join(tmp, 'embeddings', `live-${MODEL_ID}.log`));
-      let seed = 12345;
-      const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
-      for (const name of names) {
-        const v = new Float32Array(DIMENSIONS);
-        let norm = 0;
-        for (let d = 0; d < DIMENSIONS; d++) norm += (v[d] = random() - 0.5) ** 2;
-        for (let d = 0; d < DIMENSIONS; d++) v[d] /= Math.sqrt(norm);
-        cache.set(await segmentLabel(name.slice(0, name.indexOf('.'))), v);
-      }
-      cache.save();
+      // The child's data directory, with stand-in vectors for these names.
+      ({ dir: tmp } = await searchDataWithStandInVectors(config, 'search-build-', names));
       [{ n: onMarket }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = 'live' AND status IN ('listed', 'reserved')`)) as Array<{ n: number }>;
       searchProcess = await startSearchProcess({
         env: searchProcessEnv(config, getStack().databaseUrl, `unix:${path.join(tmp, 's.sock')}`, tmp, { SEARCH_ANN_THRESHOLD: String(onMarket), LOG_LEVEL: 'info' }),

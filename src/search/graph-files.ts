@@ -1,0 +1,45 @@
+/**
+ * How a saved HNSW graph sits in the data directory: each graph under a new name
+ * (`<file>.<stamp>`), and `<file>.names.json` holding the names of its slots and naming that very
+ * graph, written aside and renamed into place once the graph is complete. A crash at any point
+ * leaves a names file and the graph it was written with. Used by the search process's main
+ * thread (to open a graph) and by the graph worker (which writes them); imports nothing but fs.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** Each slot's name and segmented label, or null for a free slot. */
+export type SlotNames = Array<[string, string] | null>;
+
+/** A new file name for a graph of `file` (in its directory, which is made). */
+export function newGraphFile(file: string): string {
+  mkdirSync(path.dirname(file), { recursive: true });
+  return `${file}.${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`;
+}
+
+/** The saved names of `file`'s slots and the graph they were written with, if both are there. */
+export function readNames(file: string): { size: number; graph: string; names: SlotNames } | undefined {
+  const namesFile = `${file}.names.json`;
+  if (!existsSync(namesFile)) return undefined;
+  try {
+    const saved = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; graph?: string; names: SlotNames };
+    const graph = path.join(path.dirname(file), saved.graph ?? path.basename(file));
+    return existsSync(graph) ? { size: saved.size, graph, names: saved.names } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes the names of a saved graph's slots, naming that graph (aside, then renamed into place),
+ * then removes the older graphs of `file`.
+ */
+export function commitGraph(file: string, graphFile: string, size: number, names: SlotNames): void {
+  const dir = path.dirname(file);
+  const graph = path.basename(graphFile);
+  writeFileSync(`${file}.names.json.tmp`, JSON.stringify({ size, graph, names }));
+  renameSync(`${file}.names.json.tmp`, `${file}.names.json`);
+  for (const old of readdirSync(dir)) {
+    if ((old === path.basename(file) || old.startsWith(`${path.basename(file)}.`)) && old !== graph && !old.startsWith(`${path.basename(file)}.names.json`)) rmSync(path.join(dir, old), { force: true });
+  }
+}
