@@ -140,7 +140,8 @@ export class HybridSearch implements DomainSearch {
 
   /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */
   async save(): Promise<void> {
-    await Promise.all([...this.indexes.values()].map((index) => index.save()));
+    // One at a time: each save holds a copy of its graph in its worker.
+    for (const index of this.indexes.values()) await index.save();
   }
 
   /** The query's vector; popular queries come from a small LRU cache. */

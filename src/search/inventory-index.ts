@@ -92,6 +92,10 @@ export class InventoryIndex {
   private building: Promise<void> | undefined;
   /** The HNSW graph in use being written again with the changes since (in a worker), if any. */
   private saving: Promise<void> | undefined;
+  /** Changes to the graph in use after which it is saved (more after a failed save). */
+  private saveAt = SAVE_AFTER_CHANGES;
+  /** The next save writes the whole graph (the last one failed). */
+  private rebuildNext = false;
   /** While a graph is built or saved: the slots added or removed since its vectors were taken. */
   private journal: Set<number> | undefined;
   /** Where graphs go when there is no data directory (made on the first build, removed on exit). */
@@ -379,7 +383,7 @@ export class InventoryIndex {
   }
 
   private saveIfDue(): void {
-    if (this.index instanceof HnswIndex && this.index.changes >= SAVE_AFTER_CHANGES && !this.saving) void this.startSave();
+    if (this.index instanceof HnswIndex && this.index.changes >= this.saveAt && !this.saving) void this.startSave();
   }
 
   /**
@@ -392,19 +396,34 @@ export class InventoryIndex {
   private startSave(): Promise<void> {
     const index = this.index;
     if (!(index instanceof HnswIndex) || index.changes === 0 || this.saving) return this.saving ?? Promise.resolve();
-    const { removed, slots } = index.pendingChanges();
+    const pending = index.pendingChanges();
+    // usearch keeps a removed entry as a tombstone until an added one takes its place, and loading
+    // or mapping a saved graph with tombstones left corrupts its heap (usearch 2.25 reserves room
+    // for the live entries only): a save that removes more than it adds, or the first one after a
+    // failed save (whose base may be gone), writes the whole graph anew instead.
+    const whole = this.rebuildNext || pending.removed.length > pending.slots.length;
+    const slots = whole ? [...this.slotOf.values()].filter((s) => !this.queue.has(s)) : pending.slots;
+    const removed = whole ? [] : pending.removed;
     const vectors = slots.map((s) => this.vectors.get(s));
     const names = this.namesOf(slots);
     const journal = (this.journal = new Set());
     const started = Date.now();
     this.saving = (async () => {
-      const { graph, size } = await HnswIndex.write(this.graphFile(), { base: index.file, removed, slots, vectors, names }, this.log);
+      const { graph, size } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, removed, slots, vectors, names }, this.log);
       this.journal = undefined;
+      this.rebuildNext = false;
+      this.saveAt = SAVE_AFTER_CHANGES;
       if (this.index !== index) return;
       this.index = HnswIndex.open(graph, this.vectors, journal, (slot) => this.hasVector(slot));
-      this.log(`${this.environment}: HNSW graph of ${size} names saved (${removed.length} changes written in a worker in ${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} made meanwhile)`);
+      const written = whole ? 'written whole' : `${removed.length} changes written`;
+      this.log(`${this.environment}: HNSW graph of ${size} names saved (${written} in a worker in ${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} made meanwhile)`);
     })()
-      .catch((err: Error) => this.log(`${this.environment}: saving the HNSW graph failed (the graph in use and its changes answer; retried after the next changes): ${err.message}`))
+      .catch((err: Error) => {
+        // Not again at once (each try loads the whole graph in a worker): after as many changes more, and whole.
+        this.rebuildNext = true;
+        this.saveAt = index.changes + SAVE_AFTER_CHANGES;
+        this.log(`${this.environment}: saving the HNSW graph failed (the graph in use and its changes answer; written whole after the next ${SAVE_AFTER_CHANGES} changes): ${err.message}`);
+      })
       .finally(() => {
         if (this.journal === journal) this.journal = undefined;
         this.saving = undefined;
@@ -412,8 +431,9 @@ export class InventoryIndex {
     return this.saving;
   }
 
-  /** Saves the HNSW graph (when there is one) with the changes since it was written (on shutdown). */
+  /** Saves the HNSW graph (when there is one, in the data directory) with the changes since it was written (on shutdown). */
   async save(): Promise<void> {
+    if (!this.indexFile) return;
     await this.saving;
     await this.startSave();
   }

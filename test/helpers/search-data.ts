@@ -8,6 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../../src/config';
+import type { InventoryRow } from '../../src/discovery/inventory';
 import { DIMENSIONS } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { MODEL_ID } from '../../src/search/model-files';
@@ -38,4 +39,9 @@ export async function searchDataWithStandInVectors(config: Config, prefix: strin
   }
   cache.save();
   return { dir, texts };
+}
+
+/** A live listing of `name` as these tests import them (one price, listed). */
+export function liveListing(name: string): InventoryRow {
+  return { name, category: 'general', buy_now_price_cents: 120_000, floor_price_cents: 90_000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2020 };
 }

@@ -15,12 +15,12 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createApp } from '../../src/api/app';
-import { importInventory, type InventoryRow } from '../../src/discovery/inventory';
+import { importInventory } from '../../src/discovery/inventory';
 import { DIMENSIONS } from '../../src/search/embedder';
 import { createHnsw } from '../../src/search/hnsw';
 import { MODEL_ID } from '../../src/search/model-files';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
-import { searchDataWithStandInVectors } from '../helpers/search-data';
+import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv } from '../helpers/stack';
 
 /** Large enough that saving its graph on the event loop shows (~100 ms on 2 cores). */
@@ -36,7 +36,6 @@ describe('an HNSW graph saved and opened in the search process', () => {
   for (const a of WORDS) for (const b of WORDS) for (const c of WORDS) if (a !== b && b !== c && names.length < N + CHANGES) names.push(`zzg${a}${b}${c}.com`);
   const first = names.slice(0, N);
   const changes = names.slice(N);
-  const listing = (name: string): InventoryRow => ({ name, category: 'general', buy_now_price_cents: 120_000, floor_price_cents: 90_000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2020 });
   let tmp: string | undefined;
   let searchProcess: SearchProcess | undefined;
   let onMarket = 0;
@@ -46,7 +45,7 @@ describe('an HNSW graph saved and opened in the search process', () => {
     this.timeout(600_000);
     assert.equal(changes.length, CHANGES);
     const { config, dataSource } = getStack();
-    await importInventory(dataSource, 'live', first.map(listing));
+    await importInventory(dataSource, 'live', first.map(liveListing));
     // The graph of the first N names, saved as the search process saves it (slot i: names[i]),
     // so that it opens it at start instead of building it; added 10,000 vectors at a time.
     const graph = createHnsw(DIMENSIONS);
@@ -141,7 +140,7 @@ describe('an HNSW graph saved and opened in the search process', () => {
       // the old code as in the new) is done when this search answers; then their vectors are
       // added and, at 10,000 changes, the graph is saved and the saved graph put in use.
       const savesBefore = saved();
-      await importInventory(getStack().dataSource, 'live', changes.map(listing));
+      await importInventory(getStack().dataSource, 'live', changes.map(liveListing));
       await search('amber apple');
       const saving = await sample(async () => saved() > savesBefore && (await live()).pendingVectors === 0, 480_000);
 

@@ -12,7 +12,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { createApp } from '../../src/api/app';
-import type { InventoryRow } from '../../src/discovery/inventory';
 import { importInventory } from '../../src/discovery/inventory';
 import type { SearchHit } from '../../src/discovery/search';
 import { Embedder } from '../../src/search/embedder';
@@ -22,7 +21,7 @@ import { cachedModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { rawRequest } from '../helpers/raw-request';
-import { searchDataWithStandInVectors } from '../helpers/search-data';
+import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
@@ -112,7 +111,6 @@ describe('search process', () => {
     const names: string[] = [];
     for (const a of WORDS) for (const b of WORDS) if (a !== b && names.length < N) names.push(`zzb${a}${b}.com`);
     const extra = 'zzbfirstoverthreshold.com';
-    const listing = (name: string): InventoryRow => ({ name, category: 'general', buy_now_price_cents: 120_000, floor_price_cents: 90_000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2020 });
     let tmp: string;
     let searchProcess: SearchProcess | undefined;
     /** Live names on the market when the child starts (ours and those other test files left): its threshold. */
@@ -123,7 +121,7 @@ describe('search process', () => {
       this.timeout(300_000);
       assert.equal(names.length, N);
       const { config, dataSource } = getStack();
-      await importInventory(dataSource, 'live', names.map(listing));
+      await importInventory(dataSource, 'live', names.map(liveListing));
       // The child's data directory, with stand-in vectors for these names.
       ({ dir: tmp } = await searchDataWithStandInVectors(config, 'search-build-', names));
       [{ n: onMarket }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = 'live' AND status IN ('listed', 'reserved')`)) as Array<{ n: number }>;
@@ -207,7 +205,7 @@ describe('search process', () => {
         const baseline = summary(m);
         m = phase();
         // One more name takes the inventory over the threshold: the search that sees it starts the build.
-        await importInventory(getStack().dataSource, 'live', [listing(extra)]);
+        await importInventory(getStack().dataSource, 'live', [liveListing(extra)]);
         const started = performance.now();
         const first = await client.get<{ data: Hit[] }>('/api/partner/v1/domains/search?q=amber%20apple');
         assert.equal(first.status, 200, first.text);
