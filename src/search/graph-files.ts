@@ -5,7 +5,7 @@
  * leaves a names file and the graph it was written with. Used by the search process's main
  * thread (to open a graph) and by the graph worker (which writes them); imports nothing but fs.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** Each slot's name and segmented label, or null for a free slot. */
@@ -30,15 +30,29 @@ export function readNames(file: string): { size: number; graph: string; names: S
   }
 }
 
+/** Flushes a file (or a directory's entries) to the disk. */
+function flush(file: string): void {
+  const fd = openSync(file, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * Writes the names of a saved graph's slots, naming that graph (aside, then renamed into place),
- * then removes the older graphs of `file`.
+ * then removes the older graphs of `file`. The graph, the names and the rename reach the disk
+ * before any older graph is removed, so a power loss, too, leaves a names file and its graph.
  */
 export function commitGraph(file: string, graphFile: string, size: number, names: SlotNames): void {
   const dir = path.dirname(file);
   const graph = path.basename(graphFile);
+  flush(graphFile);
   writeFileSync(`${file}.names.json.tmp`, JSON.stringify({ size, graph, names }));
+  flush(`${file}.names.json.tmp`);
   renameSync(`${file}.names.json.tmp`, `${file}.names.json`);
+  flush(dir);
   for (const old of readdirSync(dir)) {
     if ((old === path.basename(file) || old.startsWith(`${path.basename(file)}.`)) && old !== graph && !old.startsWith(`${path.basename(file)}.names.json`)) rmSync(path.join(dir, old), { force: true });
   }
