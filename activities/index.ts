@@ -72,9 +72,10 @@ export function createActivities(deps: ActivityDeps) {
   /**
    * A registrar call followed by the statuses it leads to, as one activity. A retry that finds the
    * order already at one of those statuses (the call had succeeded, then a write failed or the
-   * attempt timed out) does not call the registrar again; the writes retry on the registrar's back-off. The statuses are stamped with the time the
-   * call returned, on the workflow's clock: the later of the workflow's time when it scheduled the
-   * step and the server's time for this attempt, plus how long the call took.
+   * attempt timed out) does not call the registrar again; the writes retry on the registrar's
+   * back-off. The statuses are stamped with the time the call returned, on the workflow's clock:
+   * the later of the workflow's time when it scheduled the step and the server's time for this
+   * attempt, plus how long the call took.
    */
   async function callThenAdvance<T>(
     input: { orderId: string; at: string },
@@ -162,7 +163,7 @@ export function createActivities(deps: ActivityDeps) {
       const order = await deps.dataSource.getRepository(Order).findOneOrFail({ select: { id: true, environment: true, workflowStarted: true }, where: { id: input.orderId } });
       // The fulfilment's first step records that it runs (the API does not wait to write it; until
       // then the recovery sweep's start of this order finds the workflow running and changes nothing).
-      if (!order.workflowStarted) await deps.dataSource.getRepository(Order).update({ id: order.id, workflowStarted: false }, { workflowStarted: true });
+      if (!order.workflowStarted) await markWorkflowStarted(deps.dataSource, order.id);
       return registrars[order.environment] ? 'registrar' : 'operator';
     },
 

@@ -129,12 +129,16 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
 
   const show = (businessStatus: string) => upsertSearchAttributes([{ key: BusinessStatus, value: businessStatus }]);
 
-  /** Moves the order to `to` with this workflow's clock. */
-  const advance = async (to: OrderStatus, detail?: string): Promise<OrderStatus> => {
-    status = (await orders.advanceOrder({ orderId, to, at: new Date().toISOString(), detail })).status;
+  /** Takes the status an activity left the order in, and shows it. */
+  const settle = (result: { status: OrderStatus }): OrderStatus => {
+    status = result.status;
     show(status);
     return status;
   };
+
+  /** Moves the order to `to` with this workflow's clock. */
+  const advance = async (to: OrderStatus, detail?: string): Promise<OrderStatus> =>
+    settle(await orders.advanceOrder({ orderId, to, at: new Date().toISOString(), detail }));
 
   const grant = async (): Promise<OrderFulfilmentResult> => {
     const ask = refund!;
@@ -221,18 +225,17 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     if (mode === 'operator') return byOperator();
 
     if (joinedSteps) {
-      status = (await registrar.lockDomainAndRecord({ orderId, at: new Date().toISOString() })).status;
-      show(status);
+      settle(await registrar.lockDomainAndRecord({ orderId, at: new Date().toISOString() }));
+      locked = true;
     } else {
       await registrar.lockDomain({ orderId });
+      locked = true;
+      await advance('DOMAIN_LOCKED');
     }
-    locked = true;
-    if (!joinedSteps) await advance('DOMAIN_LOCKED');
     if (refundPending()) return stopForRefund();
 
     if (joinedSteps) {
-      status = (await registrar.requestTransferAndRecord({ orderId, at: new Date().toISOString() })).status;
-      show(status);
+      settle(await registrar.requestTransferAndRecord({ orderId, at: new Date().toISOString() }));
     } else {
       const transferRef = await registrar.requestTransfer({ orderId });
       await advance('TRANSFER_INITIATED', `transfer ${transferRef}`);

@@ -4,7 +4,8 @@
  * processes of the host over SEARCH_URL (a Unix socket by default). It builds, updates and saves
  * HNSW graphs in a worker thread and maps them read-only (src/search/inventory-index.ts), so its
  * event loop loads and writes no graph; what of the index still runs there (mapping a new graph,
- * adding new names' vectors) delays searches at most, never an API process. Needs the database (DATABASE_URL) but no key: it reads the inventory, nothing secret.
+ * adding new names' vectors) delays searches at most, never an API process. Needs the database
+ * (DATABASE_URL) but no key: it reads the inventory, nothing secret.
  * Forked with an IPC channel, it reports `{ type: 'ready' }` once it listens and stops when its
  * parent goes away.
  */

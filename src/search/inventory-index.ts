@@ -399,9 +399,10 @@ export class InventoryIndex {
     const pending = index.pendingChanges();
     // usearch keeps a removed entry as a tombstone until an added one takes its place, and loading
     // or mapping a saved graph with tombstones left corrupts its heap (usearch 2.25 reserves room
-    // for the live entries only): a save that removes more than it adds, or the first one after a
-    // failed save (whose base may be gone), writes the whole graph anew instead.
-    const whole = this.rebuildNext || pending.removed.length > pending.slots.length;
+    // for the live entries only): a save that would leave tombstones (more of the graph's names
+    // removed than names added), or the first one after a failed save (whose base may be gone),
+    // writes the whole graph anew instead.
+    const whole = this.rebuildNext || pending.tombstones > 0;
     const slots = whole ? [...this.slotOf.values()].filter((s) => !this.queue.has(s)) : pending.slots;
     const removed = whole ? [] : pending.removed;
     const vectors = slots.map((s) => this.vectors.get(s));

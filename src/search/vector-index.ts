@@ -225,9 +225,13 @@ export class HnswIndex implements VectorIndex {
     return this.changed.size;
   }
 
-  /** The changes since the graph was written, for the worker to apply to it (HnswIndex.write). */
-  pendingChanges(): { removed: number[]; slots: number[] } {
-    return { removed: [...this.changed], slots: [...this.recent.slots] };
+  /**
+   * The changes since the graph was written, for the worker to apply to it (HnswIndex.write), and
+   * how many of the graph's entries they would leave removed and not taken again by an added one
+   * (usearch reuses a removed entry for the next added key).
+   */
+  pendingChanges(): { removed: number[]; slots: number[]; tombstones: number } {
+    return { removed: [...this.changed], slots: [...this.recent.slots], tombstones: Math.max(0, this.hidden - this.recent.size) };
   }
 
   get size(): number {

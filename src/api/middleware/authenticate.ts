@@ -56,7 +56,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     const rawUrl = ctx.req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const signed = {
-        keyId,
+      keyId,
       timestamp,
       nonce,
       method: ctx.method,

@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { AdmissionBatches1795001100000 } from './1795001100000-admission-batches';
 
 /**
  * Batches of admissions cannot deadlock one another.
@@ -15,22 +16,28 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export const ADMISSION_LOCK_SPACE = 804_201;
 
+/** `admit_requests`' signature, as every version of it is declared (CREATE OR REPLACE keeps it). */
+export const ADMIT_REQUESTS_SIGNATURE = `admit_requests(p_key_ids text[], p_nonces uuid[], p_scope_ok boolean[],
+                                                p_default_rates double precision[], p_burst_multiplier double precision,
+                                                p_signed_at bigint[])
+      RETURNS TABLE (idx integer, outcome text, retry_after_seconds integer)`;
+
+/** A batch's advisory lock per distinct key, in the order of the locks' numbers (needs `v_lock integer`). */
+export const LOCK_BATCH_KEYS = `FOR v_lock IN SELECT DISTINCT hashtext(k) FROM unnest(p_key_ids) AS k ORDER BY 1 LOOP
+          PERFORM pg_advisory_xact_lock(${ADMISSION_LOCK_SPACE}, v_lock);
+        END LOOP;`;
+
 export class AdmissionLockOrder1795001200000 implements MigrationInterface {
   name = 'AdmissionLockOrder1795001200000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
-      CREATE OR REPLACE FUNCTION admit_requests(p_key_ids text[], p_nonces uuid[], p_scope_ok boolean[],
-                                                p_default_rates double precision[], p_burst_multiplier double precision,
-                                                p_signed_at bigint[])
-      RETURNS TABLE (idx integer, outcome text, retry_after_seconds integer)
+      CREATE OR REPLACE FUNCTION ${ADMIT_REQUESTS_SIGNATURE}
       LANGUAGE plpgsql AS $$
       DECLARE
         v_lock integer;
       BEGIN
-        FOR v_lock IN SELECT DISTINCT hashtext(k) FROM unnest(p_key_ids) AS k ORDER BY 1 LOOP
-          PERFORM pg_advisory_xact_lock(${ADMISSION_LOCK_SPACE}, v_lock);
-        END LOOP;
+        ${LOCK_BATCH_KEYS}
         FOR i IN 1 .. COALESCE(array_length(p_key_ids, 1), 0) LOOP
           RETURN QUERY SELECT i, a.outcome, a.retry_after_seconds
             FROM admit_request(p_key_ids[i], p_nonces[i], p_scope_ok[i], p_default_rates[i], p_burst_multiplier, p_signed_at[i]) a;
@@ -40,17 +47,7 @@ export class AdmissionLockOrder1795001200000 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     // The admission-batches migration's version: no advisory locks.
-    await q.query(`
-      CREATE OR REPLACE FUNCTION admit_requests(p_key_ids text[], p_nonces uuid[], p_scope_ok boolean[],
-                                                p_default_rates double precision[], p_burst_multiplier double precision,
-                                                p_signed_at bigint[])
-      RETURNS TABLE (idx integer, outcome text, retry_after_seconds integer)
-      LANGUAGE plpgsql AS $$
-      BEGIN
-        FOR i IN 1 .. COALESCE(array_length(p_key_ids, 1), 0) LOOP
-          RETURN QUERY SELECT i, a.outcome, a.retry_after_seconds
-            FROM admit_request(p_key_ids[i], p_nonces[i], p_scope_ok[i], p_default_rates[i], p_burst_multiplier, p_signed_at[i]) a;
-        END LOOP;
-      END $$`);
+    await q.query(`DROP FUNCTION admit_requests(text[], uuid[], boolean[], double precision[], double precision, bigint[])`);
+    await new AdmissionBatches1795001100000().up(q);
   }
 }

@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { ADMISSION_LOCK_SPACE, AdmissionLockOrder1795001200000 } from './1795001200000-admission-lock-order';
+import { ADMIT_REQUESTS_SIGNATURE, AdmissionLockOrder1795001200000, LOCK_BATCH_KEYS } from './1795001200000-admission-lock-order';
 
 /**
  * `admit_requests` decides each request of a batch itself instead of calling `admit_request` once
@@ -25,10 +25,7 @@ export class AdmissionInline1795001300000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
-      CREATE OR REPLACE FUNCTION admit_requests(p_key_ids text[], p_nonces uuid[], p_scope_ok boolean[],
-                                                p_default_rates double precision[], p_burst_multiplier double precision,
-                                                p_signed_at bigint[])
-      RETURNS TABLE (idx integer, outcome text, retry_after_seconds integer)
+      CREATE OR REPLACE FUNCTION ${ADMIT_REQUESTS_SIGNATURE}
       LANGUAGE plpgsql AS $$
       DECLARE
         v_lock integer;
@@ -43,9 +40,7 @@ export class AdmissionInline1795001300000 implements MigrationInterface {
         v_interval interval;
         v_tat timestamptz;
       BEGIN
-        FOR v_lock IN SELECT DISTINCT hashtext(k) FROM unnest(p_key_ids) AS k ORDER BY 1 LOOP
-          PERFORM pg_advisory_xact_lock(${ADMISSION_LOCK_SPACE}, v_lock);
-        END LOOP;
+        ${LOCK_BATCH_KEYS}
         v_now := clock_timestamp();
         SELECT e.started_at INTO v_epoch FROM admission_epoch e;
         IF NOT FOUND THEN
