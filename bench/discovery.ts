@@ -2,10 +2,11 @@
  * `npm run bench:discovery`: the signed discovery hot path next to a bare Koa "hello", in one run.
  *
  * This process holds the API (createApp over its own embedded Postgres in a temp directory, or
- * BENCH_DATABASE_URL, with the sandbox inventory imported) and the bare Koa server; the load comes
+ * BENCH_DATABASE_URL, with the sandbox inventory imported; signed search through a search process it
+ * starts, data in TOOL_CACHE_DIR/bench-search-data, as in production) and the bare Koa server; the load comes
  * from a child process (this file again, forked), so that the CPU time measured is the API's own.
  * BENCH_ROUNDS (3) rounds run the targets in turn (bare, availability, pricing, search), so noise on
- * this machine falls on all alike; per target and round: BENCH_WARMUP (1000) requests, not counted in any figure, then BENCH_REQUESTS (4000) requests over BENCH_CONCURRENCY keep-alive
+ * this machine falls on all alike; per target and round: BENCH_WARMUP (2000) requests, not counted in any figure, then BENCH_REQUESTS (20000) requests (long enough that the load child's own warm-up does not hold back bare Koa) over BENCH_CONCURRENCY keep-alive
  * connections; only 200 answers count. Printed per target, as medians over the rounds: 200s per second, the
  * ratio to bare Koa of the same round, p50/p99 latency, the
  * API process's CPU ms per measured request (user + system, which includes the pg driver but not Postgres
@@ -13,6 +14,10 @@
  * child's CPU ms per request (signing, HTTP client), and RSS.
  * The sandbox rate limit is raised through its documented setting, RATE_LIMIT_SANDBOX_PER_SECOND
  * (default here 1000000 unless set). BENCH_SEARCH=0 leaves signed search out.
+ * Availability and pricing run twice per round: on an API with admission in Redis (a redis-server
+ * of its own, as `npm start` runs it, with the change-feed caches; its CPU is printed as Redis) and
+ * on one with admission in Postgres (the setting without REDIS_URL). BENCH_ADMISSION=redis or
+ * postgres runs one; without redis-server installed, only Postgres.
  * Measures, never asserts timings.
  */
 import { fork } from 'node:child_process';
@@ -34,21 +39,22 @@ import type { DomainSearch } from '../src/discovery/search';
 import { createLogger } from '../src/logger';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 import { findOrCreatePartner } from '../src/partners/partners';
-import { Embedder } from '../src/search/embedder';
-import { EmbeddingCache } from '../src/search/embedding-cache';
-import { HybridSearch } from '../src/search/hybrid-search';
-import { ensureModelFiles, MODEL_ID } from '../src/search/model-files';
+import { startSearchProcess } from '../src/search/search-process';
 import { freePort, processesCpu } from './support';
+import { admissionParts } from '../src/main/services';
+import { findRedisServer, startRedisServer } from '../src/main/redis-server';
+import { markAdmissionStoreFresh } from '../src/auth/redis-admission';
 
 const settings = {
   databaseUrl: process.env.BENCH_DATABASE_URL,
-  requests: Number(process.env.BENCH_REQUESTS ?? 4000),
-  warmup: Number(process.env.BENCH_WARMUP ?? 1000),
+  requests: Number(process.env.BENCH_REQUESTS ?? 20000),
+  warmup: Number(process.env.BENCH_WARMUP ?? 2000),
   concurrency: Number(process.env.BENCH_CONCURRENCY ?? 16),
   search: process.env.BENCH_SEARCH !== '0',
   rounds: Number(process.env.BENCH_ROUNDS ?? 3),
   /** Only the signed targets whose name contains this (bare Koa always runs), e.g. BENCH_ONLY=availability. */
   only: process.env.BENCH_ONLY,
+  admission: process.env.BENCH_ADMISSION ?? 'both',
 };
 const say = (m: string) => process.stderr.write(`${m}\n`);
 
@@ -125,17 +131,23 @@ async function listen(handler: http.RequestListener): Promise<{ url: string; ser
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-/** CPU seconds (user + system) of the Postgres processes under `dataDir`'s postmaster, from /proc; undefined when not readable. */
-function postgresCpuSeconds(dataDir: string | undefined): number | undefined {
+/** CPU seconds (user + system) of the Postgres processes under `dataDir`'s postmaster by pid, from /proc; undefined when not readable. */
+function postgresCpuSeconds(dataDir: string | undefined): Map<number, number> | undefined {
   if (!dataDir) return undefined;
   try {
     const postmaster = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    return processesCpu()
-      .filter((p) => p.pid === postmaster || p.ppid === postmaster)
-      .reduce((total, p) => total + p.cpuSeconds, 0);
+    return new Map(processesCpu().filter((p) => p.pid === postmaster || p.ppid === postmaster).map((p) => [p.pid, p.cpuSeconds]));
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds Postgres spent between two readings: a backend that ended meanwhile is left out, one that started counts whole. */
+function postgresCpuSpent(before: Map<number, number> | undefined, after: Map<number, number> | undefined): number | undefined {
+  if (!before || !after) return undefined;
+  let spent = 0;
+  for (const [pid, seconds] of after) spent += seconds - (before.get(pid) ?? 0);
+  return spent;
 }
 
 /** Runs `job` in a forked child; `onMeasuring` is called when its warm-up is over and the measured requests start. */
@@ -153,6 +165,13 @@ interface PhaseResult extends LoadResult {
   name: string;
   apiCpuMsPerRequest: number;
   pgCpuMsPerRequest?: number;
+  /** CPU ms per request of the Redis server (Redis admission) or of the search process (search). */
+  sideCpuMsPerRequest?: number;
+}
+
+/** CPU seconds of one process, from /proc; undefined without one. */
+function processCpuSeconds(pid: number | undefined): number | undefined {
+  return pid === undefined ? undefined : processesCpu().find((p) => p.pid === pid)?.cpuSeconds;
 }
 
 async function main(): Promise<void> {
@@ -166,35 +185,67 @@ async function main(): Promise<void> {
     cleanups.unshift(() => dataSource.destroy());
     const rows = parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8'));
     await importInventory(dataSource, 'sandbox', rows);
+    let searchPid: number | undefined;
     let search: DomainSearch = { search: async () => { throw new Error('search is left out of this run (BENCH_SEARCH=0)'); } };
     if (settings.search) {
-      say('loading the search model and the inventory index…');
-      const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir, say));
-      const hybrid = new HybridSearch(dataSource, embedder, new EmbeddingCache(path.join(config.toolCacheDir, 'embedding-cache', `${MODEL_ID}.log`)));
-      await hybrid.load('sandbox');
-      search = hybrid;
+      // As in production: the model and the index live in the host's search process, not in the API's.
+      say('starting the search process (model and index)…');
+      const socketDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-bench-search-'));
+      const searchProcess = await startSearchProcess({
+        env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: path.join(config.toolCacheDir, 'bench-search-data'), TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: 'warn' },
+      });
+      cleanups.unshift(async () => {
+        await searchProcess.stop();
+        rmSync(socketDir, { recursive: true, force: true });
+      });
+      search = searchProcess.client;
+      searchPid = searchProcess.pid;
     }
     const secretBox = new SecretBox(Buffer.alloc(32, 7));
     const credentials = new CredentialService(dataSource, secretBox);
-    const app = createApp({
-      config,
-      dataSource,
-      credentials,
-      secretBox,
-      search,
-      workflows: { client: undefined as never, taskQueue: 'bench' },
-      quoteSigner: QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem()),
-      logger: createLogger('silent'),
-      temporalReady: async () => undefined,
-    });
-    const api = await listen(app.callback());
+    const appWith = (parts: Partial<Awaited<ReturnType<typeof admissionParts>>> = {}) =>
+      createApp({
+        config,
+        dataSource,
+        credentials: parts.credentials ?? credentials,
+        admission: parts.admission,
+        listings: parts.listings,
+        secretBox,
+        search,
+        workflows: { client: undefined as never, taskQueue: 'bench' },
+        quoteSigner: QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem()),
+        logger: createLogger('silent'),
+        temporalReady: async () => undefined,
+      });
+    const apis: Array<{ admission: 'Redis' | 'Postgres'; url: string; server: http.Server }> = [];
+    let redisPid: number | undefined;
+    let redisSent: { batches: number; requests: number } | undefined;
+    const redisExecutable = findRedisServer();
+    if (settings.admission !== 'postgres' && redisExecutable) {
+      const redisDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-bench-redis-'));
+      const redis = await startRedisServer(redisExecutable, redisDir);
+      cleanups.unshift(async () => {
+        await redis.stop();
+        rmSync(redisDir, { recursive: true, force: true });
+      });
+      await markAdmissionStoreFresh(redis.url);
+      redisPid = redis.pid;
+      const parts = await admissionParts({ redis: { url: redis.url } }, dataSource, secretBox, createLogger('silent'));
+      cleanups.unshift(() => parts.close());
+      redisSent = parts.admission!.sent;
+      apis.push({ admission: 'Redis', ...(await listen(appWith(parts).callback())) });
+    } else if (settings.admission !== 'postgres') {
+      say('redis-server is not installed: Postgres admission only');
+    }
+    if (settings.admission !== 'redis') apis.push({ admission: 'Postgres', ...(await listen(appWith().callback())) });
+    const api = apis[0];
     const bare = new Koa();
     bare.use((ctx) => {
       ctx.body = { hello: 'world' };
     });
     const bareServer = await listen(bare.callback());
     cleanups.unshift(async () => {
-      for (const s of [api.server, bareServer.server]) {
+      for (const s of [...apis.map((a) => a.server), bareServer.server]) {
         s.closeAllConnections();
         s.close();
       }
@@ -217,14 +268,16 @@ async function main(): Promise<void> {
       concurrency: settings.concurrency,
     });
     // The first signed requests compile the whole signed path (JIT) and open and prepare the pool's connections: done once here, so no measured phase pays for it.
-    const warmUp = job(api.url, shuffle(names).flatMap((n) => [`/api/partner/v1/availability?domain=${n}`, `/api/partner/v1/pricing?domain=${n}`]), 3000, 0);
+    const warmUps = apis.map((a) => job(a.url, shuffle(names).flatMap((n) => [`/api/partner/v1/availability?domain=${n}`, `/api/partner/v1/pricing?domain=${n}`]), 3000, 0));
     const targets: Array<{ name: string; job: LoadJob }> = [
       { name: 'bare Koa hello', job: job(bareServer.url, ['/'], settings.requests, settings.warmup, false) },
-      { name: 'signed GET /availability', job: job(api.url, shuffle(names).map((n) => `/api/partner/v1/availability?domain=${n}`)) },
-      { name: 'signed GET /pricing', job: job(api.url, shuffle(listed).map((n) => `/api/partner/v1/pricing?domain=${n}`)) },
+      ...apis.flatMap((a) => [
+        { name: `availability (${a.admission})`, job: job(a.url, shuffle(names).map((n) => `/api/partner/v1/availability?domain=${n}`)) },
+        { name: `pricing (${a.admission})`, job: job(a.url, shuffle(listed).map((n) => `/api/partner/v1/pricing?domain=${n}`)) },
+      ]),
     ];
     if (settings.search) {
-      targets.push({ name: 'signed GET /domains/search', job: job(api.url, queries.map((q) => `/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`), Math.ceil(settings.requests / 4), queries.length) });
+      targets.push({ name: 'search', job: job(api.url, queries.map((q) => `/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`), Math.ceil(settings.requests / 4), queries.length) });
     }
     if (settings.only) targets.splice(1, targets.length, ...targets.filter((t, i) => i > 0 && t.name.includes(settings.only!)));
     let rss = process.memoryUsage().rss;
@@ -233,20 +286,26 @@ async function main(): Promise<void> {
       say(`${name}: ${load.warmup} warm-up + ${load.requests} requests at concurrency ${load.concurrency}…`);
       let cpu = process.cpuUsage();
       let pg0 = postgresCpuSeconds(pgDataDir);
+      // The store this target's admission uses (Redis), or the search process for search.
+      const sidePid = name.includes('Redis') ? redisPid : name === 'search' ? searchPid : undefined;
+      let side0 = processCpuSeconds(sidePid);
       const r = await loadInChild(load, () => {
         cpu = process.cpuUsage();
         pg0 = postgresCpuSeconds(pgDataDir);
+        side0 = processCpuSeconds(sidePid);
       });
       const used = process.cpuUsage(cpu);
       const pg1 = postgresCpuSeconds(pgDataDir);
+      const side1 = processCpuSeconds(sidePid);
       return {
         name,
         ...r,
         apiCpuMsPerRequest: (used.user + used.system) / 1000 / load.requests,
-        pgCpuMsPerRequest: pg0 !== undefined && pg1 !== undefined ? ((pg1 - pg0) * 1000) / load.requests : undefined,
+        pgCpuMsPerRequest: ((spent) => (spent === undefined ? undefined : (spent * 1000) / load.requests))(postgresCpuSpent(pg0, pg1)),
+        sideCpuMsPerRequest: side0 !== undefined && side1 !== undefined ? ((side1 - side0) * 1000) / load.requests : undefined,
       };
     };
-    await measure('signed warm-up (not reported)', warmUp);
+    for (const warmUp of warmUps) await measure('signed warm-up (not reported)', warmUp);
     // Rounds interleave the targets, so a burst of noise on this machine falls on all of them alike;
     // each round's ratio is taken against the bare run of that same round.
     const rounds: PhaseResult[][] = [];
@@ -270,14 +329,16 @@ async function main(): Promise<void> {
       const ratios = rounds.map((results) => rate(results[i]) / rate(results[0]));
       const others = runs.flatMap((r) => Object.entries(r.other).map(([s, n]) => `${n}×${s}`)).join(' ');
       const pg = runs.map((r) => r.pgCpuMsPerRequest);
+      const side = runs.map((r) => r.sideCpuMsPerRequest);
       return [
-        runs[0].name.padEnd(28),
+        runs[0].name.padEnd(22),
         `${median(runs.map(rate)).toFixed(0).padStart(6)} req/s`,
         `${(median(ratios) * 100).toFixed(0).padStart(4)} % of bare (rounds ${ratios.map((x) => (x * 100).toFixed(0)).join('/')})`,
         `p50 ${median(runs.map((r) => r.p50)).toFixed(1).padStart(5)} ms`,
         `p99 ${median(runs.map((r) => r.p99)).toFixed(1).padStart(5)} ms`,
         `CPU ms/req: API ${median(runs.map((r) => r.apiCpuMsPerRequest)).toFixed(3)}`,
         pg.every((x) => x !== undefined) ? `Postgres ${median(pg as number[]).toFixed(3)}` : '',
+        side.every((x) => x !== undefined) ? `${runs[0].name === 'search' ? 'search process' : 'Redis'} ${median(side as number[]).toFixed(3)}` : '',
         `load client ${median(runs.map((r) => r.clientCpuMsPerRequest)).toFixed(3)}`,
         others ? `(not counted: ${others})` : '',
       ].join('  ');
@@ -286,7 +347,8 @@ async function main(): Promise<void> {
       [
         `inventory: ${rows.length} sandbox names (${listed.length} listed); ${settings.concurrency} keep-alive connections; ${os.cpus().length} cores; ${settings.rounds} interleaved rounds, medians`,
         ...targets.map((_, i) => line(i)),
-        `API process RSS (API + bare Koa${settings.search ? ' + search model' : ''}): ${(rss / 1024 / 1024).toFixed(0)} MiB`,
+        ...(redisSent ? [`Redis admission: ${redisSent.requests} requests in ${redisSent.batches} scripts (${(redisSent.requests / Math.max(1, redisSent.batches)).toFixed(1)} per script)`] : []),
+        `API process RSS (API + bare Koa; search in its own process): ${(rss / 1024 / 1024).toFixed(0)} MiB`,
         '',
       ].join('\n'),
     );

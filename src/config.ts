@@ -40,6 +40,7 @@ const EnvSchema = z.object({
   SEARCH_URL: z.string().regex(/^(unix:\/.+|https?:\/\/.+)$/, 'unix:/absolute/path.sock or http://host:port').optional(),
   SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(50_000),
   SEARCH_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  REDIS_URL: z.string().regex(/^(rediss?:\/\/.+|\/.+)$/, 'redis://host:port, rediss://… or /absolute/path.sock').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -73,6 +74,11 @@ export interface Config {
    * HNSW graph, and how long an API process waits for an answer before it says 503.
    */
   search: { url: string; annThreshold: number; timeoutMs: number };
+  /**
+   * Redis for admission (nonces, rate-limit buckets), shared by every API process; unset: admission
+   * in Postgres. `npm start` starts a redis-server of its own when one is installed.
+   */
+  redis: { url?: string };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -121,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       annThreshold: e.SEARCH_ANN_THRESHOLD,
       timeoutMs: e.SEARCH_TIMEOUT_MS,
     },
+    redis: { url: e.REDIS_URL || undefined },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -30,7 +30,8 @@ import type { WorkflowStarter } from '../orders/start-workflows';
 import type { SecretBox } from '../auth/secret-box';
 import { webhookRoutes } from '../webhooks/routes';
 import type { DomainSearch } from '../discovery/search';
-import { AdmissionBatcher } from '../auth/admission';
+import { AdmissionBatcher, type Admission } from '../auth/admission';
+import type { ListingReader } from '../discovery/listing-cache';
 import { authenticate } from './middleware/authenticate';
 import { errorMapping } from './middleware/errors';
 import { rawBody } from './middleware/raw-body';
@@ -56,6 +57,10 @@ export interface AppDeps {
   now?: () => number;
   /** Where referral clicks are queued; one is made when not given (the API entry point passes one it flushes on stop). */
   clickRecorder?: ClickRecorder;
+  /** Admission of signed requests; Postgres (AdmissionBatcher) unless given (Redis, src/main/services.ts). */
+  admission?: Admission;
+  /** Where availability and pricing read listings when admission did not; Postgres unless given. */
+  listings?: ListingReader;
   /** Card processors per environment (hosted checkout); sandbox's simulator unless given. */
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
 }
@@ -86,7 +91,7 @@ export const QUOTE_KEYS_PATH = '/api/partner/v1/quote-keys';
 
 const PUBLIC_ROUTES: PublicRoute[] = [
   { method: 'get', path: '/healthz', summary: 'The process is up', tag: 'Operations' },
-  { method: 'get', path: '/readyz', summary: 'Postgres and Temporal are reachable (else 503); the search process is reported too (while it is down: 200, status "degraded")', tag: 'Operations' },
+  { method: 'get', path: '/readyz', summary: 'Postgres, Temporal and (when admission is in Redis) Redis are reachable (else 503); the search process is reported too (while it is down: 200, status "degraded")', tag: 'Operations' },
   { method: 'get', path: OPENAPI_PATH, summary: 'This OpenAPI 3.1 document', tag: 'Operations' },
   { method: 'get', path: QUOTE_KEYS_PATH, summary: 'Public keys (JWKS) that verify quote tokens offline', tag: 'Orders' },
 ];
@@ -111,7 +116,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   const app = new Koa<AppState>({ proxy: deps.config.http.trustProxy ?? false, maxIpsCount: 1 });
   const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl);
   const router = new Router<AppState>();
-  const auth = { ...deps, admission: new AdmissionBatcher(deps.dataSource) };
+  const auth = { ...deps, admission: deps.admission ?? new AdmissionBatcher(deps.dataSource) };
 
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };

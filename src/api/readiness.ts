@@ -1,5 +1,5 @@
 /**
- * GET /readyz: Postgres and Temporal both answer within 2 s, else 503. Anyone may call it (load
+ * GET /readyz: Postgres and Temporal (and Redis, when admission is decided there) answer within 2 s, else 503. Anyone may call it (load
  * balancers, docker-compose), so a failure names only the dependency that is down; the reason,
  * which can carry host names, ports or SQL, goes to the log under the request id.
  *
@@ -28,14 +28,17 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
 }
 
 /** What every endpoint needs: down means 503. */
-const REQUIRED = new Set(['database', 'temporal']);
+const REQUIRED = new Set(['database', 'temporal', 'admission']);
 
-export function readiness(deps: { dataSource: DataSource; temporalReady: () => Promise<void>; search?: Pick<DomainSearch, 'ready'> }): Middleware<AppState> {
+export function readiness(deps: { dataSource: DataSource; temporalReady: () => Promise<void>; search?: Pick<DomainSearch, 'ready'>; admission?: { ready?(): Promise<unknown> } }): Middleware<AppState> {
   const searchReady = deps.search?.ready?.bind(deps.search);
+  const admissionReady = deps.admission?.ready?.bind(deps.admission);
   return async (ctx) => {
     const checks: Record<string, () => Promise<unknown>> = {
       database: () => deps.dataSource.query('SELECT 1'),
       temporal: () => deps.temporalReady(),
+      // Redis, when admission is decided there: no signed request is admitted without it.
+      ...(admissionReady ? { admission: admissionReady } : {}),
       ...(searchReady ? { search: searchReady } : {}),
     };
     const names = Object.keys(checks);

@@ -33,7 +33,10 @@ export interface AdmissionRequest {
   keyId: string;
   nonce: string;
   scopeOk: boolean;
+  /** The environment's default rate limit. */
   ratePerSecond: number;
+  /** The credential's own rate limit, as the API process knows it (Postgres admission reads its own). */
+  rateOverride?: number | null;
   burstMultiplier: number;
   /** X-Service-Timestamp as sent (Unix seconds). */
   signedAt: string;
@@ -46,6 +49,15 @@ export interface AdmissionResult {
   retryAfterSeconds: number;
   /** The read's row (null: none), when the request asked for a read and was admitted. */
   admittedRead?: Record<string, unknown> | null;
+}
+
+/** Decides each signed request's admission: in Postgres (AdmissionBatcher) or Redis (RedisAdmission). */
+export interface Admission {
+  admit(request: AdmissionRequest): Promise<AdmissionResult>;
+  /** Whether it makes a request's route read (AdmissionRequest.read) in the same round trip. */
+  readonly makesReads: boolean;
+  /** Resolves when the store it decides in answers (readiness), where that is not Postgres. */
+  ready?(): Promise<unknown>;
 }
 
 /** Admission could not be decided (database unreachable, overloaded): the request may be sent again. */
@@ -103,7 +115,8 @@ function batchWithRead(read: AdmittedRead): PreparedStatement {
   };
 }
 
-export class AdmissionBatcher {
+export class AdmissionBatcher implements Admission {
+  readonly makesReads = true;
   /** One queue per kind of read (none, or a route's read by name): a batch carries one statement. */
   private readonly queues = new Map<string, Pending[]>();
   private readonly statements = new Map<string, PreparedStatement>();

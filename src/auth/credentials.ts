@@ -3,8 +3,11 @@
  * the operator, and stored only sealed (SecretBox).
  */
 import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
+import { CachedReads, type ChangeFeed } from '../db/change-feed';
+import { CREDENTIAL_CHANNEL } from '../db/migrations/1795001400000-change-feed';
 import { Credential } from '../db/entities/credential';
 import type { Scope } from './scopes';
 import type { SecretBox } from './secret-box';
@@ -38,17 +41,32 @@ export interface ResolvedCredential {
   scopes: readonly Scope[];
   secret: string;
   revoked: boolean;
+  /** The operator's override of the environment's rate limit, if any. */
+  rateLimitPerSecond: number | null;
 }
 
+/**
+ * Without a change feed, a resolved credential is kept `cacheMs` (its secret and scopes never change
+ * after issue; revocation and the rate are read again by Postgres admission on every request).
+ * With one (Redis admission, where the API process decides revocation and the rate itself), it is
+ * kept until Postgres says the credential changed, and read on every request while the feed is down.
+ */
 export class CredentialService {
-  /** Decrypted credentials by key id; what is cached never changes after issue except revocation, which admit_request checks on every request. */
   private readonly cache = new Map<string, { value: ResolvedCredential; until: number }>();
+  private readonly fed?: CachedReads<string, { value?: ResolvedCredential }>;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly secretBox: SecretBox,
     private readonly cacheMs = 60_000,
-  ) {}
+    feed?: ChangeFeed,
+  ) {
+    if (feed) {
+      const fed = new CachedReads<string, { value?: ResolvedCredential }>(feed, new LRUCache({ max: 10_000 }));
+      feed.on(CREDENTIAL_CHANNEL, (keyId) => fed.forget(keyId));
+      this.fed = fed;
+    }
+  }
 
   async issue(input: { partnerId: string; environment: Environment; scopes: Scope[]; rateLimitPerSecond?: number | null }): Promise<IssuedCredential> {
     const prefix = KEY_PREFIX[input.environment];
@@ -71,20 +89,26 @@ export class CredentialService {
 
   /** The credential behind a key id, secret decrypted; undefined when unknown. */
   async resolve(keyId: string): Promise<ResolvedCredential | undefined> {
+    if (this.fed) return (await this.fed.get(keyId, async () => ({ value: await this.load(keyId) }))).value;
     const hit = this.cache.get(keyId);
     if (hit && hit.until > Date.now()) return hit.value;
+    const value = await this.load(keyId);
+    if (value) this.cache.set(keyId, { value, until: Date.now() + this.cacheMs });
+    return value;
+  }
+
+  private async load(keyId: string): Promise<ResolvedCredential | undefined> {
     const row = await this.dataSource.getRepository(Credential).findOne({ where: { keyId } });
     if (!row) return undefined;
-    const value: ResolvedCredential = {
+    return {
       keyId: row.keyId,
       partnerId: row.partnerId,
       environment: row.environment,
       scopes: row.scopes,
       secret: this.secretBox.open(row.secretSealed, row.keyId),
       revoked: row.revokedAt !== null,
+      rateLimitPerSecond: row.rateLimitPerSecond,
     };
-    this.cache.set(keyId, { value, until: Date.now() + this.cacheMs });
-    return value;
   }
 
   /** The secret of a stored credential, for the operator's dev stack banner only. */
@@ -100,7 +124,7 @@ export class CredentialService {
       row.revokedAt = new Date();
       await repo.save(row);
     }
-    this.cache.delete(keyId);
+    this.forget(keyId);
     return row;
   }
 
@@ -109,7 +133,15 @@ export class CredentialService {
     const row = await repo.findOne({ where: { keyId } });
     if (!row) return undefined;
     row.rateLimitPerSecond = perSecond;
-    return repo.save(row);
+    const saved = await repo.save(row);
+    this.forget(keyId);
+    return saved;
+  }
+
+  /** Drops this process's copy at once (other processes hear it from the change feed). */
+  private forget(keyId: string): void {
+    this.cache.delete(keyId);
+    this.fed?.forget(keyId);
   }
 
   async list(partnerId?: string): Promise<Credential[]> {

@@ -36,6 +36,7 @@ import { HotPath1795001000000 } from './migrations/1795001000000-hot-path';
 import { AdmissionBatches1795001100000 } from './migrations/1795001100000-admission-batches';
 import { AdmissionLockOrder1795001200000 } from './migrations/1795001200000-admission-lock-order';
 import { AdmissionInline1795001300000 } from './migrations/1795001300000-admission-inline';
+import { ChangeFeed1795001400000 } from './migrations/1795001400000-change-feed';
 
 export const entities = [
   Partner,
@@ -85,6 +86,7 @@ export const migrations = [
   AdmissionBatches1795001100000,
   AdmissionLockOrder1795001200000,
   AdmissionInline1795001300000,
+  ChangeFeed1795001400000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

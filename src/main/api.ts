@@ -4,6 +4,7 @@
  * It loads no model and holds no index; while the search process is down, search answers 503
  * and every other endpoint works.
  */
+import { ownShutdownSignals } from '../db/embedded-postgres';
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
 import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
     await postgres.stop();
     process.exit(0);
   };
+  ownShutdownSignals();
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
 }

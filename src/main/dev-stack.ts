@@ -1,11 +1,12 @@
 /**
  * `npm start`: the whole service on one machine. Postgres (embedded, unless DATABASE_URL),
- * migrations, the sandbox inventory, the search process (a child process holding the model and
+ * migrations, Redis for admission (when redis-server is installed, unless REDIS_URL), the sandbox inventory, the search process (a child process holding the model and
  * the indexes, on SEARCH_URL), the Temporal dev server with its UI (unless TEMPORAL_ADDRESS), the
  * worker and the API; then a sandbox credential and an example request.
  * Ctrl-C stops everything; the next start finds the same data in DATA_DIR. Sandbox webhooks may
  * go to loopback here (loadDevStackConfig), so a receiver on the developer's machine works.
  */
+import { ownShutdownSignals } from '../db/embedded-postgres';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadDevStackConfig } from '../config';
@@ -23,6 +24,8 @@ import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from '
 import { SearchClient } from '../search/search-client';
 import { startSearchProcess } from '../search/search-process';
 import { connectTemporal, startApiServer } from './services';
+import { findRedisServer, startRedisServer } from './redis-server';
+import { markAdmissionStoreFresh } from '../auth/redis-admission';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
 
@@ -56,6 +59,7 @@ async function main(): Promise<void> {
     say(`[start] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     void shutdown('start failed', 1);
   };
+  ownShutdownSignals();
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
@@ -64,6 +68,20 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, step);
   stops.push(['Postgres', () => postgres.stop()], ['database pool', () => dataSource.destroy()]);
   step('migrations applied');
+
+  if (!config.redis.url) {
+    const executable = findRedisServer();
+    if (executable) {
+      const redis = await startRedisServer(executable, config.dataDir, step);
+      stops.push(['Redis', () => redis.stop()]);
+      if (redis.fresh) await markAdmissionStoreFresh(redis.url);
+      config.redis.url = redis.url;
+    } else {
+      step('redis-server is not installed: admission in Postgres (apt-get install redis-server for the faster path; README, Benchmarks)');
+    }
+  } else {
+    step('using REDIS_URL for admission');
+  }
 
   const inventoryFile = path.join(config.projectRoot, 'data', 'sandbox-domains.csv');
   const summary = await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(inventoryFile, 'utf8')));

@@ -9,6 +9,7 @@
  * Forked with an IPC channel, it reports `{ type: 'ready' }` once it listens and stops when its
  * parent goes away.
  */
+import { ownShutdownSignals } from '../db/embedded-postgres';
 import type { Environment } from '../config';
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
     await postgres.stop();
     process.exit(0);
   };
+  ownShutdownSignals();
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
   if (process.send) {

@@ -9,6 +9,9 @@ import { createApp } from '../api/app';
 import { ClickRecorder } from '../referral/clicks';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
+import { admissionRedis, RedisAdmission } from '../auth/redis-admission';
+import { ChangeFeed } from '../db/change-feed';
+import { ListingCache } from '../discovery/listing-cache';
 import type { DomainSearch } from '../discovery/search';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import path from 'node:path';
@@ -52,14 +55,54 @@ export interface ApiServerDeps {
   logger: Logger;
 }
 
+/**
+ * Admission in Redis when REDIS_URL is set, with the credential and listing caches it needs, kept
+ * current by Postgres' change feed (README, Benchmarks); else admission in Postgres, no caches.
+ */
+export async function admissionParts(
+  config: Pick<Config, 'redis'>,
+  dataSource: DataSource,
+  secretBox: SecretBox,
+  logger: Logger,
+): Promise<{ admission?: RedisAdmission; credentials: CredentialService; listings?: ListingCache; close(): Promise<void> }> {
+  if (!config.redis.url) return { credentials: new CredentialService(dataSource, secretBox), close: async () => undefined };
+  const feed = ChangeFeed.forDataSource(dataSource, logger);
+  const credentials = new CredentialService(dataSource, secretBox, 0, feed);
+  const listings = new ListingCache(dataSource, feed);
+  const redis = admissionRedis(config.redis.url);
+  redis.on('error', (err) => logger.warn({ err }, 'Redis (admission) unavailable'));
+  const admission = new RedisAdmission(redis);
+  try {
+    await feed.start();
+    await admission.start();
+    await listings.warm();
+  } catch (err) {
+    await feed.close();
+    await admission.close();
+    throw err;
+  }
+  return {
+    admission,
+    credentials,
+    listings,
+    close: async () => {
+      await feed.close();
+      await admission.close();
+    },
+  };
+}
+
 export async function startApiServer(deps: ApiServerDeps): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
   const secretBox = new SecretBox(deps.masterKey);
   const clickRecorder = new ClickRecorder(deps.dataSource, deps.logger);
+  const parts = await admissionParts(deps.config, deps.dataSource, secretBox, deps.logger);
   const app = createApp({
     clickRecorder,
     config: deps.config,
     dataSource: deps.dataSource,
-    credentials: new CredentialService(deps.dataSource, secretBox),
+    credentials: parts.credentials,
+    admission: parts.admission,
+    listings: parts.listings,
     secretBox,
     search: deps.search,
     workflows: { client: deps.temporal.client, taskQueue: deps.config.temporal.taskQueue },
@@ -83,7 +126,9 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }).then(() => clickRecorder.flush()),
+      })
+        .then(() => clickRecorder.flush())
+        .then(() => parts.close()),
   };
 }
 

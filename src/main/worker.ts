@@ -1,4 +1,5 @@
 /** The Temporal worker process alone (production, docker-compose). */
+import { ownShutdownSignals } from '../db/embedded-postgres';
 import { loadConfig } from '../config';
 import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { createWorker, installTemporalRuntime } from '../temporal/worker';
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
   const stop = () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   };
+  ownShutdownSignals();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   await run;

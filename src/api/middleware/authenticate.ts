@@ -1,7 +1,7 @@
 /**
  * CONTRACT §1 in order: missing key id (401 missing_credentials); unknown or revoked key, bad
  * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in Postgres
- * (admit_request, batched per event-loop turn by AdmissionBatcher), nonce replay or a timestamp older than the
+ * (or Redis; batched per event-loop turn, see Admission), nonce replay or a timestamp older than the
  * replay store's last crash recovery (401), scope (403) and the rate limit (429). Only an
  * admitted request records its nonce and takes a token, so neither a forged, a forbidden nor a
  * rate-limited request burns a partner's nonces or budget.
@@ -11,7 +11,7 @@ import type { Config } from '../../config';
 import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
 import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
 import type { Scope } from '../../auth/scopes';
-import { AdmissionUnavailable, type AdmissionBatcher } from '../../auth/admission';
+import { AdmissionUnavailable, type Admission } from '../../auth/admission';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
 import type { AdmittedRead } from '../route';
@@ -21,8 +21,8 @@ export const MAX_SKEW_SECONDS = 300;
 
 export interface AuthDeps {
   credentials: CredentialService;
-  /** Decides admission in Postgres, batched per event-loop turn. */
-  admission: AdmissionBatcher;
+  /** Decides admission (Postgres or Redis), batched per event-loop turn. */
+  admission: Admission;
   config: Pick<Config, 'rateLimits'>;
   /** Server time in ms; replaceable so tests can pin the clock. */
   now?: () => number;
@@ -67,13 +67,14 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
-    const readParams = read?.params({ query: ctx.query, environment: credential.environment });
+    const readParams = read && deps.admission.makesReads ? read.params({ query: ctx.query, environment: credential.environment }) : undefined;
     const admission = await deps.admission
       .admit({
         keyId,
         nonce: nonce.toLowerCase(),
         scopeOk,
         ratePerSecond: deps.config.rateLimits.perSecond[credential.environment],
+        rateOverride: credential.rateLimitPerSecond,
         burstMultiplier: deps.config.rateLimits.burstMultiplier,
         signedAt: timestamp,
         read: read && readParams ? { spec: read, params: readParams } : undefined,

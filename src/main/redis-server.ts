@@ -1,0 +1,97 @@
+/**
+ * `npm start`'s Redis for admission (README, Benchmarks): Debian's `redis-server` when installed,
+ * on a unix socket in DATA_DIR/redis, never evicting, without persistence while it runs.
+ *
+ * Its data must survive a clean stop but never a crash, like Postgres' unlogged tables: a clean
+ * stop (SIGTERM) writes a snapshot, the next start loads it and deletes the file at once, so a
+ * crash leaves no snapshot and the next Redis comes back empty, which starts a new crash epoch
+ * (RedisAdmission). Only a data directory that never held a Redis is marked fresh (epoch 0).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+
+const SNAPSHOT = 'admission.rdb';
+
+export interface RedisServer {
+  /** The unix socket, as REDIS_URL. */
+  url: string;
+  /** This data directory never held a Redis before: nothing can have been admitted with it. */
+  fresh: boolean;
+  pid: number;
+  /** Resolves with the exit code when the server has exited. */
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+/** The redis-server on PATH, if any. */
+export function findRedisServer(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'redis-server');
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+export async function startRedisServer(executable: string, dataDir: string, log: (m: string) => void = () => undefined): Promise<RedisServer> {
+  const dir = path.join(dataDir, 'redis');
+  const fresh = !existsSync(dir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const socket = path.join(dir, 'redis.sock');
+  const child = spawn(
+    executable,
+    [
+      '--port', '0',
+      '--unixsocket', socket,
+      '--unixsocketperm', '700',
+      '--dir', dir,
+      '--dbfilename', SNAPSHOT,
+      '--save', '',
+      '--appendonly', 'no',
+      '--maxmemory-policy', 'noeviction',
+      '--shutdown-on-sigterm', 'save',
+      '--shutdown-on-sigint', 'save',
+      '--daemonize', 'no',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const output: string[] = [];
+  const collect = (chunk: Buffer) => {
+    output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    output.splice(0, Math.max(0, output.length - 50));
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // However this process ends, its Redis stops too (SIGTERM: with a snapshot, as a clean stop).
+  const stopOnExit = () => child.exitCode === null && child.kill('SIGTERM');
+  process.once('exit', stopOnExit);
+  void exited.then(() => process.off('exit', stopOnExit));
+  await waitForReady(child, output, exited);
+  // Loaded: a crash from now on must not find this snapshot again.
+  rmSync(path.join(dir, SNAPSHOT), { force: true });
+  log(`Redis (admission) on ${socket}${fresh ? ', new' : ''}`);
+  return {
+    url: socket,
+    fresh,
+    pid: child.pid!,
+    exited,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function waitForReady(child: ChildProcess, output: string[], exited: Promise<number | null>): Promise<void> {
+  const ready = new Promise<void>((resolve) => {
+    const check = () => (output.some((l) => /ready to accept connections/i.test(l)) ? resolve() : undefined);
+    child.stdout!.on('data', check);
+  });
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`redis-server did not start within 10 s:\n${output.join('\n')}`)), 10_000).unref());
+  const died = exited.then((code) => {
+    throw new Error(`redis-server exited (${code}):\n${output.join('\n')}`);
+  });
+  await Promise.race([ready, timeout, died]);
+}

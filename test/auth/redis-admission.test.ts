@@ -1,0 +1,285 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Redis } from 'ioredis';
+import { In } from 'typeorm';
+import { createApp } from '../../src/api/app';
+import { AdmissionBatcher, AdmissionUnavailable, type AdmissionRequest } from '../../src/auth/admission';
+import { CredentialService } from '../../src/auth/credentials';
+import { admissionRedis, RedisAdmission } from '../../src/auth/redis-admission';
+import { SecretBox } from '../../src/auth/secret-box';
+import { PartnerClient } from '../../src/client/partner-client';
+import { ChangeFeed } from '../../src/db/change-feed';
+import { openDatabase } from '../../src/db/data-source';
+import { Domain } from '../../src/db/entities/domain';
+import { ListingCache } from '../../src/discovery/listing-cache';
+import { startTestRedis, type TestRedis } from '../helpers/redis';
+import { getStack, listen, newPartner } from '../helpers/stack';
+
+const AVAILABILITY = '/api/partner/v1/availability?domain=';
+const PATH = `${AVAILABILITY}academy.com`;
+
+/** An API process with Redis admission: its own pool, change feed, caches and Redis connection. */
+async function redisApi(redisUrl: string) {
+  const s = getStack();
+  const dataSource = await openDatabase(s.databaseUrl, { poolSize: 4 });
+  const feed = ChangeFeed.forDataSource(dataSource);
+  const credentials = new CredentialService(dataSource, new SecretBox(s.masterKey), 0, feed);
+  const listings = new ListingCache(dataSource, feed);
+  const admission = new RedisAdmission(admissionRedis(redisUrl));
+  await feed.start();
+  await admission.start();
+  await listings.warm();
+  const url = await listen(createApp({ ...s.appDeps, dataSource, credentials, listings, admission }));
+  return {
+    url,
+    dataSource,
+    feed,
+    admission,
+    listings,
+    close: async () => {
+      await feed.close();
+      await admission.close();
+      await dataSource.destroy();
+    },
+  };
+}
+
+type Api = Awaited<ReturnType<typeof redisApi>>;
+
+function errorCode(res: { body: unknown }): string | undefined {
+  return (res.body as { error?: { code: string } }).error?.code;
+}
+
+/** Polls until `check` holds (a change feed's notification on its way), at most `ms`. */
+async function eventually(check: () => Promise<boolean>, what: string, ms = 2_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) assert.fail(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('admission in Redis (REDIS_URL), with caches kept by the change feed', function () {
+  let redis: TestRedis;
+  let a: Api;
+  let b: Api;
+  let raw: Redis;
+
+  before(async function () {
+    redis = await startTestRedis();
+    [a, b] = [await redisApi(redis.url), await redisApi(redis.url)];
+    raw = admissionRedis(redis.url);
+    await raw.connect();
+  });
+
+  after(async () => {
+    raw?.disconnect();
+    await a?.close();
+    await b?.close();
+    await redis?.remove();
+  });
+
+  it('a nonce used on one API process is a replay on another; twenty simultaneous uses admit one', async () => {
+    const { keyId, secret } = await newPartner();
+    const nonce = randomUUID();
+    assert.equal((await new PartnerClient(a.url, { keyId, secret }).get(PATH, { nonce })).status, 200);
+    const replay = await new PartnerClient(b.url, { keyId, secret }).get(PATH, { nonce });
+    assert.equal(replay.status, 401);
+    assert.equal(errorCode(replay), 'invalid_signature');
+    const once = randomUUID();
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => new PartnerClient(i % 2 ? a.url : b.url, { keyId, secret }).get(PATH, { nonce: once })));
+    assert.equal(results.filter((r) => r.status === 200).length, 1);
+    assert.equal(results.filter((r) => r.status === 401).length, 19);
+  });
+
+  it('the rate limit is one bucket across API processes; a limited request burns no nonce', async () => {
+    const { keyId, secret } = await newPartner({ rateLimitPerSecond: 2 });
+    const clients = [new PartnerClient(a.url, { keyId, secret }), new PartnerClient(b.url, { keyId, secret })];
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => clients[i % 2].get(PATH)));
+    const ok = results.filter((r) => r.status === 200).length;
+    // Burst capacity is 4 (2/s × 2), plus at most a token or two refilled while the requests run.
+    assert.ok(ok >= 4 && ok <= 6, `admitted ${ok} of 12`);
+    const limited = results.filter((r) => r.status === 429);
+    assert.equal(limited.length, 12 - ok);
+    assert.match(limited[0].headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+    const nonce = randomUUID();
+    const refused = await clients[0].get(PATH, { nonce });
+    assert.equal(refused.status, 429);
+    await new Promise((r) => setTimeout(r, 1100 * Number(refused.headers.get('retry-after'))));
+    assert.equal((await clients[1].get(PATH, { nonce })).status, 200);
+  });
+
+  it('a forbidden request records nothing; a replay is 401 before a missing scope is 403', async () => {
+    const { keyId, secret } = await newPartner({ scopes: ['buy'] });
+    const client = new PartnerClient(a.url, { keyId, secret });
+    const nonce = randomUUID();
+    assert.equal((await client.get(PATH, { nonce })).status, 403);
+    assert.deepEqual(await raw.keys(`adm:*${keyId}*`), [], 'no nonce, no bucket');
+    // Admitted on a route its scope allows, then replayed on one it does not: the replay is what it is told.
+    const used = randomUUID();
+    assert.equal((await new PartnerClient(b.url, { keyId, secret }).get('/api/partner/v1/settlements', { nonce: used })).status, 200);
+    const replayed = await client.get(PATH, { nonce: used });
+    assert.equal(replayed.status, 401);
+    assert.equal(errorCode(replayed), 'invalid_signature');
+  });
+
+  it('a credential revoked or given another rate elsewhere (the operator CLI) is refused or limited by every API process', async () => {
+    const { keyId, secret } = await newPartner({ rateLimitPerSecond: 1000 });
+    const onB = new PartnerClient(b.url, { keyId, secret });
+    assert.equal((await onB.get(PATH)).status, 200);
+    const operator = new CredentialService(getStack().dataSource, new SecretBox(getStack().masterKey), 0);
+    await operator.setRateLimit(keyId, 0.5);
+    // Burst 1 (0.5/s × 2): once the change is heard, a second immediate request is limited.
+    await eventually(async () => (await onB.get(PATH)).status === 429, 'the new rate applies on B');
+    await operator.revoke(keyId);
+    await eventually(async () => errorCode(await onB.get(PATH)) === 'invalid_signature', 'the revocation applies on B');
+    assert.equal(errorCode(await new PartnerClient(a.url, { keyId, secret }).get(PATH)), 'invalid_signature');
+  });
+
+  it('availability answers from memory and follows changes to the listing: one name, a bulk import, while the feed is down', async () => {
+    const s = getStack();
+    const repo = s.dataSource.getRepository(Domain);
+    const { client } = await newPartner({ baseUrl: b.url });
+    const answer = async (name: string) => (await client.get(`${AVAILABILITY}${name}`)).body as { available: boolean; buy_now_price_cents: number | null };
+    // 150 names of the test's own: more than 100 in one statement, so the payload says "everything".
+    const label = `feedtest${randomUUID().slice(0, 8)}`;
+    const rows = Array.from({ length: 150 }, (_, i) => ({
+      environment: 'sandbox' as const, name: `${label}${i}.com`, label: `${label}${i}`, tld: 'com', category: 'test',
+      buyNowPriceCents: 10_000, floorPriceCents: 5_000, currency: 'USD', status: 'listed' as const,
+    }));
+    const name = rows[7].name;
+    const [listed] = await repo.find({ where: { environment: 'sandbox', status: 'listed' }, take: 1 });
+    const fromDatabase = b.listings.reads.database;
+    assert.equal((await answer(listed.name)).available, true);
+    assert.equal((await answer(`unknown${label}.com`)).available, false);
+    assert.equal(b.listings.reads.database, fromDatabase, 'a listed name and an unknown one answered from memory');
+    try {
+      assert.equal((await answer(name)).available, false, 'not listed yet (and now cached as such)');
+      await repo.insert(rows);
+      await eventually(async () => (await answer(name)).available === true, 'a bulk import');
+      await repo.update({ environment: 'sandbox', name }, { buyNowPriceCents: 12_300 });
+      await eventually(async () => (await answer(name)).buy_now_price_cents === 12_300, 'a price change');
+      // The feed's connection dies: the cache is bypassed at once, so a change made meanwhile is answered.
+      await s.dataSource.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()', ['LISTEN%']);
+      await eventually(async () => !b.feed.live, 'the feed noticed');
+      assert.equal((await answer(name)).available, true);
+      await repo.update({ environment: 'sandbox', name }, { status: 'unlisted' });
+      assert.equal((await answer(name)).available, false, 'read from Postgres while nothing is heard');
+      await eventually(async () => b.feed.live, 'the feed listens again', 5_000);
+      assert.equal((await answer(name)).available, false);
+      await repo.update({ environment: 'sandbox', name }, { status: 'listed' });
+      await eventually(async () => (await answer(name)).available === true, 'heard after reconnecting');
+    } finally {
+      await repo.delete({ environment: 'sandbox', label: In(rows.map((r) => r.label)) });
+    }
+    await eventually(async () => (await answer(name)).available === false, 'a bulk delete');
+  });
+
+  it('after Redis lost its data (a crash), requests signed before it came back are 401; while it is down, 503 and /readyz says so', async () => {
+    const { keyId, secret } = await newPartner();
+    const client = new PartnerClient(a.url, { keyId, secret });
+    const signedBefore = String(Math.floor(Date.now() / 1000) - 2);
+    assert.equal((await client.get(PATH)).status, 200);
+    await redis.crash();
+    const down = await client.get(PATH);
+    assert.equal(down.status, 503);
+    assert.equal(errorCode(down), 'service_unavailable');
+    assert.equal(down.headers.get('retry-after'), '1');
+    const ready = await fetch(`${a.url}/readyz`);
+    assert.equal(ready.status, 503);
+    assert.match(JSON.stringify(await ready.json()), /admission/);
+    redis = await redis.restart();
+    await eventually(async () => (await fetch(`${a.url}/readyz`)).status === 200, 'Redis back', 5_000);
+    const refused = await client.get(PATH, { timestamp: signedBefore });
+    assert.equal(refused.status, 401);
+    assert.match((refused.body as { error: { message: string } }).error.message, /restarted/);
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal((await client.get(PATH)).status, 200, 'signed after the new epoch');
+  });
+
+  it('decides exactly as Postgres admission does (random batches: keys, limits, repeated nonces, scopes)', async () => {
+    // Twin credentials, one decided in Redis and one in Postgres; slow limits (a token every 10 to
+    // 100 s) so that no token comes back while the test runs.
+    const s = getStack();
+    const rates = [0.01, 0.05, 0.1, 0.02];
+    const twins = await Promise.all(rates.map(async (rate) => [await newPartner({ rateLimitPerSecond: rate }), await newPartner({ rateLimitPerSecond: rate })]));
+    const nonces = rates.map(() => Array.from({ length: 6 }, () => randomUUID()));
+    const signedAt = String(Math.floor(Date.now() / 1000));
+    const inRedis = new RedisAdmission(admissionRedis(redis.url));
+    await inRedis.start();
+    const inPostgres = new AdmissionBatcher(s.dataSource, 1);
+    let seed = 20261123;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), Math.floor((seed / 2 ** 31) * n));
+    const seen = new Set<string>();
+    try {
+      for (let round = 0; round < 8; round++) {
+        const picks = Array.from({ length: 12 }, () => ({ key: random(rates.length), nonce: random(6), scopeOk: random(10) > 0 }));
+        const request = (p: (typeof picks)[number], side: 0 | 1): AdmissionRequest => ({
+          keyId: twins[p.key][side].keyId,
+          nonce: nonces[p.key][p.nonce],
+          scopeOk: p.scopeOk,
+          ratePerSecond: 25,
+          rateOverride: rates[p.key],
+          burstMultiplier: 300,
+          signedAt,
+        });
+        const [redisAnswers, pgAnswers] = await Promise.all([
+          Promise.all(picks.map((p) => inRedis.admit(request(p, 0)))),
+          Promise.all(picks.map((p) => inPostgres.admit(request(p, 1)))),
+        ]);
+        assert.deepEqual(redisAnswers.map((r) => r.outcome), pgAnswers.map((r) => r.outcome), `round ${round}: ${JSON.stringify(picks)}`);
+        redisAnswers.forEach((r, i) => assert.ok(Math.abs(r.retryAfterSeconds - pgAnswers[i].retryAfterSeconds) <= 1, `Retry-After ${r.retryAfterSeconds} vs ${pgAnswers[i].retryAfterSeconds}`));
+        redisAnswers.forEach((r) => seen.add(r.outcome));
+      }
+      assert.ok(inRedis.sent.batches <= 8, `one script per round (${inRedis.sent.batches})`);
+      assert.deepEqual([...seen].sort(), ['admitted', 'forbidden', 'rate_limited', 'replayed'], 'the walk (a fixed seed) met every outcome');
+    } finally {
+      await inRedis.close();
+    }
+  });
+
+  it('a Redis that may evict keys is refused at start; an unreachable one fails admission as unavailable', async () => {
+    await raw.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    try {
+      const evicting = new RedisAdmission(admissionRedis(redis.url));
+      await assert.rejects(evicting.start(), /noeviction/);
+      await evicting.close();
+    } finally {
+      await raw.config('SET', 'maxmemory-policy', 'noeviction');
+    }
+    const nowhere = new RedisAdmission(admissionRedis('/nonexistent/redis.sock', { retryStrategy: () => null }));
+    const answer = await nowhere.admit({ keyId: 'pk_test_x', nonce: randomUUID(), scopeOk: true, ratePerSecond: 1, burstMultiplier: 2, signedAt: '0' }).catch((e: unknown) => e);
+    assert.ok(answer instanceof AdmissionUnavailable, String(answer));
+    await nowhere.close();
+  });
+
+  it("npm start's Redis keeps its nonces over a clean stop, never over a crash", async () => {
+    let server = await startTestRedis();
+    const decide = async (nonce: string, signedAt: string) => {
+      const admission = new RedisAdmission(admissionRedis(server.url));
+      await admission.start();
+      try {
+        return (await admission.admit({ keyId: 'pk_test_restarts', nonce, scopeOk: true, ratePerSecond: 100, burstMultiplier: 2, signedAt })).outcome;
+      } finally {
+        await admission.close();
+      }
+    };
+    const earlier = String(Math.floor(Date.now() / 1000) - 5);
+    const nonce = randomUUID();
+    try {
+      assert.equal(await decide(nonce, earlier), 'admitted');
+      await server.stop();
+      server = await server.restart();
+      assert.deepEqual(readdirSync(path.dirname(server.url)).filter((f) => f.endsWith('.rdb')), [], 'the snapshot is deleted once loaded');
+      assert.equal(await decide(nonce, earlier), 'replayed', 'kept over a clean stop');
+      assert.equal(await decide(randomUUID(), earlier), 'admitted', 'no new epoch after a clean stop');
+      await server.crash();
+      server = await server.restart();
+      assert.equal(await decide(nonce, earlier), 'signed_before_restart', 'after a crash, nothing signed before it came back');
+    } finally {
+      await server.remove();
+    }
+  });
+});
