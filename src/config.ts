@@ -101,6 +101,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  for (const [name, rate] of [['RATE_LIMIT_SANDBOX_PER_SECOND', e.RATE_LIMIT_SANDBOX_PER_SECOND], ['RATE_LIMIT_LIVE_PER_SECOND', e.RATE_LIMIT_LIVE_PER_SECOND]] as const) {
+    // A bucket of rate × burst must hold at least one request, or no request is ever admitted.
+    if (rate * e.RATE_LIMIT_BURST_MULTIPLIER < 1) throw new Error(`invalid configuration: ${name} × RATE_LIMIT_BURST_MULTIPLIER must be at least 1`);
+  }
   return {
     projectRoot,
     http: { port: e.PORT, host: e.HOST, publicBaseUrl: e.PUBLIC_BASE_URL, trustProxy: e.TRUST_PROXY },

@@ -59,6 +59,9 @@ function rateOption(value: string): number | null {
   if (value === 'default') return null;
   const n = Number(value);
   if (!(n > 0)) throw new InvalidArgumentError('a positive number of requests per second, or "default"');
+  // The bucket (rate × burst multiplier) must hold one request, or the credential could never be admitted.
+  const burst = loadConfig().rateLimits.burstMultiplier;
+  if (n * burst < 1) throw new InvalidArgumentError(`at least ${1 / burst} per second (one request per bucket of ${burst} s, RATE_LIMIT_BURST_MULTIPLIER)`);
   return n;
 }
 

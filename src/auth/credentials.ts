@@ -49,7 +49,8 @@ export interface ResolvedCredential {
  * Without a change feed, a resolved credential is kept `cacheMs` (its secret and scopes never change
  * after issue; revocation and the rate are read again by Postgres admission on every request).
  * With one (Redis admission, where the API process decides revocation and the rate itself), it is
- * kept until Postgres says the credential changed, and read on every request while the feed is down.
+ * kept until Postgres says the credential changed (at most a minute), and read on every request
+ * while the feed is down.
  */
 export class CredentialService {
   private readonly cache = new Map<string, { value: ResolvedCredential; until: number }>();
@@ -62,7 +63,11 @@ export class CredentialService {
     feed?: ChangeFeed,
   ) {
     if (feed) {
-      const fed = new CachedReads<string, { value?: ResolvedCredential }>(feed, new LRUCache({ max: 10_000 }));
+      const fed = new CachedReads<string, { value?: ResolvedCredential }>(
+        feed,
+        // The feed's heartbeat finds a dead connection within seconds; the minute's cap is a backstop.
+        new LRUCache({ max: 10_000, ttl: 60_000 }),
+      );
       feed.on(CREDENTIAL_CHANNEL, (keyId) => fed.forget(keyId));
       this.fed = fed;
     }

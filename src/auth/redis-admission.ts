@@ -8,8 +8,8 @@
  * What stays with the API process: unknown and revoked keys and a credential's own rate limit come
  * from the credential cache, which the Postgres change feed keeps current (CredentialService).
  *
- * Keys: `<prefix>epoch`, `<prefix>n:<key id>:<nonce>` (a used nonce, kept until its timestamp is 360 s
- * old, beyond the 300 s skew any API process accepts) and `<prefix>b:<key id>` (the GCRA bucket's
+ * Keys: `<prefix>epoch`, `<prefix>n:<key id>:<nonce>` (a used nonce, kept until its timestamp is 420 s
+ * old, beyond the 300 s skew any API process accepts, with 120 s for clocks that disagree) and `<prefix>b:<key id>` (the GCRA bucket's
  * theoretical arrival time in microseconds of Redis' clock). All are in one Redis, not a cluster.
  *
  * The crash epoch: Redis is run without persistence of its own (or with a snapshot removed once
@@ -29,6 +29,16 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { AdmissionUnavailable, type Admission, type AdmissionRequest, type AdmissionResult } from './admission';
 
+/**
+ * How long a used nonce is kept, from its timestamp (or from now, if that is later): the 300 s an
+ * API process accepts a timestamp for, plus 120 s for API hosts whose clocks run behind Redis'
+ * (start() refuses a difference over 60 s).
+ */
+const NONCE_SECONDS = 300 + 120;
+const MAX_CLOCK_DIFFERENCE_SECONDS = 60;
+/** SET … EXAT / PXAT, which the script uses, came with Redis 6.2. */
+const MIN_REDIS_VERSION = [6, 2];
+
 const ADMIT_SCRIPT = `
 local t = redis.call('TIME')
 local nowSec = tonumber(t[1])
@@ -39,7 +49,7 @@ if epoch == nil then
   if tonumber(t[2]) > 0 then epoch = nowSec + 1 end
   redis.call('SET', KEYS[1], string.format('%d', epoch))
 end
-local window = tonumber(ARGV[1]) * 1000000
+local burstWindow = tonumber(ARGV[1]) * 1000000
 local prefix = ARGV[2]
 local out = {}
 for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+) (%S+) (%S+) (%S+) (%S+)\\n') do
@@ -55,20 +65,23 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
   else
     local bucketKey = prefix .. 'b:' .. key
     local tat = tonumber(redis.call('GET', bucketKey) or '0')
-    local nextTat = math.max(tat, now) + 1000000 / rate
+    local interval = 1000000 / rate
+    -- A bucket holds at least one request (configuration and the CLI refuse rates below that).
+    local window = math.max(burstWindow, interval)
+    local nextTat = math.max(tat, now) + interval
     if nextTat <= now + window then
+      redis.call('SET', nonceKey, '1', 'EXAT', string.format('%d', math.max(signedAt, nowSec) + NONCE_SECONDS))
       redis.call('SET', bucketKey, string.format('%.0f', nextTat), 'PXAT', string.format('%.0f', math.ceil(nextTat / 1000) + 1000))
-      redis.call('SET', nonceKey, '1', 'EXAT', string.format('%d', math.max(signedAt + 360, nowSec + 60)))
     else
       outcome = 'rate_limited'
-      retry = math.max(1, math.ceil((nextTat - window - now) / 1000000))
+      retry = math.min(86400, math.max(1, math.ceil((nextTat - window - now) / 1000000)))
     end
   end
   out[#out + 1] = outcome
   out[#out + 1] = retry
 end
 return out
-`;
+`.replace(/NONCE_SECONDS/g, String(NONCE_SECONDS));
 
 const DEFAULT_PREFIX = 'adm:';
 const MAX_BATCH = 256;
@@ -130,14 +143,29 @@ export class RedisAdmission implements Admission {
     this.admitBatch = (redis as unknown as { partnerApiAdmit: AdmitCommand }).partnerApiAdmit.bind(redis);
   }
 
-  /** Connects and checks that Redis never evicts (see the file comment). */
+  /** Connects and checks Redis: its version, that it never evicts, and that its clock agrees with this host's (see the file comment). */
   async start(): Promise<void> {
     if (this.redis.status === 'wait') await this.redis.connect();
-    const info = await this.redis.info('memory');
-    const policy = /maxmemory_policy:(\S+)/.exec(info)?.[1];
+    const version = /redis_version:(\S+)/.exec(await this.redis.info('server'))?.[1] ?? '0';
+    const [major, minor] = version.split('.').map(Number);
+    if (major < MIN_REDIS_VERSION[0] || (major === MIN_REDIS_VERSION[0] && minor < MIN_REDIS_VERSION[1])) {
+      throw new Error(`Redis for admission must be ${MIN_REDIS_VERSION.join('.')} or later (it is ${version})`);
+    }
+    const policy = /maxmemory_policy:(\S+)/.exec(await this.redis.info('memory'))?.[1];
     if (policy !== 'noeviction') {
       throw new Error(`Redis for admission must have maxmemory-policy noeviction (it has ${policy ?? 'unknown'}): an evicted nonce would admit a replay`);
     }
+    const [seconds] = await this.redis.time();
+    const difference = Math.abs(Number(seconds) - Date.now() / 1000);
+    if (difference > MAX_CLOCK_DIFFERENCE_SECONDS) {
+      throw new Error(`this host's clock and Redis' differ by ${difference.toFixed(0)} s (at most ${MAX_CLOCK_DIFFERENCE_SECONDS} allowed): nonces could expire while their timestamps are still accepted`);
+    }
+  }
+
+  /** Starts a new epoch now: requests signed before this second are refused (a switch of store, src/auth/admission-store.ts). */
+  async startEpoch(): Promise<void> {
+    const [seconds, micros] = await this.redis.time();
+    await this.redis.set(`${this.prefix}epoch`, String(Number(seconds) + (Number(micros) > 0 ? 1 : 0)));
   }
 
   /** Redis answers (readiness). */

@@ -4,10 +4,15 @@
  *
  * A cache may hold a row only while the feed is live: when the connection drops, every cache is
  * emptied and readers go to Postgres until the feed listens again (it reconnects every second),
- * because changes committed meanwhile were never heard. `generation` moves on every notification
+ * because changes committed meanwhile were never heard. A connection can also die without a word
+ * (an idle timeout in the network, a pooler such as PgBouncer in transaction mode that never
+ * delivers notifications): so every 5 s the feed sends itself a notification through another
+ * connection, and one not heard back within 10 s counts as a lost connection. The connection
+ * also has TCP keep-alive. `generation` moves on every notification
  * and every loss or return of the connection, so a reader that started before either can tell
  * that what it read may already be stale and must not be cached (see `CachedReads`).
  */
+import { randomBytes } from 'node:crypto';
 import { Client, type ClientConfig, type Notification } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
@@ -15,25 +20,41 @@ import type { Logger } from 'pino';
 
 type Handler = (payload: string) => void;
 
+/** The feed's own heartbeat channel (see the file comment). */
+export const FEED_PING_CHANNEL = 'change_feed_ping';
+
 export class ChangeFeed {
   private client?: Client;
   private readonly handlers = new Map<string, Handler[]>();
   private readonly resetHandlers: Array<() => void> = [];
   private reconnect?: NodeJS.Timeout;
+  private heartbeat?: NodeJS.Timeout;
+  /** The heartbeat sent and not heard back yet, and when it counts as lost. */
+  private awaited?: { token: string; deadline: number };
+  private readonly pingPrefix = `${process.pid}-${randomBytes(6).toString('hex')}-`;
+  private pings = 0;
   private closed = false;
   live = false;
   generation = 0;
 
   constructor(
     private readonly connection: ClientConfig,
+    /** Sends a notification on FEED_PING_CHANNEL through a connection other than the feed's. */
+    private readonly ping: (token: string) => Promise<unknown>,
     private readonly logger?: Pick<Logger, 'warn' | 'info'>,
-    private readonly retryMs = 1_000,
+    private readonly timing = { retryMs: 1_000, heartbeatMs: 5_000, heartbeatTimeoutMs: 10_000 },
   ) {}
 
-  static forDataSource(dataSource: DataSource, logger?: Pick<Logger, 'warn' | 'info'>): ChangeFeed {
+  static forDataSource(dataSource: DataSource, logger?: Pick<Logger, 'warn' | 'info'>, timing?: ChangeFeed['timing']): ChangeFeed {
     const options = dataSource.options as PostgresDataSourceOptions;
     if (!options.url) throw new Error('the change feed needs the data source to be configured by url');
-    return new ChangeFeed({ connectionString: options.url, connectionTimeoutMillis: 10_000 }, logger);
+    return new ChangeFeed(
+      { connectionString: options.url, connectionTimeoutMillis: 10_000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 },
+      // Raw SQL: NOTIFY, which TypeORM does not express.
+      (token) => dataSource.query('SELECT pg_notify($1, $2)', [FEED_PING_CHANNEL, token]),
+      logger,
+      timing,
+    );
   }
 
   /** `handler` gets each notification's payload on `channel` (subscribe before start). */
@@ -58,8 +79,13 @@ export class ChangeFeed {
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('connection ended')));
     client.on('notification', (n: Notification) => this.heard(n));
-    await client.connect();
-    for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
+    try {
+      await client.connect();
+      for (const channel of [...this.handlers.keys(), FEED_PING_CHANNEL]) await client.query(`LISTEN ${channel}`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
     if (this.closed) {
       await client.end().catch(() => undefined);
       return;
@@ -67,9 +93,32 @@ export class ChangeFeed {
     this.client = client;
     this.reset();
     this.live = true;
+    this.awaited = undefined;
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => this.beat(), this.timing.heartbeatMs);
+      this.heartbeat.unref();
+    }
+  }
+
+  /** Sends the next heartbeat, or counts the connection lost when the last one was not heard in time. */
+  private beat(): void {
+    const client = this.client;
+    if (!client || !this.live) return;
+    if (this.awaited) {
+      if (Date.now() > this.awaited.deadline) this.lost(client, new Error(`no notification heard for ${this.timing.heartbeatTimeoutMs} ms`));
+      return;
+    }
+    const token = this.pingPrefix + ++this.pings;
+    this.awaited = { token, deadline: Date.now() + this.timing.heartbeatTimeoutMs };
+    // Not sent (Postgres unreachable): the deadline passes and the feed reconnects, or fails to.
+    this.ping(token).catch(() => undefined);
   }
 
   private heard(n: Notification): void {
+    if (n.channel === FEED_PING_CHANNEL) {
+      if (n.payload === this.awaited?.token) this.awaited = undefined;
+      return;
+    }
     this.generation++;
     for (const handler of this.handlers.get(n.channel) ?? []) handler(n.payload ?? '');
   }
@@ -83,6 +132,7 @@ export class ChangeFeed {
     if (client !== this.client) return;
     this.client = undefined;
     this.live = false;
+    this.awaited = undefined;
     this.reset();
     client.end().catch(() => undefined);
     if (this.closed) return;
@@ -98,7 +148,7 @@ export class ChangeFeed {
         () => this.logger?.info({}, 'change feed listening again'),
         () => this.scheduleReconnect(),
       );
-    }, this.retryMs);
+    }, this.timing.retryMs);
     this.reconnect.unref();
   }
 
@@ -106,6 +156,7 @@ export class ChangeFeed {
     this.closed = true;
     this.live = false;
     if (this.reconnect) clearTimeout(this.reconnect);
+    if (this.heartbeat) clearInterval(this.heartbeat);
     const client = this.client;
     this.client = undefined;
     this.reset();

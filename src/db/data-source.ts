@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { BrokerageCase, BrokerageTimelineEntry } from './entities/brokerage-case';
-import { AdmissionEpoch, RateLimitBucket, RequestNonce } from './entities/admission';
+import { AdmissionEpoch, AdmissionStore, RateLimitBucket, RequestNonce } from './entities/admission';
 import { CheckoutPayment, CheckoutSession } from './entities/checkout-session';
 import { Credential } from './entities/credential';
 import { Domain } from './entities/domain';
@@ -37,6 +37,7 @@ import { AdmissionBatches1795001100000 } from './migrations/1795001100000-admiss
 import { AdmissionLockOrder1795001200000 } from './migrations/1795001200000-admission-lock-order';
 import { AdmissionInline1795001300000 } from './migrations/1795001300000-admission-inline';
 import { ChangeFeed1795001400000 } from './migrations/1795001400000-change-feed';
+import { AdmissionStore1795001500000 } from './migrations/1795001500000-admission-store';
 
 export const entities = [
   Partner,
@@ -44,6 +45,7 @@ export const entities = [
   RequestNonce,
   RateLimitBucket,
   AdmissionEpoch,
+  AdmissionStore,
   Domain,
   Quote,
   Order,
@@ -87,6 +89,7 @@ export const migrations = [
   AdmissionLockOrder1795001200000,
   AdmissionInline1795001300000,
   ChangeFeed1795001400000,
+  AdmissionStore1795001500000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

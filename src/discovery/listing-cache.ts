@@ -49,7 +49,7 @@ export class ListingCache implements ListingReader {
   private readonly heardWhileLoading = new Map<Environment, Set<string> | '*'>();
   /** Environments found too large to mirror (until the next reset). */
   private readonly tooLarge = new Set<Environment>();
-  /** Moves on every change heard, reset or load started, so a read that overlapped one is not kept. */
+  /** Moves on every change heard and every reset, so a read that overlapped one is not kept. */
   private version = 0;
   /** Reads and loads served from Postgres, since start (tests, benchmarks). */
   readonly reads = { database: 0, loads: 0 };
@@ -58,6 +58,7 @@ export class ListingCache implements ListingReader {
     private readonly dataSource: DataSource,
     private readonly feed: ChangeFeed,
     private readonly maxNames = 200_000,
+    private readonly onLoadFailed?: (err: unknown) => void,
   ) {
     feed.on(LISTING_CHANNEL, (payload) => this.heard(payload));
     feed.onReset(() => this.reset());
@@ -81,6 +82,11 @@ export class ListingCache implements ListingReader {
       mirror.unsure.delete(normalised);
       if (listing) mirror.listings.set(normalised, listing);
       else mirror.listings.delete(normalised);
+      // Grown past its bound by names added since it was loaded: no longer mirrored.
+      if (mirror.listings.size > this.maxNames) {
+        this.mirrors.delete(environment);
+        this.tooLarge.add(environment);
+      }
     }
     return listing;
   }
@@ -112,12 +118,18 @@ export class ListingCache implements ListingReader {
     for (const environment of this.heardWhileLoading.keys()) this.heardWhileLoading.set(environment, '*');
   }
 
-
   private load(environment: Environment): Promise<void> {
     if (this.mirrors.has(environment) || this.tooLarge.has(environment) || !this.feed.live) return Promise.resolve();
     let pending = this.loading.get(environment);
     if (!pending) {
-      pending = this.loadOnce(environment).finally(() => this.loading.delete(environment));
+      // A load that fails (a row it cannot read) leaves the environment unmirrored: answers come
+      // from Postgres, and the next request tries again.
+      pending = this.loadOnce(environment)
+        .catch((err: unknown) => this.onLoadFailed?.(err))
+        .finally(() => {
+          this.loading.delete(environment);
+          this.heardWhileLoading.delete(environment);
+        });
       this.loading.set(environment, pending);
     }
     return pending;
@@ -135,7 +147,7 @@ export class ListingCache implements ListingReader {
         .where('d.environment = :environment', { environment })
         .limit(this.maxNames + 1)
         .getRawMany<Record<string, unknown>>()
-        .catch(() => undefined);
+        .catch(() => undefined); // Postgres unreachable: the requests read it themselves meanwhile
       const during = this.heardWhileLoading.get(environment);
       this.heardWhileLoading.delete(environment);
       if (!rows || !this.feed.live) return;

@@ -24,8 +24,7 @@ import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from '
 import { SearchClient } from '../search/search-client';
 import { startSearchProcess } from '../search/search-process';
 import { connectTemporal, startApiServer } from './services';
-import { findRedisServer, startRedisServer } from './redis-server';
-import { markAdmissionStoreFresh } from '../auth/redis-admission';
+import { findRedisServer, redisServerUsable, startRedisServer } from './redis-server';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
 
@@ -71,11 +70,16 @@ async function main(): Promise<void> {
 
   if (!config.redis.url) {
     const executable = findRedisServer();
-    if (executable) {
+    const usable = executable ? redisServerUsable(executable) : undefined;
+    if (executable && usable?.ok) {
       const redis = await startRedisServer(executable, config.dataDir, step);
       stops.push(['Redis', () => redis.stop()]);
-      if (redis.fresh) await markAdmissionStoreFresh(redis.url);
+      void redis.exited.then((code) => {
+        if (!stopping) step(`Redis exited (${code}): signed requests answer 503 until npm start runs again`);
+      });
       config.redis.url = redis.url;
+    } else if (executable) {
+      step(`redis-server ${usable?.version ?? '(version unknown)'} is older than 7.0: admission in Postgres`);
     } else {
       step('redis-server is not installed: admission in Postgres (apt-get install redis-server for the faster path; README, Benchmarks)');
     }

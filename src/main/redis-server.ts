@@ -5,10 +5,11 @@
  * Its data must survive a clean stop but never a crash, like Postgres' unlogged tables: a clean
  * stop (SIGTERM) writes a snapshot, the next start loads it and deletes the file at once, so a
  * crash leaves no snapshot and the next Redis comes back empty, which starts a new crash epoch
- * (RedisAdmission). Only a data directory that never held a Redis is marked fresh (epoch 0).
+ * (RedisAdmission); the first start with Redis after Postgres admission starts one too
+ * (src/auth/admission-store.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 const SNAPSHOT = 'admission.rdb';
@@ -33,11 +34,33 @@ export function findRedisServer(): string | undefined {
   return undefined;
 }
 
+/** The version of a redis-server binary (`7.0.15`), from `--version`; undefined when it does not run. */
+export function redisServerVersion(executable: string): string | undefined {
+  try {
+    return /v=(\d+\.\d+\.\d+)/.exec(execFileSync(executable, ['--version'], { encoding: 'utf8', timeout: 5_000 }))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether this binary can run npm start's Redis: `shutdown-on-sigterm` came with Redis 7.0. */
+export function redisServerUsable(executable: string): { ok: boolean; version?: string } {
+  const version = redisServerVersion(executable);
+  return { ok: version !== undefined && Number(version.split('.')[0]) >= 7, version };
+}
+
 export async function startRedisServer(executable: string, dataDir: string, log: (m: string) => void = () => undefined): Promise<RedisServer> {
   const dir = path.join(dataDir, 'redis');
   const fresh = !existsSync(dir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const socket = path.join(dir, 'redis.sock');
+  const pidFile = path.join(dir, 'redis.pid');
+  // A redis-server left running on this directory (its npm start was killed) would write its older
+  // snapshot over the next one's data when it stops: never run two.
+  const previous = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : NaN;
+  if (Number.isInteger(previous) && previous > 0 && isRedisServer(previous)) {
+    throw new Error(`a redis-server (pid ${previous}) still runs on ${dir}: stop it (kill ${previous}) and start again`);
+  }
   const child = spawn(
     executable,
     [
@@ -48,6 +71,9 @@ export async function startRedisServer(executable: string, dataDir: string, log:
       '--dbfilename', SNAPSHOT,
       '--save', '',
       '--appendonly', 'no',
+      '--pidfile', pidFile,
+      // Full: writes are refused and signed requests answered 503, rather than the host running out of memory.
+      '--maxmemory', '512mb',
       '--maxmemory-policy', 'noeviction',
       '--shutdown-on-sigterm', 'save',
       '--shutdown-on-sigint', 'save',
@@ -82,6 +108,14 @@ export async function startRedisServer(executable: string, dataDir: string, log:
       await exited;
     },
   };
+}
+
+function isRedisServer(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server');
+  } catch {
+    return false;
+  }
 }
 
 async function waitForReady(child: ChildProcess, output: string[], exited: Promise<number | null>): Promise<void> {

@@ -10,6 +10,7 @@ import { ClickRecorder } from '../referral/clicks';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
 import { admissionRedis, RedisAdmission } from '../auth/redis-admission';
+import { recordAdmissionStore } from '../auth/admission-store';
 import { ChangeFeed } from '../db/change-feed';
 import { ListingCache } from '../discovery/listing-cache';
 import type { DomainSearch } from '../discovery/search';
@@ -68,7 +69,7 @@ export async function admissionParts(
   if (!config.redis.url) return { credentials: new CredentialService(dataSource, secretBox), close: async () => undefined };
   const feed = ChangeFeed.forDataSource(dataSource, logger);
   const credentials = new CredentialService(dataSource, secretBox, 0, feed);
-  const listings = new ListingCache(dataSource, feed);
+  const listings = new ListingCache(dataSource, feed, undefined, (err) => logger.warn({ err }, 'listing mirror not loaded: availability and pricing read Postgres'));
   const redis = admissionRedis(config.redis.url);
   redis.on('error', (err) => logger.warn({ err }, 'Redis (admission) unavailable'));
   const admission = new RedisAdmission(redis);
@@ -96,6 +97,9 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
   const secretBox = new SecretBox(deps.masterKey);
   const clickRecorder = new ClickRecorder(deps.dataSource, deps.logger);
   const parts = await admissionParts(deps.config, deps.dataSource, secretBox, deps.logger);
+  if (await recordAdmissionStore(deps.dataSource, parts.admission ? 'redis' : 'postgres', parts.admission)) {
+    deps.logger.warn({ store: parts.admission ? 'redis' : 'postgres' }, 'admission switched store: requests signed before now are refused once (every API process must use the same store)');
+  }
   const app = createApp({
     clickRecorder,
     config: deps.config,

@@ -10,7 +10,9 @@ import { CredentialService } from '../../src/auth/credentials';
 import { admissionRedis, RedisAdmission } from '../../src/auth/redis-admission';
 import { SecretBox } from '../../src/auth/secret-box';
 import { PartnerClient } from '../../src/client/partner-client';
+import { recordAdmissionStore } from '../../src/auth/admission-store';
 import { ChangeFeed } from '../../src/db/change-feed';
+import { AdmissionEpoch } from '../../src/db/entities/admission';
 import { openDatabase } from '../../src/db/data-source';
 import { Domain } from '../../src/db/entities/domain';
 import { ListingCache } from '../../src/discovery/listing-cache';
@@ -171,6 +173,13 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
       assert.equal((await answer(name)).available, false);
       await repo.update({ environment: 'sandbox', name }, { status: 'listed' });
       await eventually(async () => (await answer(name)).available === true, 'heard after reconnecting');
+      // Fewer than 100 names, but more than NOTIFY's 8000 bytes together: the statement still succeeds.
+      const long = Array.from({ length: 45 }, (_, i) => ({
+        environment: 'sandbox' as const, name: `${'x'.repeat(60)}.${'y'.repeat(60)}.${'z'.repeat(50)}${i}.${label}long.com`, label: `${label}long${i}`, tld: 'com',
+        category: 'test', buyNowPriceCents: 10_000, floorPriceCents: 5_000, currency: 'USD', status: 'listed' as const,
+      }));
+      await repo.insert(long);
+      await repo.delete({ environment: 'sandbox', label: In(long.map((r) => r.label)) });
     } finally {
       await repo.delete({ environment: 'sandbox', label: In(rows.map((r) => r.label)) });
     }
@@ -280,6 +289,51 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
       assert.equal(await decide(nonce, earlier), 'signed_before_restart', 'after a crash, nothing signed before it came back');
     } finally {
       await server.remove();
+    }
+  });
+
+  it('a change feed that hears nothing (its own heartbeat included) counts as lost: caches bypassed, then it listens again', async () => {
+    const s = getStack();
+    const timing = { retryMs: 100, heartbeatMs: 50, heartbeatTimeoutMs: 200 };
+    const heard = ChangeFeed.forDataSource(s.dataSource, undefined, timing);
+    // A heartbeat that never arrives, as through a pooler that drops notifications.
+    const options = s.dataSource.options as { url: string };
+    const deaf = new ChangeFeed({ connectionString: options.url }, async () => undefined, undefined, timing);
+    try {
+      await heard.start();
+      await deaf.start();
+      assert.ok(deaf.live && heard.live);
+      await eventually(async () => !deaf.live, 'the deaf feed counted as lost', 2_000);
+      await new Promise((r) => setTimeout(r, 600));
+      assert.ok(heard.live, 'a feed that hears its heartbeat stays live');
+    } finally {
+      await deaf.close();
+      await heard.close();
+    }
+  });
+
+  it('switching the store that decides admission (Postgres ↔ Redis) starts a new epoch in the one switched to', async () => {
+    const s = getStack();
+    const inRedis = new RedisAdmission(admissionRedis(redis.url));
+    await inRedis.start();
+    const inPostgres = new AdmissionBatcher(s.dataSource, 1);
+    const { keyId } = await newPartner();
+    const earlier = () => String(Math.floor(Date.now() / 1000) - 2);
+    const decide = async (admission: RedisAdmission | AdmissionBatcher) =>
+      (await admission.admit({ keyId, nonce: randomUUID(), scopeOk: true, ratePerSecond: 1000, burstMultiplier: 2, signedAt: earlier() })).outcome;
+    try {
+      assert.equal(await decide(inPostgres), 'admitted');
+      assert.equal(await recordAdmissionStore(s.dataSource, 'redis', inRedis), true, 'a switch');
+      assert.equal(await recordAdmissionStore(s.dataSource, 'redis', inRedis), false, 'the same store again');
+      assert.equal(await decide(inRedis), 'signed_before_restart', 'Redis did not see the nonces Postgres admitted');
+      assert.equal(await recordAdmissionStore(s.dataSource, 'postgres'), true);
+      assert.equal(await decide(inPostgres), 'signed_before_restart', 'nor Postgres those Redis admitted');
+      await new Promise((r) => setTimeout(r, 3_000));
+      assert.equal(await decide(inPostgres), 'admitted', 'signed after the switch');
+    } finally {
+      // The suite's other tests sign with timestamps up to 300 s old: the epoch as the migration left it.
+      await s.dataSource.getRepository(AdmissionEpoch).createQueryBuilder().update().set({ startedAt: () => "'-infinity'" }).execute();
+      await inRedis.close();
     }
   });
 });

@@ -37,3 +37,20 @@ export class AdmissionEpoch {
   @Column({ name: 'started_at', type: 'timestamptz' })
   startedAt: Date;
 }
+
+/**
+ * Which store decides admission (Postgres, or Redis when REDIS_URL is set), as the last API process
+ * to start found it. A process that finds another store recorded starts a new epoch in its own
+ * (src/auth/admission-store.ts): nonces the other store saw are unknown to it.
+ */
+@Entity({ name: 'admission_store' })
+export class AdmissionStore {
+  @PrimaryColumn({ type: 'boolean', default: true })
+  singleton: boolean;
+
+  @Column({ type: 'text' })
+  store: 'postgres' | 'redis';
+
+  @Column({ name: 'switched_at', type: 'timestamptz' })
+  switchedAt: Date;
+}

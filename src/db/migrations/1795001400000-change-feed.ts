@@ -6,7 +6,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * every listening API process which rows changed, and each drops them from its cache.
  *
  * - `listing_changes`: one notification per statement, its payload `environment:name` lines; a
- *   statement that changed more than 100 names (an import) sends `*`, which empties the caches.
+ *   statement that changed more than 100 names (an import), or names of more than 7,900 bytes
+ *   together (NOTIFY refuses 8,000, which would fail the statement), sends `*`, which empties the
+ *   caches.
  *   Updates that leave the listing's columns as they were (search bookkeeping, timestamps) send
  *   nothing.
  * - `credential_changes`: the key id of each credential inserted, updated or deleted.
@@ -16,8 +18,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export const LISTING_CHANNEL = 'listing_changes';
 export const CREDENTIAL_CHANNEL = 'credential_changes';
-/** Above this many names in one statement, the payload is `*` (NOTIFY payloads stay far below 8000 bytes). */
+/** Above this many names in one statement, or this many bytes of them, the payload is `*` (NOTIFY refuses payloads of 8000 bytes and more, failing the statement). */
 export const LISTING_NOTIFY_MAX_NAMES = 100;
+export const LISTING_NOTIFY_MAX_BYTES = 7_900;
 
 export class ChangeFeed1795001400000 implements MigrationInterface {
   name = 'ChangeFeed1795001400000';
@@ -42,7 +45,7 @@ export class ChangeFeed1795001400000 implements MigrationInterface {
         END IF;
         IF v_names IS NULL THEN
           RETURN NULL;
-        ELSIF array_length(v_names, 1) > ${LISTING_NOTIFY_MAX_NAMES} THEN
+        ELSIF array_length(v_names, 1) > ${LISTING_NOTIFY_MAX_NAMES} OR octet_length(array_to_string(v_names, E'\\n')) > ${LISTING_NOTIFY_MAX_BYTES} THEN
           PERFORM pg_notify('${LISTING_CHANNEL}', '*');
         ELSE
           PERFORM pg_notify('${LISTING_CHANNEL}', array_to_string(v_names, E'\\n'));
