@@ -134,8 +134,9 @@ export function listingFromRow(row: Record<string, unknown>): Listing {
 }
 
 /**
- * `findDomain` narrowed to what availability and pricing answer, read fresh on every request
- * (never cached), so a name a quote has just reserved is answered unavailable at once.
+ * `findDomain` narrowed to what availability and pricing answer, read fresh from Postgres (with
+ * Postgres admission on every request; with Redis admission when the listing mirror cannot answer,
+ * src/discovery/listing-cache.ts).
  */
 export async function findListing(dataSource: DataSource, environment: Environment, name: string): Promise<Listing | undefined> {
   const [row] = await runPrepared(dataSource, FIND_LISTING, [environment, normaliseDomainName(name)]);
