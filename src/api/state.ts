@@ -15,6 +15,8 @@ export interface AppState {
   log: Logger;
   auth?: AuthContext;
   rawBody?: Buffer;
+  /** The query's decoded pairs as signed (authenticate parses them once; validation reads them). */
+  queryPairs?: Array<[string, string]>;
   /** See RouteSpec.admittedRead. */
   admittedRead?: Record<string, unknown> | null;
 }

@@ -2,7 +2,7 @@
  * Issuing, finding and revoking partner credentials. Secrets are generated here, shown once to
  * the operator, and stored only sealed (SecretBox).
  */
-import { randomBytes } from 'node:crypto';
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
@@ -40,6 +40,8 @@ export interface ResolvedCredential {
   environment: Environment;
   scopes: readonly Scope[];
   secret: string;
+  /** The secret as a KeyObject, for verifying signatures (HMAC) without importing the key each time. */
+  signingKey: KeyObject;
   revoked: boolean;
   /** The operator's override of the environment's rate limit, if any. */
   rateLimitPerSecond: number | null;
@@ -92,6 +94,13 @@ export class CredentialService {
     return { keyId, secret, credential };
   }
 
+  /** What this process holds for a key id right now, without waiting (undefined: ask resolve). */
+  peek(keyId: string): { value?: ResolvedCredential } | undefined {
+    if (this.fed) return this.fed.peek(keyId);
+    const hit = this.cache.get(keyId);
+    return hit && hit.until > Date.now() ? { value: hit.value } : undefined;
+  }
+
   /** The credential behind a key id, secret decrypted; undefined when unknown. */
   async resolve(keyId: string): Promise<ResolvedCredential | undefined> {
     if (this.fed) return (await this.fed.get(keyId, async () => ({ value: await this.load(keyId) }))).value;
@@ -105,12 +114,14 @@ export class CredentialService {
   private async load(keyId: string): Promise<ResolvedCredential | undefined> {
     const row = await this.dataSource.getRepository(Credential).findOne({ where: { keyId } });
     if (!row) return undefined;
+    const secret = this.secretBox.open(row.secretSealed, row.keyId);
     return {
       keyId: row.keyId,
       partnerId: row.partnerId,
       environment: row.environment,
       scopes: row.scopes,
-      secret: this.secretBox.open(row.secretSealed, row.keyId),
+      secret,
+      signingKey: createSecretKey(Buffer.from(secret, 'utf8')),
       revoked: row.revokedAt !== null,
       rateLimitPerSecond: row.rateLimitPerSecond,
     };

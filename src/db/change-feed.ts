@@ -183,6 +183,11 @@ export class CachedReads<K, V> {
   ) {
     feed.onReset(() => this.clear());
   }
+  /** The value held for `key`, if the feed is live and one is held. */
+  peek(key: K): V | undefined {
+    return this.feed.live ? this.entries.get(key) : undefined;
+  }
+
   async get(key: K, read: () => Promise<V>): Promise<V> {
     if (this.feed.live) {
       const hit = this.entries.get(key);

@@ -40,7 +40,9 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
 
     const environment = environmentOfKeyId(keyId);
-    const credential = environment ? await deps.credentials.resolve(keyId) : undefined;
+    // Held in memory (the usual case): no await.
+    const held = environment ? deps.credentials.peek(keyId) : undefined;
+    const credential = held ? held.value : environment ? await deps.credentials.resolve(keyId) : undefined;
     if (!credential || credential.environment !== environment) reject('unknown key id');
     if (credential.revoked) reject('this credential has been revoked');
 
@@ -55,16 +57,18 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
 
     const rawUrl = ctx.req.url ?? '/';
     const q = rawUrl.indexOf('?');
+    // Parsed once: validation reads the same pairs.
+    const query = (ctx.state.queryPairs = queryPairs(q === -1 ? '' : rawUrl.slice(q + 1)));
     const signed = {
       keyId,
       timestamp,
       nonce,
       method: ctx.method,
       path: q === -1 ? rawUrl : rawUrl.slice(0, q),
-      query: queryPairs(q === -1 ? '' : rawUrl.slice(q + 1)),
+      query,
       body: ctx.state.rawBody ?? Buffer.alloc(0),
     };
-    if (!signatureMatches(credential.secret, signed, ctx.get(HEADER.signature))) reject('signature does not match');
+    if (!signatureMatches(credential.signingKey, signed, ctx.get(HEADER.signature))) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
     const readParams = read && deps.admission.makesReads ? read.params({ query: ctx.query, environment: credential.environment }) : undefined;

@@ -17,9 +17,9 @@ function check<T>(schema: ZodType<T> | undefined, value: unknown, location: stri
 }
 
 /** The query as partners sign it: URLSearchParams semantics, a repeated name becomes an array. */
-function queryObject(rawQuery: string): Record<string, string | string[]> {
+function queryObject(pairs: Iterable<[string, string]>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of new URLSearchParams(rawQuery)) {
+  for (const [name, value] of pairs) {
     const existing = out[name];
     out[name] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
   }
@@ -49,7 +49,7 @@ export function validate(route: RouteSpec): Middleware<AppState & { input?: Vali
     }
     const problems: FieldIssue[] = [];
     const input: ValidatedInput = {
-      query: check(route.query, queryObject(ctx.querystring), 'query', problems),
+      query: check(route.query, queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring)), 'query', problems),
       params: check(route.params, (ctx as unknown as { params: unknown }).params ?? {}, 'path', problems),
       body: check(route.body, json, 'body', problems),
     };
