@@ -142,7 +142,10 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
           body: input.body,
           auth: ctx.state.auth!,
           headers: ctx.headers,
-          rawQuery: ctx.query,
+          // Koa parses the query when first asked; only a few handlers ask.
+          get rawQuery() {
+            return ctx.query;
+          },
           requestId: ctx.state.requestId,
           admittedRead: ctx.state.admittedRead,
         });
