@@ -3,9 +3,14 @@
  * so an API process that starts with a store other than the one recorded in `admission_store`
  * starts a new crash epoch in its own store first (requests signed before now are refused once,
  * as after a crash) and records the switch. Every API process must use the same store: processes
- * with different stores running side by side would each admit a nonce once (README, Authentication).
+ * with different stores running side by side would each admit a nonce once, which
+ * AdmissionStoreHold prevents (README, Authentication).
  */
+import { createHash } from 'node:crypto';
+import { Client } from 'pg';
+import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import { AdmissionEpoch, AdmissionStore } from '../db/entities/admission';
 import type { RedisAdmission } from './redis-admission';
 
@@ -25,4 +30,104 @@ export async function recordAdmissionStore(dataSource: DataSource, store: Admiss
     await m.getRepository(AdmissionStore).save({ singleton: true, store, switchedAt: new Date() });
     return true;
   });
+}
+
+/** Advisory locks of the stores in use: one key per store identity (see AdmissionStoreHold). */
+const STORE_LOCK_SPACE = 804_202;
+
+/** A store's identity for the lock: `postgres`, or `redis:` and where it is (host:port or socket path, no password). */
+export function admissionStoreIdentity(redisUrl: string | undefined): string {
+  if (!redisUrl) return 'postgres';
+  if (redisUrl.startsWith('/')) return `redis:${redisUrl}`;
+  const url = new URL(redisUrl);
+  return `redis:${url.hostname}:${url.port || '6379'}${url.pathname && url.pathname !== '/' ? url.pathname : ''}`;
+}
+
+/** The lock key of an identity: 31 bits of its SHA-256 (an advisory lock's second int4, as pg_locks shows it). */
+function lockKey(identity: string): number {
+  return createHash('sha256').update(identity).digest().readUInt32BE(0) & 0x7fffffff;
+}
+
+/**
+ * Every API process holds a shared advisory lock for its admission store on a connection of its
+ * own, for as long as it runs; one starting with another store (Postgres or another Redis) finds
+ * the other's lock held and refuses to start, so processes with different stores, each admitting
+ * a nonce once, never serve side by side. Two starting at once with different stores both refuse.
+ * Raw SQL: advisory locks and pg_locks, which TypeORM does not express.
+ */
+export class AdmissionStoreHold {
+  private client?: Client;
+  private closed = false;
+  private retry?: NodeJS.Timeout;
+
+  private constructor(
+    private readonly connectionString: string,
+    readonly identity: string,
+    private readonly logger?: Pick<Logger, 'error' | 'info'>,
+  ) {}
+
+  static async take(dataSource: DataSource, identity: string, logger?: Pick<Logger, 'error' | 'info'>): Promise<AdmissionStoreHold> {
+    const url = (dataSource.options as PostgresDataSourceOptions).url;
+    if (!url) throw new Error('the admission store lock needs the data source to be configured by url');
+    const hold = new AdmissionStoreHold(url, identity, logger);
+    await hold.lock();
+    return hold;
+  }
+
+  private async lock(): Promise<void> {
+    const client = new Client({ connectionString: this.connectionString, keepAlive: true, connectionTimeoutMillis: 10_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const key = lockKey(this.identity);
+      await client.query('SELECT pg_advisory_lock_shared($1, $2)', [STORE_LOCK_SPACE, key]);
+      const { rows } = await client.query<{ others: number }>(
+        `SELECT count(*)::int AS others FROM pg_locks
+          WHERE locktype = 'advisory' AND classid = $1::oid AND objsubid = 2 AND objid <> $2::oid`,
+        [STORE_LOCK_SPACE, key],
+      );
+      if (rows[0].others > 0) {
+        throw new Error(
+          `API processes using another admission store than ${this.identity} are running: stop every API process, then start them all with the same REDIS_URL (or none)`,
+        );
+      }
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.client = client;
+    client.once('end', () => this.lost(client));
+  }
+
+  /** The connection (and so the lock) was lost: taken again, or the conflict logged, every second. */
+  private lost(client: Client): void {
+    if (client !== this.client || this.closed) return;
+    this.client = undefined;
+    this.logger?.error({ identity: this.identity }, 'admission store lock lost: taking it again');
+    const again = () => {
+      this.retry = undefined;
+      if (this.closed) return;
+      this.lock().then(
+        () => this.logger?.info({ identity: this.identity }, 'admission store lock held again'),
+        (err: unknown) => {
+          this.logger?.error({ err, identity: this.identity }, 'admission store lock not taken again');
+          this.retry = setTimeout(again, 1_000);
+          this.retry.unref();
+        },
+      );
+    };
+    again();
+  }
+
+  async release(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
 }

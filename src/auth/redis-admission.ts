@@ -15,8 +15,8 @@
  * The crash epoch: Redis is run without persistence of its own (or with a snapshot removed once
  * loaded, as `npm start` does), so a Redis that lost its data comes back empty. The script then
  * records the current second as the epoch, and refuses requests signed before it
- * (`signed_before_restart`): their nonces may have been forgotten. `markFresh` records epoch 0 for
- * a Redis known never to have served (a new deployment, the tests).
+ * (`signed_before_restart`): their nonces may have been forgotten. `markAdmissionStoreFresh`
+ * records epoch 0 for a Redis known never to have served (the tests and the benchmark).
  *
  * Memory: nonces must never be evicted (an evicted nonce is a replay admitted), so start-up
  * refuses a Redis whose `maxmemory-policy` is not `noeviction`; a full Redis then refuses writes,
@@ -65,10 +65,9 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
   else
     local bucketKey = prefix .. 'b:' .. key
     local tat = tonumber(redis.call('GET', bucketKey) or '0')
-    local interval = 1000000 / rate
-    -- A bucket holds at least one request (configuration and the CLI refuse rates below that).
-    local window = math.max(burstWindow, interval)
-    local nextTat = math.max(tat, now) + interval
+    -- As in Postgres; configuration and the CLI refuse a rate whose bucket holds no request.
+    local window = burstWindow
+    local nextTat = math.max(tat, now) + 1000000 / rate
     if nextTat <= now + window then
       redis.call('SET', nonceKey, '1', 'EXAT', string.format('%d', math.max(signedAt, nowSec) + NONCE_SECONDS))
       redis.call('SET', bucketKey, string.format('%.0f', nextTat), 'PXAT', string.format('%.0f', math.ceil(nextTat / 1000) + 1000))

@@ -7,7 +7,8 @@
  * because changes committed meanwhile were never heard. A connection can also die without a word
  * (an idle timeout in the network, a pooler such as PgBouncer in transaction mode that never
  * delivers notifications): so every 5 s the feed sends itself a notification through another
- * connection, and one not heard back within 10 s counts as a lost connection. The connection
+ * connection, and one not heard back within 10 s of being sent (20 s when it could not be sent)
+ * counts as a lost connection: found within 15–25 s. The connection
  * also has TCP keep-alive. `generation` moves on every notification
  * and every loss or return of the connection, so a reader that started before either can tell
  * that what it read may already be stale and must not be cached (see `CachedReads`).
@@ -109,9 +110,15 @@ export class ChangeFeed {
       return;
     }
     const token = this.pingPrefix + ++this.pings;
-    this.awaited = { token, deadline: Date.now() + this.timing.heartbeatTimeoutMs };
-    // Not sent (Postgres unreachable): the deadline passes and the feed reconnects, or fails to.
-    this.ping(token).catch(() => undefined);
+    // Counted from when it was sent: a busy pool (up to 10 s for a connection) is not a dead feed.
+    // Not sent at all (Postgres unreachable): twice the time, then the feed reconnects, or fails to.
+    const awaited = (this.awaited = { token, deadline: Date.now() + 2 * this.timing.heartbeatTimeoutMs });
+    this.ping(token).then(
+      () => {
+        if (this.awaited === awaited) awaited.deadline = Date.now() + this.timing.heartbeatTimeoutMs;
+      },
+      () => undefined,
+    );
   }
 
   private heard(n: Notification): void {

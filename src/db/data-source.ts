@@ -38,6 +38,7 @@ import { AdmissionLockOrder1795001200000 } from './migrations/1795001200000-admi
 import { AdmissionInline1795001300000 } from './migrations/1795001300000-admission-inline';
 import { ChangeFeed1795001400000 } from './migrations/1795001400000-change-feed';
 import { AdmissionStore1795001500000 } from './migrations/1795001500000-admission-store';
+import { ListingNotifySize1795001600000 } from './migrations/1795001600000-listing-notify-size';
 
 export const entities = [
   Partner,
@@ -90,6 +91,7 @@ export const migrations = [
   AdmissionInline1795001300000,
   ChangeFeed1795001400000,
   AdmissionStore1795001500000,
+  ListingNotifySize1795001600000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

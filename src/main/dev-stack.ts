@@ -79,7 +79,7 @@ async function main(): Promise<void> {
       });
       config.redis.url = redis.url;
     } else if (executable) {
-      step(`redis-server ${usable?.version ?? '(version unknown)'} is older than 7.0: admission in Postgres`);
+      step(usable?.version ? `redis-server ${usable.version} is older than 7.0: admission in Postgres` : `${executable} --version did not answer: admission in Postgres`);
     } else {
       step('redis-server is not installed: admission in Postgres (apt-get install redis-server for the faster path; README, Benchmarks)');
     }

@@ -17,8 +17,6 @@ const SNAPSHOT = 'admission.rdb';
 export interface RedisServer {
   /** The unix socket, as REDIS_URL. */
   url: string;
-  /** This data directory never held a Redis before: nothing can have been admitted with it. */
-  fresh: boolean;
   pid: number;
   /** Resolves with the exit code when the server has exited. */
   exited: Promise<number | null>;
@@ -51,7 +49,6 @@ export function redisServerUsable(executable: string): { ok: boolean; version?: 
 
 export async function startRedisServer(executable: string, dataDir: string, log: (m: string) => void = () => undefined): Promise<RedisServer> {
   const dir = path.join(dataDir, 'redis');
-  const fresh = !existsSync(dir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const socket = path.join(dir, 'redis.sock');
   const pidFile = path.join(dir, 'redis.pid');
@@ -96,10 +93,9 @@ export async function startRedisServer(executable: string, dataDir: string, log:
   await waitForReady(child, output, exited);
   // Loaded: a crash from now on must not find this snapshot again.
   rmSync(path.join(dir, SNAPSHOT), { force: true });
-  log(`Redis (admission) on ${socket}${fresh ? ', new' : ''}`);
+  log(`Redis (admission) on ${socket}`);
   return {
     url: socket,
-    fresh,
     pid: child.pid!,
     exited,
     stop: async () => {

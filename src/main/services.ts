@@ -10,7 +10,7 @@ import { ClickRecorder } from '../referral/clicks';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
 import { admissionRedis, RedisAdmission } from '../auth/redis-admission';
-import { recordAdmissionStore } from '../auth/admission-store';
+import { AdmissionStoreHold, admissionStoreIdentity, recordAdmissionStore } from '../auth/admission-store';
 import { ChangeFeed } from '../db/change-feed';
 import { ListingCache } from '../discovery/listing-cache';
 import type { DomainSearch } from '../discovery/search';
@@ -97,8 +97,18 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
   const secretBox = new SecretBox(deps.masterKey);
   const clickRecorder = new ClickRecorder(deps.dataSource, deps.logger);
   const parts = await admissionParts(deps.config, deps.dataSource, secretBox, deps.logger);
-  if (await recordAdmissionStore(deps.dataSource, parts.admission ? 'redis' : 'postgres', parts.admission)) {
-    deps.logger.warn({ store: parts.admission ? 'redis' : 'postgres' }, 'admission switched store: requests signed before now are refused once (every API process must use the same store)');
+  let hold: AdmissionStoreHold;
+  try {
+    hold = await AdmissionStoreHold.take(deps.dataSource, admissionStoreIdentity(deps.config.redis.url), deps.logger);
+    if (await recordAdmissionStore(deps.dataSource, parts.admission ? 'redis' : 'postgres', parts.admission).catch(async (err: unknown) => {
+      await hold.release();
+      throw err;
+    })) {
+      deps.logger.warn({ store: hold.identity }, 'admission switched store: requests signed before now are refused once');
+    }
+  } catch (err) {
+    await parts.close();
+    throw err;
   }
   const app = createApp({
     clickRecorder,
@@ -132,7 +142,8 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
         server.closeIdleConnections();
       })
         .then(() => clickRecorder.flush())
-        .then(() => parts.close()),
+        .then(() => parts.close())
+        .then(() => hold.release()),
   };
 }
 

@@ -10,7 +10,7 @@ import { CredentialService } from '../../src/auth/credentials';
 import { admissionRedis, RedisAdmission } from '../../src/auth/redis-admission';
 import { SecretBox } from '../../src/auth/secret-box';
 import { PartnerClient } from '../../src/client/partner-client';
-import { recordAdmissionStore } from '../../src/auth/admission-store';
+import { AdmissionStoreHold, admissionStoreIdentity, recordAdmissionStore } from '../../src/auth/admission-store';
 import { ChangeFeed } from '../../src/db/change-feed';
 import { AdmissionEpoch } from '../../src/db/entities/admission';
 import { openDatabase } from '../../src/db/data-source';
@@ -352,6 +352,24 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
       // The suite's other tests sign with timestamps up to 300 s old: the epoch as the migration left it.
       await s.dataSource.getRepository(AdmissionEpoch).createQueryBuilder().update().set({ startedAt: () => "'-infinity'" }).execute();
       await inRedis.close();
+    }
+  });
+
+  it('API processes with different admission stores never serve side by side: the one starting with another store refuses', async () => {
+    const s = getStack();
+    const postgresProcess = await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(undefined));
+    const holds: AdmissionStoreHold[] = [postgresProcess];
+    try {
+      await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(redis.url)), /another admission store/);
+      holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(undefined))); // a second process with the same store starts
+      await postgresProcess.release();
+      await holds[1].release();
+      holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(redis.url)));
+      holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(redis.url)));
+      await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity('redis://elsewhere:6379')), /another admission store/, 'another Redis is another store');
+      await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(undefined)), /another admission store/);
+    } finally {
+      for (const hold of holds) await hold.release();
     }
   });
 });

@@ -6,9 +6,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * every listening API process which rows changed, and each drops them from its cache.
  *
  * - `listing_changes`: one notification per statement, its payload `environment:name` lines; a
- *   statement that changed more than 100 names (an import), or names of more than 7,900 bytes
- *   together (NOTIFY refuses 8,000, which would fail the statement), sends `*`, which empties the
- *   caches.
+ *   statement that changed more than 100 names (an import) sends `*`, which empties the caches.
  *   Updates that leave the listing's columns as they were (search bookkeeping, timestamps) send
  *   nothing.
  * - `credential_changes`: the key id of each credential inserted, updated or deleted.
@@ -18,16 +16,19 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export const LISTING_CHANNEL = 'listing_changes';
 export const CREDENTIAL_CHANNEL = 'credential_changes';
-/** Above this many names in one statement, or this many bytes of them, the payload is `*` (NOTIFY refuses payloads of 8000 bytes and more, failing the statement). */
+/** Above this many names in one statement, the payload is `*`. */
 export const LISTING_NOTIFY_MAX_NAMES = 100;
+/** Above this many bytes of names, too (NOTIFY refuses 8,000 and fails the statement): from the listing-notify-size migration on. */
 export const LISTING_NOTIFY_MAX_BYTES = 7_900;
 
-export class ChangeFeed1795001400000 implements MigrationInterface {
-  name = 'ChangeFeed1795001400000';
-
-  async up(q: QueryRunner): Promise<void> {
-    await q.query(`
-      CREATE FUNCTION notify_listing_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+/**
+ * The listing trigger's function; `byteLimit` (the listing-notify-size migration) also sends `*`
+ * when the names together pass LISTING_NOTIFY_MAX_BYTES, which NOTIFY would refuse.
+ */
+export function notifyListingChangesSql(byteLimit: boolean): string {
+  const tooLong = byteLimit ? ` OR octet_length(array_to_string(v_names, E'\\n')) > ${LISTING_NOTIFY_MAX_BYTES}` : '';
+  return `
+      CREATE OR REPLACE FUNCTION notify_listing_changes() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE
         v_names text[];
       BEGIN
@@ -45,13 +46,20 @@ export class ChangeFeed1795001400000 implements MigrationInterface {
         END IF;
         IF v_names IS NULL THEN
           RETURN NULL;
-        ELSIF array_length(v_names, 1) > ${LISTING_NOTIFY_MAX_NAMES} OR octet_length(array_to_string(v_names, E'\\n')) > ${LISTING_NOTIFY_MAX_BYTES} THEN
+        ELSIF array_length(v_names, 1) > ${LISTING_NOTIFY_MAX_NAMES}${tooLong} THEN
           PERFORM pg_notify('${LISTING_CHANNEL}', '*');
         ELSE
           PERFORM pg_notify('${LISTING_CHANNEL}', array_to_string(v_names, E'\\n'));
         END IF;
         RETURN NULL;
-      END $$`);
+      END $$`;
+}
+
+export class ChangeFeed1795001400000 implements MigrationInterface {
+  name = 'ChangeFeed1795001400000';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(notifyListingChangesSql(false));
     // A trigger with transition tables serves one event.
     await q.query(`CREATE TRIGGER domains_listing_inserted AFTER INSERT ON domains REFERENCING NEW TABLE AS new_rows
                    FOR EACH STATEMENT EXECUTE FUNCTION notify_listing_changes()`);
