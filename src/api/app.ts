@@ -142,10 +142,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
           body: input.body,
           auth: ctx.state.auth!,
           headers: ctx.headers,
-          // Koa parses the query when first asked; only a few handlers ask.
-          get rawQuery() {
-            return ctx.query;
-          },
+          rawQuery: ctx.query,
           requestId: ctx.state.requestId,
           admittedRead: ctx.state.admittedRead,
         });
