@@ -37,10 +37,9 @@ import { startEmbeddedPostgres } from '../src/db/embedded-postgres';
 import { importInventory, parseInventoryCsv } from '../src/discovery/inventory';
 import type { DomainSearch } from '../src/discovery/search';
 import { createLogger } from '../src/logger';
-import { QuoteTokenSigner } from '../src/orders/quote-token';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { startSearchProcess } from '../src/search/search-process';
-import { freePort, processesCpu } from './support';
+import { discoveryAppDeps, freePort, processesCpu } from './support';
 import { admissionParts } from '../src/main/services';
 import { findRedisServer, startRedisServer } from '../src/main/redis-server';
 import { markAdmissionStoreFresh } from '../src/auth/redis-admission';
@@ -204,19 +203,7 @@ async function main(): Promise<void> {
     const secretBox = new SecretBox(Buffer.alloc(32, 7));
     const credentials = new CredentialService(dataSource, secretBox);
     const appWith = (parts: Partial<Awaited<ReturnType<typeof admissionParts>>> = {}) =>
-      createApp({
-        config,
-        dataSource,
-        credentials: parts.credentials ?? credentials,
-        admission: parts.admission,
-        listings: parts.listings,
-        secretBox,
-        search,
-        workflows: { client: undefined as never, taskQueue: 'bench' },
-        quoteSigner: QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem()),
-        logger: createLogger('silent'),
-        temporalReady: async () => undefined,
-      });
+      createApp(discoveryAppDeps({ config, dataSource, credentials: parts.credentials ?? credentials, admission: parts.admission, listings: parts.listings, secretBox, search }));
     const apis: Array<{ admission: 'Redis' | 'Postgres'; url: string; server: http.Server }> = [];
     let redisPid: number | undefined;
     let redisSent: { batches: number; requests: number } | undefined;

@@ -19,11 +19,10 @@ import { CredentialService } from '../src/auth/credentials';
 import { SecretBox } from '../src/auth/secret-box';
 import { PartnerClient } from '../src/client/partner-client';
 import { loadConfig, type Environment } from '../src/config';
-import { createLogger } from '../src/logger';
-import { QuoteTokenSigner } from '../src/orders/quote-token';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { startSearchProcess } from '../src/search/search-process';
+import { discoveryAppDeps } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -75,18 +74,7 @@ async function main(): Promise<void> {
   });
   const search = searchProcess.client;
   const [{ n }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = $1 AND status IN ('listed', 'reserved')`, [settings.environment])) as Array<{ n: number }>;
-  const app = createApp({
-    config,
-    dataSource,
-    credentials,
-    secretBox,
-    search,
-    // Only search is exercised: nothing here starts workflows.
-    workflows: { client: undefined as never, taskQueue: 'bench' },
-    quoteSigner: QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem()),
-    logger: createLogger('silent'),
-    temporalReady: async () => undefined,
-  });
+  const app = createApp(discoveryAppDeps({ config, dataSource, credentials, secretBox, search }));
   const api = await listen(app.callback());
   const { partner } = await findOrCreatePartner(dataSource, 'benchmark');
   const issued = await credentials.issue({ partnerId: partner.id, environment: settings.environment, scopes: ['search'], rateLimitPerSecond: 1_000_000 });

@@ -1,6 +1,9 @@
 /** What the benchmarks share. */
 import { readdirSync, readFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
+import type { AppDeps } from '../src/api/app';
+import { createLogger } from '../src/logger';
+import { QuoteTokenSigner } from '../src/orders/quote-token';
 
 /** A free TCP port on loopback (for a benchmark's own Postgres). */
 export async function freePort(): Promise<number> {
@@ -55,4 +58,18 @@ export function cpuSecondsByGroup(groups: Record<string, RegExp>): Record<string
     if (group) totals[group] += p.cpuSeconds;
   }
   return totals;
+}
+
+/**
+ * The API's dependencies for a benchmark that exercises discovery only: no workflows are started
+ * (a Temporal client would never be called), a throwaway quote key, a silent logger.
+ */
+export function discoveryAppDeps(deps: Pick<AppDeps, 'config' | 'dataSource' | 'credentials' | 'secretBox' | 'search'> & Partial<AppDeps>): AppDeps {
+  return {
+    workflows: { client: undefined as never, taskQueue: 'bench' },
+    quoteSigner: QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem()),
+    logger: createLogger('silent'),
+    temporalReady: async () => undefined,
+    ...deps,
+  };
 }

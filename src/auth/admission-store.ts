@@ -7,10 +7,11 @@
  * AdmissionStoreHold prevents (README, Authentication).
  */
 import { createHash } from 'node:crypto';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
+import { dedicatedClient } from '../db/dedicated-client';
 import { AdmissionEpoch, AdmissionStore } from '../db/entities/admission';
 import type { RedisAdmission } from './redis-admission';
 
@@ -75,13 +76,10 @@ export class AdmissionStoreHold {
   }
 
   private async lock(): Promise<void> {
-    const client = new Client({ connectionString: this.connectionString, keepAlive: true, connectionTimeoutMillis: 10_000 });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      const key = lockKey(this.identity);
-      await client.query('SELECT pg_advisory_lock_shared($1, $2)', [STORE_LOCK_SPACE, key]);
-      const { rows } = await client.query<{ others: number }>(
+    const key = lockKey(this.identity);
+    const client = await dedicatedClient({ connectionString: this.connectionString, keepAlive: true, connectionTimeoutMillis: 10_000 }, async (c) => {
+      await c.query('SELECT pg_advisory_lock_shared($1, $2)', [STORE_LOCK_SPACE, key]);
+      const { rows } = await c.query<{ others: number }>(
         `SELECT count(*)::int AS others FROM pg_locks
           WHERE locktype = 'advisory' AND classid = $1::oid AND objsubid = 2 AND objid <> $2::oid`,
         [STORE_LOCK_SPACE, key],
@@ -91,10 +89,7 @@ export class AdmissionStoreHold {
           `API processes using another admission store than ${this.identity} are running: stop every API process, then start them all with the same REDIS_URL (or none)`,
         );
       }
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      throw err;
-    }
+    });
     if (this.closed) {
       await client.end().catch(() => undefined);
       return;

@@ -14,7 +14,8 @@
  * that what it read may already be stale and must not be cached (see `CachedReads`).
  */
 import { randomBytes } from 'node:crypto';
-import { Client, type ClientConfig, type Notification } from 'pg';
+import type { Client, ClientConfig, Notification } from 'pg';
+import { dedicatedClient } from './dedicated-client';
 import type { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import type { Logger } from 'pino';
@@ -76,17 +77,15 @@ export class ChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = new Client(this.connection);
-    client.on('error', (err) => this.lost(client, err));
-    client.on('end', () => this.lost(client, new Error('connection ended')));
-    client.on('notification', (n: Notification) => this.heard(n));
-    try {
-      await client.connect();
-      for (const channel of [...this.handlers.keys(), FEED_PING_CHANNEL]) await client.query(`LISTEN ${channel}`);
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      throw err;
-    }
+    const client = await dedicatedClient(
+      this.connection,
+      async (c) => {
+        c.on('end', () => this.lost(c, new Error('connection ended')));
+        c.on('notification', (n: Notification) => this.heard(n));
+        for (const channel of [...this.handlers.keys(), FEED_PING_CHANNEL]) await c.query(`LISTEN ${channel}`);
+      },
+      (c, err) => this.lost(c, err),
+    );
     if (this.closed) {
       await client.end().catch(() => undefined);
       return;
