@@ -13,15 +13,21 @@ import type { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import { dedicatedClient } from '../db/dedicated-client';
 import { AdmissionEpoch, AdmissionStore } from '../db/entities/admission';
+import { Credential } from '../db/entities/credential';
 import type { RedisAdmission } from './redis-admission';
 
 export type AdmissionStoreName = AdmissionStore['store'];
 
-/** Records `store` as the one deciding admission; returns whether it was a switch (a new epoch was started). */
+/** Records `store` as the one deciding admission; returns whether it was a switch that started a new epoch. */
 export async function recordAdmissionStore(dataSource: DataSource, store: AdmissionStoreName, redis?: RedisAdmission): Promise<boolean> {
   return dataSource.transaction(async (m) => {
     const row = await m.getRepository(AdmissionStore).createQueryBuilder('s').setLock('pessimistic_write').getOne();
     if (row?.store === store) return false;
+    // No credential yet (a new database): nothing can have been admitted, so no epoch is needed.
+    if (!(await m.getRepository(Credential).exists())) {
+      await m.getRepository(AdmissionStore).save({ singleton: true, store, switchedAt: new Date() });
+      return false;
+    }
     if (store === 'redis') {
       if (!redis) throw new Error('switching admission to Redis needs its connection');
       await redis.startEpoch();
