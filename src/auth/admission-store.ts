@@ -23,8 +23,11 @@ export async function recordAdmissionStore(dataSource: DataSource, store: Admiss
   return dataSource.transaction(async (m) => {
     const row = await m.getRepository(AdmissionStore).createQueryBuilder('s').setLock('pessimistic_write').getOne();
     if (row?.store === store) return false;
-    // No credential yet (a new database): nothing can have been admitted, so no epoch is needed.
+    // No credential yet (a new database): nothing can have been admitted, so nothing signed
+    // earlier needs refusing. An empty Redis would otherwise set its epoch at the first admission
+    // and refuse the requests signed in that same second.
     if (!(await m.getRepository(Credential).exists())) {
+      if (store === 'redis') await redis?.markFresh();
       await m.getRepository(AdmissionStore).save({ singleton: true, store, switchedAt: new Date() });
       return false;
     }

@@ -15,8 +15,8 @@
  * The crash epoch: Redis is run without persistence of its own (or with a snapshot removed once
  * loaded, as `npm start` does), so a Redis that lost its data comes back empty. The script then
  * records the current second as the epoch, and refuses requests signed before it
- * (`signed_before_restart`): their nonces may have been forgotten. `markAdmissionStoreFresh`
- * records epoch 0 for a Redis known never to have served (the tests and the benchmark).
+ * (`signed_before_restart`): their nonces may have been forgotten. `markFresh` records epoch 0
+ * for a Redis known never to have served (a new database; the tests and the benchmark).
  *
  * Memory: nonces must never be evicted (an evicted nonce is a replay admitted), so start-up
  * refuses a Redis whose `maxmemory-policy` is not `noeviction`; a full Redis then refuses writes,
@@ -108,14 +108,13 @@ export function admissionRedis(url: string, options: RedisOptions = {}): Redis {
   });
 }
 
-/** Records that a Redis has never admitted a request, so nothing signed before now is refused. */
-export async function markAdmissionStoreFresh(url: string, prefix = DEFAULT_PREFIX): Promise<void> {
-  const redis = admissionRedis(url);
+/** Records that a Redis has never admitted a request, so nothing signed before now is refused (tests, benchmarks). */
+export async function markAdmissionStoreFresh(url: string): Promise<void> {
+  const admission = new RedisAdmission(admissionRedis(url));
   try {
-    await redis.connect();
-    await redis.set(`${prefix}epoch`, '0', 'NX');
+    await admission.markFresh();
   } finally {
-    redis.disconnect();
+    await admission.close();
   }
 }
 
@@ -165,6 +164,12 @@ export class RedisAdmission implements Admission {
   async startEpoch(): Promise<void> {
     const [seconds, micros] = await this.redis.time();
     await this.redis.set(`${this.prefix}epoch`, String(Number(seconds) + (Number(micros) > 0 ? 1 : 0)));
+  }
+
+  /** Epoch 0 unless one is set: this Redis has never admitted a request (a new database, src/auth/admission-store.ts). */
+  async markFresh(): Promise<void> {
+    if (this.redis.status === 'wait') await this.redis.connect();
+    await this.redis.set(`${this.prefix}epoch`, '0', 'NX');
   }
 
   /** Redis answers (readiness). */
