@@ -40,7 +40,7 @@ import { createLogger } from '../src/logger';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { startSearchProcess } from '../src/search/search-process';
 import { discoveryAppDeps, freePort, processesCpu } from './support';
-import { admissionParts } from '../src/main/services';
+import { admissionParts, type AdmissionParts } from '../src/main/services';
 import { findRedisServer, startRedisServer } from '../src/main/redis-server';
 import { markAdmissionStoreFresh } from '../src/auth/redis-admission';
 
@@ -202,7 +202,7 @@ async function main(): Promise<void> {
     }
     const secretBox = new SecretBox(Buffer.alloc(32, 7));
     const credentials = new CredentialService(dataSource, secretBox);
-    const appWith = (parts: Partial<Awaited<ReturnType<typeof admissionParts>>> = {}) =>
+    const appWith = (parts: Partial<AdmissionParts> = {}) =>
       createApp(discoveryAppDeps({ config, dataSource, credentials: parts.credentials ?? credentials, admission: parts.admission, listings: parts.listings, secretBox, search }));
     const apis: Array<{ admission: 'Redis' | 'Postgres'; url: string; server: http.Server }> = [];
     let redisPid: number | undefined;

@@ -8,17 +8,18 @@
  * (an idle timeout in the network, a pooler such as PgBouncer in transaction mode that never
  * delivers notifications): so every 5 s the feed sends itself a notification through another
  * connection, and one not heard back within 10 s of being sent (20 s when it could not be sent)
- * counts as a lost connection: found within 15–25 s. The connection
- * also has TCP keep-alive. `generation` moves on every notification
- * and every loss or return of the connection, so a reader that started before either can tell
- * that what it read may already be stale and must not be cached (see `CachedReads`).
+ * counts as a lost connection: found within 15–25 s. The connection also has TCP keep-alive.
+ *
+ * `generation` moves on every notification and every loss or return of the connection, so a
+ * reader that started before either can tell that what it read may already be stale and must not
+ * be cached (see `CachedReads`).
  */
 import { randomBytes } from 'node:crypto';
 import type { Client, ClientConfig, Notification } from 'pg';
-import { dedicatedClient } from './dedicated-client';
+import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
-import type { Logger } from 'pino';
+import { dedicatedClient } from './dedicated-client';
 
 type Handler = (payload: string) => void;
 

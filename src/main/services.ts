@@ -60,12 +60,16 @@ export interface ApiServerDeps {
  * Admission in Redis when REDIS_URL is set, with the credential and listing caches it needs, kept
  * current by Postgres' change feed (README, Benchmarks); else admission in Postgres, no caches.
  */
-export async function admissionParts(
-  config: Pick<Config, 'redis'>,
-  dataSource: DataSource,
-  secretBox: SecretBox,
-  logger: Logger,
-): Promise<{ admission?: RedisAdmission; credentials: CredentialService; listings?: ListingCache; close(): Promise<void> }> {
+export interface AdmissionParts {
+  admission?: RedisAdmission;
+  credentials: CredentialService;
+  listings?: ListingCache;
+  /** The change feed that keeps `credentials` and `listings` current (with Redis admission). */
+  feed?: ChangeFeed;
+  close(): Promise<void>;
+}
+
+export async function admissionParts(config: Pick<Config, 'redis'>, dataSource: DataSource, secretBox: SecretBox, logger: Logger): Promise<AdmissionParts> {
   if (!config.redis.url) return { credentials: new CredentialService(dataSource, secretBox), close: async () => undefined };
   const feed = ChangeFeed.forDataSource(dataSource, logger);
   const credentials = new CredentialService(dataSource, secretBox, 0, feed);
@@ -86,6 +90,7 @@ export async function admissionParts(
     admission,
     credentials,
     listings,
+    feed,
     close: async () => {
       await feed.close();
       await admission.close();

@@ -15,7 +15,8 @@ import { ChangeFeed } from '../../src/db/change-feed';
 import { AdmissionEpoch } from '../../src/db/entities/admission';
 import { openDatabase } from '../../src/db/data-source';
 import { Domain } from '../../src/db/entities/domain';
-import { ListingCache } from '../../src/discovery/listing-cache';
+import { admissionParts, type AdmissionParts } from '../../src/main/services';
+import { createLogger } from '../../src/logger';
 import { freshDomain, quote } from '../helpers/orders';
 import { startTestRedis, type TestRedis } from '../helpers/redis';
 import { getStack, listen, newPartner } from '../helpers/stack';
@@ -23,17 +24,12 @@ import { getStack, listen, newPartner } from '../helpers/stack';
 const AVAILABILITY = '/api/partner/v1/availability?domain=';
 const PATH = `${AVAILABILITY}academy.com`;
 
-/** An API process with Redis admission: its own pool, change feed, caches and Redis connection. */
+/** An API process with Redis admission: its own pool, change feed, caches and Redis connection, wired as the API entry point does. */
 async function redisApi(redisUrl: string) {
   const s = getStack();
   const dataSource = await openDatabase(s.databaseUrl, { poolSize: 4 });
-  const feed = ChangeFeed.forDataSource(dataSource);
-  const credentials = new CredentialService(dataSource, new SecretBox(s.masterKey), 0, feed);
-  const listings = new ListingCache(dataSource, feed);
-  const admission = new RedisAdmission(admissionRedis(redisUrl));
-  await feed.start();
-  await admission.start();
-  await listings.warm();
+  const parts = await admissionParts({ redis: { url: redisUrl } }, dataSource, new SecretBox(s.masterKey), createLogger('silent'));
+  const { credentials, listings, admission, feed } = parts as Required<AdmissionParts>;
   const url = await listen(createApp({ ...s.appDeps, dataSource, credentials, listings, admission }));
   return {
     url,
@@ -42,8 +38,7 @@ async function redisApi(redisUrl: string) {
     admission,
     listings,
     close: async () => {
-      await feed.close();
-      await admission.close();
+      await parts.close();
       await dataSource.destroy();
     },
   };
