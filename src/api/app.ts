@@ -142,7 +142,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
           body: input.body,
           auth: ctx.state.auth!,
           headers: ctx.headers,
-          rawQuery: ctx.query,
+          rawQuery: input.rawQuery,
           requestId: ctx.state.requestId,
           admittedRead: ctx.state.admittedRead,
         });

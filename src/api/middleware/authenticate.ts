@@ -36,7 +36,9 @@ function reject(message: string): never {
 export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: AdmittedRead): Middleware<AppState> {
   const now = deps.now ?? Date.now;
   return async (ctx, next) => {
-    const keyId = ctx.get(HEADER.keyId);
+    // Node's own header map (names lower case, as HEADER's): ctx.get lower-cases every name again.
+    const headers = ctx.req.headers as Record<string, string | undefined>;
+    const keyId = headers[HEADER.keyId] ?? '';
     if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
 
     const environment = environmentOfKeyId(keyId);
@@ -46,13 +48,13 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     if (!credential || credential.environment !== environment) reject('unknown key id');
     if (credential.revoked) reject('this credential has been revoked');
 
-    const timestamp = ctx.get(HEADER.timestamp);
+    const timestamp = headers[HEADER.timestamp] ?? '';
     if (!/^\d{1,12}$/.test(timestamp)) reject('X-Service-Timestamp must be Unix seconds');
     if (Math.abs(Math.floor(now() / 1000) - Number(timestamp)) > MAX_SKEW_SECONDS) {
       reject(`X-Service-Timestamp is more than ${MAX_SKEW_SECONDS} s away from server time`);
     }
 
-    const nonce = ctx.get(HEADER.nonce);
+    const nonce = headers[HEADER.nonce] ?? '';
     if (!UUID_V4.test(nonce)) reject('X-Service-Nonce must be a UUID v4');
 
     const rawUrl = ctx.req.url ?? '/';
@@ -68,7 +70,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
       query,
       body: ctx.state.rawBody ?? Buffer.alloc(0),
     };
-    if (!signatureMatches(credential.signingKey, signed, ctx.get(HEADER.signature))) reject('signature does not match');
+    if (!signatureMatches(credential.signingKey, signed, headers[HEADER.signature] ?? '')) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
     const readParams = read && deps.admission.makesReads ? read.params({ query: ctx.query, environment: credential.environment }) : undefined;

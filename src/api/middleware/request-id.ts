@@ -7,12 +7,27 @@ import type { AppState } from '../state';
  * Gives every request an id (`req_…`), echoed in `X-Request-Id`, and a logger bound to it (made
  * when first used: most requests log only their one access line).
  */
+/** A request's state; its logger is made on first use (a getter of the class, not one defined per request). */
+class RequestState {
+  #child: Logger | undefined;
+  readonly #base: Logger;
+
+  constructor(
+    readonly requestId: string,
+    base: Logger,
+  ) {
+    this.#base = base;
+  }
+
+  get log(): Logger {
+    return (this.#child ??= this.#base.child({ request_id: this.requestId }));
+  }
+}
+
 export function requestContext(logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
     const requestId = publicId('req');
-    ctx.state.requestId = requestId;
-    let child: Logger | undefined;
-    Object.defineProperty(ctx.state, 'log', { configurable: true, enumerable: true, get: () => (child ??= logger.child({ request_id: requestId })) });
+    ctx.state = Object.assign(new RequestState(requestId, logger), ctx.state);
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     try {

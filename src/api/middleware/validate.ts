@@ -27,6 +27,8 @@ function queryObject(pairs: Iterable<[string, string]>): Record<string, string |
 }
 
 export interface ValidatedInput {
+  /** The query's names and values as sent (before the schema): the routes that echo them read this. */
+  rawQuery: Record<string, string | string[]>;
   query: unknown;
   params: unknown;
   body: unknown;
@@ -48,8 +50,10 @@ export function validate(route: RouteSpec): Middleware<AppState & { input?: Vali
       throw new ApiError('validation_error', 'a JSON body is required', [{ field: 'body', issue: 'missing' }]);
     }
     const problems: FieldIssue[] = [];
+    const rawQuery = queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring));
     const input: ValidatedInput = {
-      query: check(route.query, queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring)), 'query', problems),
+      rawQuery,
+      query: check(route.query, rawQuery, 'query', problems),
       params: check(route.params, (ctx as unknown as { params: unknown }).params ?? {}, 'path', problems),
       body: check(route.body, json, 'body', problems),
     };
