@@ -18,7 +18,11 @@ export type BuildRequest =
   | { type: 'load'; file: string; graph: string }
   /** Take these slots out (their names too). */
   | { type: 'remove'; keys: BigUint64Array }
-  /** Add these slots' vectors (a chunk), with their names (slot's name and segmented label). */
+  /**
+   * Add these slots' vectors (a chunk), with their names (slot's name and segmented label). The
+   * keys and vectors are in memory shared with the main thread, which fills it with the next
+   * chunk once this one is answered.
+   */
   | { type: 'add'; keys: BigUint64Array; vectors: Float32Array; names: Array<[string, string]> }
   /** Save the graph under a new name of `file`, then the names file that names it. */
   | { type: 'save'; file: string };

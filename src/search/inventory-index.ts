@@ -30,7 +30,7 @@ import type { EmbeddingCache } from './embedding-cache';
 import { MODEL_ID } from './model-files';
 import { segmentLabel } from './segment';
 import { Speller } from './spelling';
-import { ANN_THRESHOLD, ExactIndex, HnswIndex, VectorStore, type VectorIndex } from './vector-index';
+import { ANN_THRESHOLD, ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
 
 export interface Entry {
   name: string;
@@ -361,9 +361,27 @@ export class InventoryIndex {
     if (this.index instanceof ExactIndex && this.index.size > this.annThreshold && !this.building) this.startGraphBuild();
   }
 
-  /** The names of these slots (name, segmented label), for a graph's names file. */
-  private namesOf(slots: number[]): Array<[string, string]> {
-    return slots.map((slot) => [this.slots[slot]!.name, this.slots[slot]!.text]);
+  /**
+   * The slots with a vector now (or those of `slots` that have one), for the graph worker: only
+   * the references are copied here (the slots' entries and vectors, a few ms at 1M); each slot's
+   * vector and name are read from that copy when the worker's chunk that holds it is filled, one
+   * chunk per turn of the event loop (HnswIndex.write), so the graph is of the index as it is now.
+   */
+  private graphSlots(slots?: number[]): Pick<GraphChanges, 'slots' | 'count' | 'read'> {
+    const entries = this.slots.slice();
+    const vectors = this.vectors.snapshot();
+    const queued = new Set(this.queue);
+    return {
+      slots: slots ?? (function* () {
+        for (let slot = 0; slot < entries.length; slot++) yield slot;
+      })(),
+      count: slots?.length ?? this.slotOf.size - queued.size,
+      read: (slot) => {
+        const entry = entries[slot];
+        const vector = vectors[slot];
+        return entry && vector && !queued.has(slot) ? { vector, name: [entry.name, entry.text] } : undefined;
+      },
+    };
   }
 
   /**
@@ -373,14 +391,12 @@ export class InventoryIndex {
    * exact index, and the next embedded batch tries again.
    */
   private startGraphBuild(): void {
-    const live = [...this.slotOf.values()].filter((s) => !this.queue.has(s));
-    const vectors = live.map((s) => this.vectors.get(s));
-    const names = this.namesOf(live);
+    const live = this.graphSlots();
     const journal = (this.journal = new Set());
-    this.log(`${this.environment}: building the HNSW vector index over ${live.length} names in a worker thread (searches use the exact index meanwhile)…`);
+    this.log(`${this.environment}: building the HNSW vector index over ${live.count} names in a worker thread (searches use the exact index meanwhile)…`);
     const started = Date.now();
     this.building = (async () => {
-      const { graph } = await HnswIndex.write(this.graphFile(), { removed: [], slots: live, vectors, names }, this.log);
+      const { graph } = await HnswIndex.write(this.graphFile(), { removed: [], ...live }, this.log);
       this.journal = undefined;
       this.index = HnswIndex.open(graph, this.vectors, journal, (slot) => this.hasVector(slot));
       this.log(`${this.environment}: HNSW graph of ${this.index.size} names in use (${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} names changed meanwhile, searched exactly beside it)`);
@@ -413,14 +429,12 @@ export class InventoryIndex {
     // removed than names added), or the first one after a failed save (whose base may be gone),
     // writes the whole graph anew instead.
     const whole = this.rebuildNext || pending.tombstones > 0;
-    const slots = whole ? [...this.slotOf.values()].filter((s) => !this.queue.has(s)) : pending.slots;
     const removed = whole ? [] : pending.removed;
-    const vectors = slots.map((s) => this.vectors.get(s));
-    const names = this.namesOf(slots);
+    const slots = this.graphSlots(whole ? undefined : pending.slots);
     const journal = (this.journal = new Set());
     const started = Date.now();
     this.saving = (async () => {
-      const { graph, size } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, removed, slots, vectors, names }, this.log);
+      const { graph, size } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, removed, ...slots }, this.log);
       this.journal = undefined;
       this.rebuildNext = false;
       this.saveAt = SAVE_AFTER_CHANGES;

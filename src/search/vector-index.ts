@@ -34,6 +34,11 @@ export class VectorStore {
     this.vectors[slot] = vector;
   }
 
+  /** The vectors by slot as they are now (a copy of the references: a few ms at 1M slots). */
+  snapshot(): ReadonlyArray<Float32Array | undefined> {
+    return this.vectors.slice();
+  }
+
   dot(slot: number, query: Float32Array): number {
     const v = this.vectors[slot];
     return v ? cosine(v, query) : 0;
@@ -99,19 +104,26 @@ export class ExactIndex implements VectorIndex {
   }
 }
 
-/** Vectors copied and handed to the graph worker at a time (3 MB: a few ms of the event loop each). */
+/** Vectors copied for the graph worker at a time (3 MB: 1–2 ms of the event loop each). */
 const BUILD_CHUNK = 2_000;
+/** Slots looked at for one chunk at most (free slots are skipped), so that no turn scans a long run of them. */
+const SCAN_CHUNK = 4 * BUILD_CHUNK;
 
-/** What the graph worker writes: a new graph, or the saved `base` with the changes since. */
+/**
+ * What the graph worker writes: a new graph, or the saved `base` with the changes since. The
+ * slots to add are read a chunk per turn of the event loop (HnswIndex.write), never all in one.
+ */
 export interface GraphChanges {
   /** The saved graph to start from (the names file of the same `file` names it); none: a new graph. */
   base?: string;
   /** Slots to take out of the base graph (those re-added too). */
   removed: number[];
-  /** Slots to add, their vectors and their names (name, segmented label). */
-  slots: number[];
-  vectors: Float32Array[];
-  names: Array<[string, string]>;
+  /** Slots to add, if `read` finds a vector for them; iterated lazily. */
+  slots: Iterable<number>;
+  /** How many of `slots` have a vector (for the progress log). */
+  count: number;
+  /** A slot's vector and name (name, segmented label) as they were when the changes were taken, if it had a vector. */
+  read(slot: number): { vector: Float32Array; name: [string, string] } | undefined;
 }
 
 /**
@@ -174,8 +186,8 @@ export class HnswIndex implements VectorIndex {
   /**
    * Writes a graph in a worker thread (off the event loop): a new one over the given vectors, or
    * the saved `base` loaded there with the changes applied; saves it under a new name of `file`
-   * and writes the names file that names it (graph-files.ts). This thread only copies the
-   * vectors into the worker's chunks, one chunk per turn of the event loop.
+   * and writes the names file that names it (graph-files.ts). This thread only reads the slots and
+   * copies their vectors into the worker's chunks, one chunk per turn of the event loop.
    */
   static async write(file: string, changes: GraphChanges, log: (m: string) => void = () => undefined): Promise<{ graph: string; size: number }> {
     const worker = new Worker(path.join(__dirname, 'hnsw-build-worker.js'), { workerData: { dimensions: DIMENSIONS } });
@@ -190,26 +202,57 @@ export class HnswIndex implements VectorIndex {
       if (reply.type === 'error') waiting?.reject(new Error(`HNSW graph worker: ${reply.message}`));
       else waiting?.resolve(reply);
     });
+    // Settled when the worker runs (rejected by `fail` if it fails or exits first).
+    const online = new Promise<void>((resolve, reject) => {
+      pending = { resolve: () => resolve(), reject };
+      worker.once('online', () => {
+        pending = undefined;
+        resolve();
+      });
+    });
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`HNSW graph worker exited (${code})`)));
-    const ask = (request: BuildRequest, transfer: ArrayBuffer[] = []) =>
+    const ask = (request: BuildRequest) =>
       new Promise<BuildReply>((resolve, reject) => {
         pending = { resolve, reject };
-        worker.postMessage(request, transfer);
+        worker.postMessage(request);
       });
-    const { slots, vectors, names } = changes;
+    const slots = changes.slots[Symbol.iterator]();
+    // Each chunk's vectors and keys, in memory shared with the worker and filled again for the
+    // next chunk once the worker has added this one: no new 3 MB buffer per chunk, each of which
+    // counted towards this thread's next full garbage collection.
+    const matrix = new Float32Array(new SharedArrayBuffer(BUILD_CHUNK * DIMENSIONS * Float32Array.BYTES_PER_ELEMENT));
+    const keys = new BigUint64Array(new SharedArrayBuffer(BUILD_CHUNK * BigUint64Array.BYTES_PER_ELEMENT));
     const started = Date.now();
     try {
+      // The worker started in one turn of the event loop, its first chunk filled in a later one.
+      await online;
       if (changes.base) await ask({ type: 'load', file, graph: changes.base });
       if (changes.removed.length > 0) await ask({ type: 'remove', keys: BigUint64Array.from(changes.removed, (s) => BigInt(s)) });
-      for (let at = 0; at < slots.length; at += BUILD_CHUNK) {
-        const part = slots.slice(at, at + BUILD_CHUNK);
-        const matrix = new Float32Array(part.length * DIMENSIONS);
-        part.forEach((_, i) => matrix.set(vectors[at + i], i * DIMENSIONS));
-        const keys = BigUint64Array.from(part, (s) => BigInt(s));
-        await ask({ type: 'add', keys, vectors: matrix, names: names.slice(at, at + part.length) }, [keys.buffer as ArrayBuffer, matrix.buffer as ArrayBuffer]);
-        const done = at + part.length;
-        if (slots.length > 50_000 && (done % 50_000 < BUILD_CHUNK || done === slots.length)) log(`  HNSW ${done}/${slots.length} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
+      let done = 0;
+      for (let last = false; !last; ) {
+        const names: Array<[string, string]> = [];
+        for (let scanned = 0; names.length < BUILD_CHUNK && scanned < SCAN_CHUNK; scanned++) {
+          const next = slots.next();
+          if (next.done) {
+            last = true;
+            break;
+          }
+          const entry = changes.read(next.value);
+          if (!entry) continue;
+          matrix.set(entry.vector, names.length * DIMENSIONS);
+          keys[names.length] = BigInt(next.value);
+          names.push(entry.name);
+        }
+        if (names.length === 0) {
+          // Only free slots in this chunk: the next one in the next turn.
+          if (!last) await new Promise((resolve) => setImmediate(resolve));
+          continue;
+        }
+        const n = names.length;
+        await ask({ type: 'add', keys: keys.subarray(0, n), vectors: matrix.subarray(0, n * DIMENSIONS), names });
+        done += n;
+        if (changes.count > 50_000 && (done % 50_000 < n || last)) log(`  HNSW ${done}/${changes.count} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
       }
       const saved = await ask({ type: 'save', file });
       if (saved.type !== 'saved') throw new Error(`HNSW graph worker: unexpected reply ${saved.type}`);

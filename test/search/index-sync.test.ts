@@ -7,10 +7,10 @@
  * done, so that other tests' live searches never see them.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { performance, PerformanceObserver } from 'node:perf_hooks';
 import type { DataSource } from 'typeorm';
 import { importInventory, type InventoryRow } from '../../src/discovery/inventory';
 import { DIMENSIONS, Embedder } from '../../src/search/embedder';
@@ -68,22 +68,56 @@ function dot(a: Float32Array, b: Float32Array): number {
   return s;
 }
 
-/** An unrelated request's wait: the longest gap between the ticks of a 1 ms timer, past its 1 ms. */
-function loopWatch(): { stop(): void; longest(): number } {
+/**
+ * Longest the main thread may run (besides its garbage collections) without a turn of the event
+ * loop while a graph is built in the worker.
+ */
+const LOOP_BOUND_MS = 10;
+
+/** How long this process's main thread has run, in ms (Linux's schedstat: its time on a CPU). */
+function mainThreadRanMs(): number {
+  const schedstat = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+  return existsSync(schedstat) ? Number(readFileSync(schedstat, 'utf8').split(' ')[0]) / 1e6 : NaN;
+}
+
+/**
+ * An unrelated request's wait, seen by a 1 ms timer: the longest gap between its ticks (past its
+ * 1 ms); and the longest time the main thread ran within one gap (the gap's length at most),
+ * besides its own garbage collections. A gap is also time the thread waited for a CPU, which a
+ * busy machine (the suite runs at nice 19 beside other work) makes long whatever runs on the
+ * loop; and a collection's pause comes with the whole process's heap (the suite's), whatever the
+ * index does. What the thread ran besides is what a step of the index on the loop shows.
+ */
+function loopWatch(): { stop(): void; longest(): number; longestRan(): { ran: number; besidesGc: number; gc: number } } {
   let last = performance.now();
+  let lastRan = mainThreadRanMs();
   let maxGap = 0;
+  const gaps: Array<[number, number, number]> = [];
+  const gcs: Array<[number, number]> = [];
+  const gcObserver = new PerformanceObserver((list) => list.getEntries().forEach((e) => gcs.push([e.startTime, e.startTime + e.duration])));
+  gcObserver.observe({ entryTypes: ['gc'] });
   const tick = () => {
-    const now = performance.now();
+    const [now, ran] = [performance.now(), mainThreadRanMs()];
     maxGap = Math.max(maxGap, now - last - 1);
-    last = now;
+    if (ran - lastRan > 1) gaps.push([last, now, Math.min(now - last - 1, ran - lastRan)]);
+    [last, lastRan] = [now, ran];
   };
   const ticker = setInterval(tick, 1);
   return {
     stop: () => {
       clearInterval(ticker);
       tick();
+      gcObserver.disconnect();
     },
     longest: () => maxGap,
+    longestRan: () => {
+      const gcIn = (a: number, b: number) => gcs.reduce((sum, [c, d]) => sum + Math.max(0, Math.min(b, d) - Math.max(a, c)), 0);
+      return {
+        ran: Math.max(0, ...gaps.map(([, , ran]) => ran)),
+        besidesGc: Math.max(0, ...gaps.map(([a, b, ran]) => ran - gcIn(a, b))),
+        gc: Math.max(0, ...gcs.map(([c, d]) => d - c)),
+      };
+    },
   };
 }
 
@@ -283,9 +317,10 @@ describe('search index: vector indexes', () => {
   it('HnswIndex: written by the worker, mapped read-only; changes answered beside it; written again with them by the worker, and opened again', async () => {
     const random = seeded(4242);
     const file = path.join(tmp, 'nested', 'live-test.usearch');
-    const namesOf = (slots: number[]) => slots.map((slot): [string, string] => [`n${slot}.com`, `n ${slot}`]);
+    // The slots to write, each read with its vector (from `vectorOf`) and its name.
+    const slotsOf = (slots: number[], vectorOf: (slot: number) => Float32Array) => ({ slots, count: slots.length, read: (slot: number) => ({ vector: vectorOf(slot), name: [`n${slot}.com`, `n ${slot}`] as [string, string] }) });
     const all = [...vectors.keys()];
-    const built = await HnswIndex.write(file, { removed: [], slots: all, vectors, names: namesOf(all) });
+    const built = await HnswIndex.write(file, { removed: [], ...slotsOf(all, (slot) => vectors[slot]) });
     assert.equal(built.size, N);
     const index = HnswIndex.open(built.graph, store);
     assert.equal(index.size, N);
@@ -326,7 +361,7 @@ describe('search index: vector indexes', () => {
     // that the names file names; the older graph is removed.
     const { removed, slots } = index.pendingChanges();
     assert.deepEqual([...slots].sort((x, y) => x - y), [11, 20, 1000]);
-    const written = await HnswIndex.write(file, { base: index.file, removed, slots, vectors: slots.map((slot) => store.get(slot)), names: namesOf(slots) });
+    const written = await HnswIndex.write(file, { base: index.file, removed, ...slotsOf(slots, (slot) => store.get(slot)) });
     assert.equal(written.size, N);
     const graphs = readdirSync(path.dirname(file)).filter((f) => !f.includes('.names.json'));
     assert.deepEqual(graphs, [path.basename(written.graph)]);
@@ -467,7 +502,7 @@ describe('search index: embedding queue', () => {
     console.log(`      (longest wait of the event loop while 20,000 new names were applied: ${maxGap.toFixed(1)} ms)`);
   });
 
-  it('an HNSW graph is built off the event loop: the exact index answers meanwhile, no turn of the loop waits 250 ms (on the loop: seconds), changes made during the build are in the graph', async function () {
+  it(`an HNSW graph is built off the event loop: the exact index answers meanwhile, the main thread never runs ${LOOP_BOUND_MS} ms (besides GC) without a turn of the loop (on the loop: seconds), changes made during the build are in the graph`, async function () {
     this.timeout(180_000);
     // A stand-in inventory that, after the first read, answers only with the rows changed since
     // the previous sync (as the xid horizon does), so the syncs during the build are small.
@@ -480,10 +515,13 @@ describe('search index: embedding queue', () => {
     };
     const dataSource = {
       query: async (_sql: string, params: unknown[]) => {
+        // Answered in a later turn of the event loop, as a database's answer comes.
+        await new Promise((resolve) => setImmediate(resolve));
         const first = params.length === 2;
         const after = String(params[1]);
         const names = [...(first ? rows.keys() : changed)].filter((n) => n > after).sort().slice(0, 20_000);
-        if (!first && names.length < 20_000) changed.clear();
+        // Read to the end: the next sync sees only the rows changed after this one.
+        if (names.length < 20_000) changed.clear();
         const out = names.map((name) => ({ horizon: '1', name, label: name.slice(0, name.indexOf('.')), status: rows.get(name)!, buy_now_price_cents: '100000', currency: 'USD' }));
         return out.length ? out : [{ horizon: '1', name: null, label: null, status: null, buy_now_price_cents: null, currency: null }];
       },
@@ -492,10 +530,13 @@ describe('search index: embedding queue', () => {
       rows.set(name, status);
       changed.add(name);
     };
-    // Large enough that building its graph on the event loop blocks it for seconds: 3.2 s on our
-    // 2-core machine, where this test then fails ("waited 3195 ms"); in the worker the longest
-    // wait is 25-45 ms alone, up to ~75 ms in the full suite (the build starting, this test's own
-    // syncs and searches, and whatever else the suite's process runs).
+    // Large enough that building its graph on the event loop blocks it for seconds (3.2 s on our
+    // 2-core machine). With the build in the worker, the loop runs the build's start (references
+    // copied, the worker started), a turn per chunk of 2,000 vectors (1–2 ms), mapping the graph
+    // (~1 ms) and this test's own syncs and searches: 2.8–4.9 ms at most besides GC in six runs,
+    // two of them beside a busy-looping process (the code that took every vector and name in the
+    // build's first turn: 8.6 ms here, 100–120 ms at 1M names). The loop's wall-clock gaps were
+    // 7–34 ms, and 107 s once while other work stopped this process: not what the index does.
     const N = 12_000;
     for (let i = 0; i < N; i++) list(`${label(i)}.com`);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'graph-build-'));
@@ -530,10 +571,10 @@ describe('search index: embedding queue', () => {
 
       await building;
       watch.stop();
-      const maxGap = watch.longest();
+      const [maxGap, { ran, besidesGc, gc }] = [watch.longest(), watch.longestRan()];
+      const loop = `longest run of the main thread without a turn of the loop ${ran.toFixed(1)} ms, ${besidesGc.toFixed(1)} ms besides its GC (longest GC ${gc.toFixed(1)} ms); longest wait of the loop ${maxGap.toFixed(1)} ms`;
       assert.equal(index.vectorIndexKind, 'hnsw', logs.join('\n'));
-      // Off the loop: 25–75 ms seen on a busy 2-core machine; on the loop the same build held it 3.2 s.
-      assert.ok(maxGap < 250, `the event loop waited ${maxGap.toFixed(1)} ms during the build`);
+      assert.ok(besidesGc < LOOP_BOUND_MS, `during the build: ${loop}`);
 
       // The graph holds the changes made while it was built.
       assert.equal(index.size, N + 2);
@@ -551,7 +592,7 @@ describe('search index: embedding queue', () => {
       assert.ok(saved, 'the graph built in the worker is saved and loads');
       assert.equal(saved.index.size, N + 1);
       assert.deepEqual(saved.names[sold], [`${label(5)}.com`, soldText], 'the sold name is in the saved names: the next save or start drops it');
-      console.log(`      (longest wait of the event loop during the build: ${maxGap.toFixed(1)} ms; ${logs.filter((l) => l.includes('in use')).join('')})`);
+      console.log(`      (during the build: ${loop}; ${logs.filter((l) => l.includes('in use')).join('')})`);
 
       // Most names delisted: a save that removes more than it adds writes the graph whole, because
       // a saved graph with usearch's tombstones left corrupts its heap when it is mapped or loaded

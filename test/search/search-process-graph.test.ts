@@ -5,8 +5,9 @@
  * for /status one request after another and reads, from Linux's schedstat, how long the search
  * process's main thread ran during each request. A request that waits while that thread runs
  * something else for X ms shows X; a request slowed by a busy machine (its thread waiting for a
- * CPU) does not. (Building a graph and opening it in a running index:
- * test/search/index-sync.test.ts.)
+ * CPU) does not. Requests sent while a search was under way are left out of the bound: a search's
+ * own turns (13–29 ms of that thread, with or without a save) are not the index's. (Building a
+ * graph and opening it in a running index: test/search/index-sync.test.ts.)
  *
  * Names made here start with `zzg` (live inventory) and leave the market when the file is done.
  */
@@ -27,8 +28,14 @@ import { getStack, listen, newPartner, searchProcessEnv } from '../helpers/stack
 const N = 80_000;
 /** The search process writes its graph again after this many changes (SAVE_AFTER_CHANGES). */
 const CHANGES = 10_050;
-/** Longest the search process's main thread may run during one /status request. */
-const BOUND_MS = 50;
+/**
+ * Longest the search process's main thread may run during one /status request with no search
+ * under way. Seen while names were added and the graph saved and mapped: 3.2–5.7 ms in three runs,
+ * 3.8 and 13.5 ms in two beside a busy-looping process (the 13.5 ms once, its cause not found; a
+ * garbage collection of the search process, which this measure cannot leave out, is likeliest);
+ * 0.8–1.3 ms with nothing under way.
+ */
+const BOUND_MS = 20;
 
 describe('an HNSW graph saved and opened in the search process', () => {
   const WORDS = 'amber apple arrow atlas basil beacon berry birch bloom breeze brook cactus canyon cedar cherry cider cliff clover cobalt comet coral cotton crane crystal daisy delta dune eagle echo ember fable falcon fern flint forest garden ginger granite harbor hazel heron honey island ivory jade kettle lagoon lantern maple meadow'.split(' ');
@@ -78,7 +85,7 @@ describe('an HNSW graph saved and opened in the search process', () => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it(`keeps answering while it saves the graph of ${N} names after ${CHANGES} changes and opens the graph it saved: its main thread never runs ${BOUND_MS} ms without a turn; searches answer throughout`, async function () {
+  it(`keeps answering while it saves the graph of ${N} names after ${CHANGES} changes and opens the graph it saved: its main thread never runs ${BOUND_MS} ms without a turn (besides a search's own); searches answer throughout`, async function () {
     this.timeout(600_000);
     const child = searchProcess!;
     const baseUrl = await listen(createApp({ ...getStack().appDeps, search: child.client }));
@@ -95,16 +102,24 @@ describe('an HNSW graph saved and opened in the search process', () => {
     /**
      * Until `done`: a /status every few ms, and a search through the API every 200 ms beside them.
      * The longest the child's main thread ran during one /status (bounded by how long that
-     * /status waited: the longest turn of its loop it waited for), the slowest /status, the searches.
+     * /status waited: the longest turn of its loop it waited for), over all of them and over those
+     * with no search under way (a search's own turns are not the index's), the slowest /status,
+     * the searches.
      */
     const sample = async (done: () => Promise<boolean>, limitMs: number) => {
       const started = performance.now();
-      const m = { ran: 0, slowest: 0, statuses: 0, searches: [] as number[] };
+      const m = { ran: 0, ranBesidesSearches: 0, slowest: 0, statuses: 0, searches: [] as number[] };
       let sampling = true;
+      /** Searches sent so far, and whether one is under way. */
+      let sent = 0;
+      let searchUnderWay = false;
       const searching = (async () => {
         while (sampling) {
           const t = performance.now();
+          searchUnderWay = true;
+          sent++;
           await search('harbor lantern');
+          searchUnderWay = false;
           m.searches.push(performance.now() - t);
           await new Promise((resolve) => setTimeout(resolve, 200));
         }
@@ -112,10 +127,11 @@ describe('an HNSW graph saved and opened in the search process', () => {
       try {
         while (!(await done())) {
           assert.ok(performance.now() - started < limitMs, `done within ${limitMs / 1000} s`);
-          const [t, r] = [performance.now(), ranMs()];
+          const [t, r, sentBefore, searchBefore] = [performance.now(), ranMs(), sent, searchUnderWay];
           await child.client.status();
           const [wall, ran] = [performance.now() - t, ranMs() - r];
           m.ran = Math.max(m.ran, Math.min(wall, ran));
+          if (!searchBefore && !searchUnderWay && sent === sentBefore) m.ranBesidesSearches = Math.max(m.ranBesidesSearches, Math.min(wall, ran));
           m.slowest = Math.max(m.slowest, wall);
           m.statuses++;
           await new Promise((resolve) => setTimeout(resolve, 5));
@@ -125,7 +141,7 @@ describe('an HNSW graph saved and opened in the search process', () => {
         await searching;
       }
       const sorted = [...m.searches].sort((a, b) => a - b);
-      return { seconds: +((performance.now() - started) / 1000).toFixed(1), ranMs: +m.ran.toFixed(1), slowestStatusMs: +m.slowest.toFixed(1), statuses: m.statuses, searches: m.searches.length, searchP50Ms: +(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(1), searchMaxMs: +(sorted.at(-1) ?? 0).toFixed(1) };
+      return { seconds: +((performance.now() - started) / 1000).toFixed(1), ranBesidesSearchesMs: +m.ranBesidesSearches.toFixed(1), ranMs: +m.ran.toFixed(1), slowestStatusMs: +m.slowest.toFixed(1), statuses: m.statuses, searches: m.searches.length, searchP50Ms: +(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(1), searchMaxMs: +(sorted.at(-1) ?? 0).toFixed(1) };
     };
     const live = async () => (await child.client.status()).environments.live;
     const saved = () => lines.filter((l) => /HNSW graph of \d+ names saved/.test(l)).length;
@@ -146,7 +162,7 @@ describe('an HNSW graph saved and opened in the search process', () => {
 
       console.log(`      (search process, longest its main thread ran during one /status, and searches: nothing under way ${JSON.stringify(baseline)}; ${CHANGES} names added, the graph saved and opened ${JSON.stringify(saving)})`);
       assert.ok(saving.searches >= 3, 'searches answered meanwhile');
-      assert.ok(saving.ranMs < BOUND_MS, `the search process's main thread ran ${saving.ranMs} ms without a turn while names were added and the graph saved`);
+      assert.ok(saving.ranBesidesSearchesMs < BOUND_MS, `the search process's main thread ran ${saving.ranBesidesSearchesMs} ms without a turn while names were added and the graph saved`);
 
       // The saved graph holds the new names: they are found.
       const status = await live();
