@@ -54,7 +54,7 @@ const settings = {
   /** Only the signed targets whose name contains this (bare Koa always runs), e.g. BENCH_ONLY=availability. */
   only: process.env.BENCH_ONLY,
   /** redis (the default where redis-server is installed), postgres, or both (one process serving both APIs). */
-  admission: process.env.BENCH_ADMISSION,
+  admission: process.env.BENCH_ADMISSION || undefined,
 };
 const say = (m: string) => process.stderr.write(`${m}\n`);
 
@@ -213,6 +213,8 @@ async function main(): Promise<void> {
     // in this process the shared middleware runs hotter (API CPU per request 0.115 ms, against
     // 0.106 with Redis alone, in the same session).
     const admission = settings.admission ?? (redisExecutable ? 'redis' : 'postgres');
+    if (!['redis', 'postgres', 'both'].includes(admission)) throw new Error(`BENCH_ADMISSION must be redis, postgres or both, not ${admission}`);
+    if (!settings.admission && !redisExecutable) say('redis-server is not installed: Postgres admission');
     if (admission !== 'postgres' && redisExecutable) {
       const redisDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-bench-redis-'));
       const redis = await startRedisServer(redisExecutable, redisDir);

@@ -318,6 +318,7 @@ export class InventoryIndex {
       if (set?.size === 0) this.postings.delete(w);
     }
     this.slots[slot] = undefined;
+    this.vectors.clear(slot);
     this.slotOf.delete(name);
     this.queue.delete(slot);
     this.index.remove(slot);
@@ -362,24 +363,34 @@ export class InventoryIndex {
   }
 
   /**
-   * The slots with a vector now (or those of `slots` that have one), for the graph worker: only
-   * the references are copied here (the slots' entries and vectors, a few ms at 1M); each slot's
-   * vector and name are read from that copy when the worker's chunk that holds it is filled, one
-   * chunk per turn of the event loop (HnswIndex.write), so the graph is of the index as it is now.
+   * The slots with a vector now (or those of `slots` that have one), for the graph worker, as they
+   * are now. A whole graph copies only the references (the slots' entries and vectors, a few ms at
+   * 1M); a save of the changes takes just their slots. Each slot's vector and name are read from
+   * that copy when the worker's chunk that holds it is filled, one chunk per turn of the event loop
+   * (HnswIndex.write). A slot has a vector only while it is its entry's (release clears it), so a
+   * slot waiting to be embedded is skipped.
    */
   private graphSlots(slots?: number[]): Pick<GraphChanges, 'slots' | 'count' | 'read'> {
+    if (slots) {
+      const taken = new Map<number, { vector: Float32Array; name: [string, string] }>();
+      for (const slot of slots) {
+        const entry = this.slots[slot];
+        const vector = entry && this.hasVector(slot) ? this.vectors.get(slot) : undefined;
+        if (entry && vector) taken.set(slot, { vector, name: [entry.name, entry.text] });
+      }
+      return { slots: taken.keys(), count: taken.size, read: (slot) => taken.get(slot) };
+    }
     const entries = this.slots.slice();
     const vectors = this.vectors.snapshot();
-    const queued = new Set(this.queue);
     return {
-      slots: slots ?? (function* () {
+      slots: (function* () {
         for (let slot = 0; slot < entries.length; slot++) yield slot;
       })(),
-      count: slots?.length ?? this.slotOf.size - queued.size,
+      count: this.slotOf.size - this.queue.size,
       read: (slot) => {
         const entry = entries[slot];
         const vector = vectors[slot];
-        return entry && vector && !queued.has(slot) ? { vector, name: [entry.name, entry.text] } : undefined;
+        return entry && vector ? { vector, name: [entry.name, entry.text] } : undefined;
       },
     };
   }

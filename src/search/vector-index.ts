@@ -34,6 +34,11 @@ export class VectorStore {
     this.vectors[slot] = vector;
   }
 
+  /** The slot's name left the index: its vector goes (a slot taken again waits for its own). */
+  clear(slot: number): void {
+    this.vectors[slot] = undefined;
+  }
+
   /** The vectors by slot as they are now (a copy of the references: a few ms at 1M slots). */
   snapshot(): ReadonlyArray<Float32Array | undefined> {
     return this.vectors.slice();
@@ -190,9 +195,18 @@ export class HnswIndex implements VectorIndex {
    * copies their vectors into the worker's chunks, one chunk per turn of the event loop.
    */
   static async write(file: string, changes: GraphChanges, log: (m: string) => void = () => undefined): Promise<{ graph: string; size: number }> {
+    const slots = changes.slots[Symbol.iterator]();
+    // Each chunk's vectors and keys, in memory shared with the worker and filled again for the
+    // next chunk once the worker has added this one: no new 3 MB buffer per chunk, each of which
+    // counted towards this thread's next full garbage collection.
+    const matrix = new Float32Array(new SharedArrayBuffer(BUILD_CHUNK * DIMENSIONS * Float32Array.BYTES_PER_ELEMENT));
+    const keys = new BigUint64Array(new SharedArrayBuffer(BUILD_CHUNK * BigUint64Array.BYTES_PER_ELEMENT));
     const worker = new Worker(path.join(__dirname, 'hnsw-build-worker.js'), { workerData: { dimensions: DIMENSIONS } });
     let pending: { resolve: (r: BuildReply) => void; reject: (e: Error) => void } | undefined;
+    // Kept: a worker that fails between two requests fails the next one at once.
+    let failed: Error | undefined;
     const fail = (err: Error) => {
+      failed ??= err;
       pending?.reject(err);
       pending = undefined;
     };
@@ -214,15 +228,10 @@ export class HnswIndex implements VectorIndex {
     worker.on('exit', (code) => fail(new Error(`HNSW graph worker exited (${code})`)));
     const ask = (request: BuildRequest) =>
       new Promise<BuildReply>((resolve, reject) => {
+        if (failed) return reject(failed);
         pending = { resolve, reject };
         worker.postMessage(request);
       });
-    const slots = changes.slots[Symbol.iterator]();
-    // Each chunk's vectors and keys, in memory shared with the worker and filled again for the
-    // next chunk once the worker has added this one: no new 3 MB buffer per chunk, each of which
-    // counted towards this thread's next full garbage collection.
-    const matrix = new Float32Array(new SharedArrayBuffer(BUILD_CHUNK * DIMENSIONS * Float32Array.BYTES_PER_ELEMENT));
-    const keys = new BigUint64Array(new SharedArrayBuffer(BUILD_CHUNK * BigUint64Array.BYTES_PER_ELEMENT));
     const started = Date.now();
     try {
       // The worker started in one turn of the event loop, its first chunk filled in a later one.
@@ -247,6 +256,7 @@ export class HnswIndex implements VectorIndex {
         if (names.length === 0) {
           // Only free slots in this chunk: the next one in the next turn.
           if (!last) await new Promise((resolve) => setImmediate(resolve));
+          else if (changes.count > 50_000) log(`  HNSW ${done}/${changes.count} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
           continue;
         }
         const n = names.length;

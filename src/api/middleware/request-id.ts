@@ -3,10 +3,6 @@ import type { Logger } from 'pino';
 import { publicId } from '../../ids';
 import type { AppState } from '../state';
 
-/**
- * Gives every request an id (`req_…`), echoed in `X-Request-Id`, and a logger bound to it (made
- * when first used: most requests log only their one access line).
- */
 /** A request's state; its logger is made on first use (a getter of the class, not one defined per request). */
 class RequestState {
   #child: Logger | undefined;
@@ -24,6 +20,10 @@ class RequestState {
   }
 }
 
+/**
+ * Gives every request an id (`req_…`), echoed in `X-Request-Id`, and a logger bound to it (made
+ * when first used: most requests log only their one access line).
+ */
 export function requestContext(logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
     const requestId = publicId('req');

@@ -18,7 +18,8 @@ function check<T>(schema: ZodType<T> | undefined, value: unknown, location: stri
 
 /** The query as partners sign it: URLSearchParams semantics, a repeated name becomes an array. */
 function queryObject(pairs: Iterable<[string, string]>): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  // No prototype: a name such as `__proto__` or `toString` is a name like any other.
+  const out: Record<string, string | string[]> = Object.create(null);
   for (const [name, value] of pairs) {
     const existing = out[name];
     out[name] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
