@@ -17,6 +17,8 @@ export interface AppState {
   rawBody?: Buffer;
   /** The query's decoded pairs as signed (authenticate parses them once; validation reads them). */
   queryPairs?: Array<[string, string]>;
+  /** Those pairs by name (a repeated name: an array), made once by whichever step needs them first. */
+  rawQuery?: Record<string, string | string[]>;
   /** See RouteSpec.admittedRead. */
   admittedRead?: Record<string, unknown> | null;
 }

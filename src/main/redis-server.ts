@@ -11,6 +11,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { findOnPath } from '../temporal/tools';
 
 const SNAPSHOT = 'admission.rdb';
 
@@ -25,11 +26,7 @@ export interface RedisServer {
 
 /** The redis-server on PATH, if any. */
 export function findRedisServer(): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    const candidate = path.join(dir, 'redis-server');
-    if (dir && existsSync(candidate)) return candidate;
-  }
-  return undefined;
+  return findOnPath('redis-server');
 }
 
 /** The version of a redis-server binary (`7.0.15`), from `--version`; undefined when it does not run. */

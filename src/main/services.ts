@@ -102,19 +102,18 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
   const secretBox = new SecretBox(deps.masterKey);
   const clickRecorder = new ClickRecorder(deps.dataSource, deps.logger);
   const parts = await admissionParts(deps.config, deps.dataSource, secretBox, deps.logger);
-  let hold: AdmissionStoreHold;
+  let hold: AdmissionStoreHold | undefined;
   try {
     hold = await AdmissionStoreHold.take(deps.dataSource, admissionStoreIdentity(deps.config.redis.url), deps.logger);
-    if (await recordAdmissionStore(deps.dataSource, parts.admission ? 'redis' : 'postgres', parts.admission).catch(async (err: unknown) => {
-      await hold.release();
-      throw err;
-    })) {
+    if (await recordAdmissionStore(deps.dataSource, parts.admission ? 'redis' : 'postgres', parts.admission)) {
       deps.logger.warn({ store: hold.identity }, 'admission switched store: requests signed before now are refused once');
     }
   } catch (err) {
+    await hold?.release();
     await parts.close();
     throw err;
   }
+  const held = hold;
   const app = createApp({
     clickRecorder,
     config: deps.config,
@@ -148,7 +147,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
       })
         .then(() => clickRecorder.flush())
         .then(() => parts.close())
-        .then(() => hold.release()),
+        .then(() => held.release()),
   };
 }
 

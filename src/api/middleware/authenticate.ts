@@ -14,6 +14,7 @@ import type { Scope } from '../../auth/scopes';
 import { AdmissionUnavailable, type Admission } from '../../auth/admission';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
+import { queryObject } from './validate';
 import type { AdmittedRead } from '../route';
 import type { AppState } from '../state';
 
@@ -73,7 +74,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     if (!signatureMatches(credential.signingKey, signed, headers[HEADER.signature] ?? '')) reject('signature does not match');
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
-    const readParams = read && deps.admission.makesReads ? read.params({ query: ctx.query, environment: credential.environment }) : undefined;
+    const readParams = read && deps.admission.makesReads ? read.params({ query: (ctx.state.rawQuery = queryObject(query)), environment: credential.environment }) : undefined;
     const admission = await deps.admission
       .admit({
         keyId,

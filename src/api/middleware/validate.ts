@@ -17,7 +17,7 @@ function check<T>(schema: ZodType<T> | undefined, value: unknown, location: stri
 }
 
 /** The query as partners sign it: URLSearchParams semantics, a repeated name becomes an array. */
-function queryObject(pairs: Iterable<[string, string]>): Record<string, string | string[]> {
+export function queryObject(pairs: Iterable<[string, string]>): Record<string, string | string[]> {
   // No prototype: a name such as `__proto__` or `toString` is a name like any other.
   const out: Record<string, string | string[]> = Object.create(null);
   for (const [name, value] of pairs) {
@@ -51,7 +51,7 @@ export function validate(route: RouteSpec): Middleware<AppState & { input?: Vali
       throw new ApiError('validation_error', 'a JSON body is required', [{ field: 'body', issue: 'missing' }]);
     }
     const problems: FieldIssue[] = [];
-    const rawQuery = queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring));
+    const rawQuery = (ctx.state.rawQuery ??= queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring)));
     const input: ValidatedInput = {
       rawQuery,
       query: check(route.query, rawQuery, 'query', problems),
