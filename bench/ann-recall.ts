@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     const truth = exact.nearest(q, 50);
     exactMs += Number(process.hrtime.bigint() - t) / 1e6;
     t = process.hrtime.bigint();
-    const got = hnsw.nearest(q, 50);
+    const got = await hnsw.nearest(q, 50);
     annMs += Number(process.hrtime.bigint() - t) / 1e6;
     const got5 = new Set(got.slice(0, 5));
     const got50 = new Set(got);

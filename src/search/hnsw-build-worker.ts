@@ -2,9 +2,9 @@
  * Writes HNSW graphs off the search process's event loop (a worker thread, one per graph written):
  * either a new graph from the vectors it is given (a build), or the saved graph loaded from disk
  * with the changes made since applied to it (a periodic save). It then saves the graph under a new
- * name and writes the names file that names it, and replies with the file; the main thread maps
- * it read-only (usearch `view`) and searches it. So neither a build, nor loading a graph to update
- * it, nor writing it runs on the event loop that answers searches.
+ * name and writes the names file that names it, and replies with the file; the search worker
+ * (hnsw-search-worker.ts) then maps it read-only and searches it. So neither a build, nor loading
+ * a graph to update it, nor writing it runs on the event loop that answers searches.
  *
  * The thread runs at the lowest CPU priority (nice 19; on Linux a thread's own, inherited by the
  * threads usearch starts for each `add`), so that it takes only the CPU nothing else on the host
@@ -29,7 +29,8 @@ const port = parentPort!;
 const index = createHnsw((workerData as { dimensions: number }).dimensions);
 /** The names of the graph's slots, as the names file will hold them. */
 let names: SlotNames = [];
-const reply = (message: BuildReply) => port.postMessage(message);
+// The saved graph's members (1 MB at 1M slots) are handed over, not copied.
+const reply = (message: BuildReply) => port.postMessage(message, message.type === 'saved' ? [message.members.buffer as ArrayBuffer] : []);
 
 function handle(request: BuildRequest): BuildReply {
   switch (request.type) {
@@ -57,7 +58,7 @@ function handle(request: BuildRequest): BuildReply {
       const size = Number(index.size());
       // Slots past the last name, or never named (a hole), are free.
       commitGraph(request.file, graph, size, Array.from(names, (n) => n ?? null));
-      return { type: 'saved', graph, size };
+      return { type: 'saved', graph, size, members: Uint8Array.from(names, (n) => (n ? 1 : 0)) };
     }
   }
 }

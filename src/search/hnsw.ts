@@ -1,7 +1,8 @@
 /**
- * The HNSW graph's parameters and the graph worker's messages, shared by the search process's main
- * thread (which opens saved graphs read-only and searches them) and the graph worker (which builds,
- * updates and saves them); imports usearch only, so the worker loads no model.
+ * The HNSW graph's parameters and the messages of the two graph workers, shared by the search
+ * process's main thread and those workers: the build worker (which builds, updates and saves
+ * graphs) and the search worker (which maps the graph in use read-only and searches it); imports
+ * usearch only, so neither worker loads a model.
  */
 import { Index, MetricKind, ScalarKind } from 'usearch';
 
@@ -30,5 +31,19 @@ export type BuildRequest =
 /** Graph worker → main thread. */
 export type BuildReply =
   | { type: 'done'; size: number }
-  | { type: 'saved'; graph: string; size: number }
+  /** `members[slot]` is 1 for each slot the saved graph holds. */
+  | { type: 'saved'; graph: string; size: number; members: Uint8Array }
   | { type: 'error'; message: string };
+
+/** Main thread → search worker: the `k` nearest keys to `query`. */
+export interface SearchRequest {
+  id: number;
+  query: Float32Array;
+  k: number;
+}
+
+/** Search worker → main thread: first `viewed` (id -1) once the graph is mapped, then one reply per request. */
+export type SearchReply =
+  | { type: 'viewed'; id: -1; size: number }
+  | { type: 'found'; id: number; keys: Uint32Array }
+  | { type: 'error'; id: number; message: string };

@@ -170,7 +170,7 @@ export class HybridSearch implements DomainSearch {
 
   /**
    * The candidates for a query with the signals the scorer weighs. Everything that waits (the
-   * sync, embeddings, Postgres, WordNet) happens first; the candidates are then gathered and
+   * sync, embeddings, Postgres, WordNet, the graph's worker) happens first; the candidates are then gathered and
    * scored without a pause, so a sync running meanwhile cannot hand a slot to another name
    * half-way through.
    */
@@ -198,14 +198,18 @@ export class HybridSearch implements DomainSearch {
     const expansion = new Map<string, number>();
     (await this.wordVectors(forms, index.cache)).forEach((v, i) => expansion.set(forms[i], cosine(v, queryVector)));
 
-    // From here on, no await.
+    // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other there.
+    const [near, nearGloss] = await Promise.all([index.nearest(queryVector, CANDIDATES), glossVector ? index.nearest(glossVector, GLOSS_CANDIDATES) : []]);
+
+    // From here on, no await: each slot is read as it is now (a slot freed meanwhile is skipped
+    // below; one taken again by another name is scored as that name).
     const keywordOf = new Map(keywordHits.map((h) => [h.name, h.score]));
-    const slots = new Set<number>(index.nearest(queryVector, CANDIDATES));
+    const slots = new Set<number>(near);
     for (const hit of keywordHits) {
       const slot = index.slot(hit.name);
       if (slot !== undefined) slots.add(slot);
     }
-    if (glossVector) for (const slot of index.nearest(glossVector, GLOSS_CANDIDATES)) slots.add(slot);
+    for (const slot of nearGloss) slots.add(slot);
     // The best expansions' names and the names of the query's kinds, a few of each.
     for (const w of [...[...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS).map(([w]) => w), ...broader.keys()]) {
       let taken = 0;

@@ -16,8 +16,9 @@
  * by a worker thread only: a build, while the exact index answers searches; and every
  * SAVE_AFTER_CHANGES changes, the saved graph with the changes applied, while the graph in use
  * and the changes since (searched exactly) answer. Each new graph is opened in place of the one in
- * use (mapped, not loaded), with the changes made while it was written kept beside it. So no
- * graph is loaded, updated or saved on the event loop that answers searches.
+ * use (mapped, not loaded, by a search worker of its own that answers the graph's searches), with
+ * the changes made while it was written kept beside it. So no graph is loaded, mapped, updated,
+ * saved or searched on the event loop that answers searches.
  * This runs in the search process (src/main/search.ts), never in an API process.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -147,7 +148,7 @@ export class InventoryIndex {
     return this.slots[slot] !== undefined && !this.queue.has(slot);
   }
 
-  nearest(query: Float32Array, k: number): number[] {
+  nearest(query: Float32Array, k: number): number[] | Promise<number[]> {
     return this.index.nearest(query, k);
   }
 
@@ -202,7 +203,11 @@ export class InventoryIndex {
     try {
       await this.read();
     } catch (err) {
-      if (this.horizon === undefined) this.failed = true;
+      if (this.horizon === undefined) {
+        this.failed = true;
+        // Its owner starts afresh: the saved graph's worker, if one was started, ends.
+        if (this.index instanceof HnswIndex) this.index.close();
+      }
       throw err;
     }
   }
@@ -212,7 +217,7 @@ export class InventoryIndex {
     let horizon: string | undefined;
     let after = '';
     let read = 0;
-    const saved = first && this.indexFile ? HnswIndex.load(this.indexFile, this.vectors) : undefined;
+    const saved = first && this.indexFile ? await HnswIndex.load(this.indexFile, this.vectors) : undefined;
     if (saved) this.adopt(saved.index, saved.names);
     for (;;) {
       // The first read takes every name on the market (in name order, by the unique index); later
@@ -407,9 +412,10 @@ export class InventoryIndex {
     this.log(`${this.environment}: building the HNSW vector index over ${live.count} names in a worker thread (searches use the exact index meanwhile)…`);
     const started = Date.now();
     this.building = (async () => {
-      const { graph } = await HnswIndex.write(this.graphFile(), { removed: [], ...live }, this.log);
+      const { graph, members } = await HnswIndex.write(this.graphFile(), { removed: [], ...live }, this.log);
+      const opened = await HnswIndex.open(graph, this.vectors, members);
       this.journal = undefined;
-      this.index = HnswIndex.open(graph, this.vectors, journal, (slot) => this.hasVector(slot));
+      this.index = opened.track(journal, (slot) => this.hasVector(slot));
       this.log(`${this.environment}: HNSW graph of ${this.index.size} names in use (${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} names changed meanwhile, searched exactly beside it)`);
     })()
       .catch((err: Error) => this.log(`${this.environment}: building the HNSW graph failed (the exact index answers; retried after the next new names): ${err.message}`))
@@ -445,12 +451,14 @@ export class InventoryIndex {
     const journal = (this.journal = new Set());
     const started = Date.now();
     this.saving = (async () => {
-      const { graph, size } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, removed, ...slots }, this.log);
+      const { graph, size, members } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, removed, ...slots }, this.log);
+      const opened = await HnswIndex.open(graph, this.vectors, members);
       this.journal = undefined;
       this.rebuildNext = false;
       this.saveAt = SAVE_AFTER_CHANGES;
-      if (this.index !== index) return;
-      this.index = HnswIndex.open(graph, this.vectors, journal, (slot) => this.hasVector(slot));
+      if (this.index !== index) return opened.close();
+      this.index = opened.track(journal, (slot) => this.hasVector(slot));
+      index.close();
       const written = whole ? 'written whole' : `${removed.length} changes written`;
       this.log(`${this.environment}: HNSW graph of ${size} names saved (${written} in a worker in ${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} made meanwhile)`);
     })()

@@ -15,6 +15,8 @@ import type { DomainSearch, SearchHit } from '../discovery/search';
 export interface SearchStatus {
   pid: number;
   rss: number;
+  /** Time its main thread has spent in garbage collection since it started, ms. */
+  gcMs: number;
   environments: Record<string, { names: number; pendingVectors: number; vectorIndex: 'exact' | 'hnsw'; building: boolean }>;
 }
 

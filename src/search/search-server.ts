@@ -6,11 +6,12 @@
  *
  *   GET /search?environment=sandbox|live&q=…&limit=…  → { hits: SearchHit[] }
  *   GET /healthz                                       → { status: "ok" }
- *   GET /status                                        → pid, RSS and each index's size and kind
+ *   GET /status                                        → pid, RSS, time in GC and each index's size and kind
  */
 import { existsSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import { PerformanceObserver } from 'node:perf_hooks';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { z } from 'zod';
@@ -25,7 +26,15 @@ const SearchQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).optional(),
 });
 
+/** The main thread's time in garbage collection since the first searchApp, in ms. */
+let gcMs = 0;
+let gcObserver: PerformanceObserver | undefined;
+
 export function searchApp(search: HybridSearch, environments: Environment[], log: (m: string) => void): Koa {
+  if (!gcObserver) {
+    gcObserver = new PerformanceObserver((list) => list.getEntries().forEach((e) => (gcMs += e.duration)));
+    gcObserver.observe({ entryTypes: ['gc'] });
+  }
   const app = new Koa();
   const router = new Router();
   router.get('/search', async (ctx) => {
@@ -41,7 +50,7 @@ export function searchApp(search: HybridSearch, environments: Environment[], log
     ctx.body = { status: 'ok' };
   });
   router.get('/status', (ctx) => {
-    const status: SearchStatus = { pid: process.pid, rss: process.memoryUsage.rss(), environments: {} };
+    const status: SearchStatus = { pid: process.pid, rss: process.memoryUsage.rss(), gcMs: +gcMs.toFixed(3), environments: {} };
     for (const environment of environments) {
       const index = search.index(environment);
       status.environments[environment] = { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph };

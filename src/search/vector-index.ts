@@ -2,21 +2,21 @@
  * Nearest names to a query vector, over slots that come and go as the inventory changes.
  * Exact search (SIMD brute force) for small inventories;
  * an HNSW graph (usearch) above ANN_THRESHOLD names, written by a worker thread into the data
- * directory and mapped read-only, with the changes since searched exactly beside it; a restart
- * maps the saved graph instead of rebuilding.
+ * directory and mapped read-only and searched by another, with the changes since searched exactly
+ * beside it; a restart maps the saved graph instead of rebuilding.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { exactSearch, Index, MetricKind, type Matches } from 'usearch';
+import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { cosine, DIMENSIONS } from './embedder';
 import { readNames, type SlotNames } from './graph-files';
-import { createHnsw, type BuildReply, type BuildRequest } from './hnsw';
+import { type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
 
 export const ANN_THRESHOLD = 50_000;
 
 export interface VectorIndex {
-  /** Slots of the k nearest vectors, best first. */
-  nearest(query: Float32Array, k: number): number[];
+  /** Slots of the k nearest vectors, best first (the exact index answers at once, the graph from its worker). */
+  nearest(query: Float32Array, k: number): number[] | Promise<number[]>;
   add(slot: number, vector: Float32Array): void;
   remove(slot: number): void;
   readonly size: number;
@@ -132,13 +132,74 @@ export interface GraphChanges {
 }
 
 /**
- * An HNSW graph (usearch) saved in the data directory and mapped read-only (usearch `view`), plus
- * the changes made since it was written: the graph's entries for changed slots are skipped, and
- * the changed slots that have a vector now are searched exactly (usearch's SIMD brute force over
- * a copy of them), the two merged by cosine. Nothing here updates or writes a graph: the graph
- * worker does (HnswIndex.write), from the saved graph and the changes, and the new graph is then
- * opened in place of this one. So the event loop never loads, updates or saves a graph; opening
- * one maps the file and indexes its nodes (8 ms at 100k names).
+ * The search worker of one saved graph (hnsw-search-worker.ts): maps it, then answers searches in
+ * the order asked.
+ */
+class GraphSearcher {
+  private readonly waiting = new Map<number, { resolve: (keys: Uint32Array) => void; reject: (e: Error) => void }>();
+  private nextId = 0;
+  /** Kept: a worker that failed fails every later search at once. */
+  private failed: Error | undefined;
+
+  private constructor(private readonly worker: Worker) {}
+
+  /** Starts the worker and waits until it has mapped `file`; its size is the graph's. */
+  static open(file: string): Promise<{ searcher: GraphSearcher; size: number }> {
+    const worker = new Worker(path.join(__dirname, 'hnsw-search-worker.js'), { workerData: { dimensions: DIMENSIONS, file } });
+    // Searches, not the worker, keep the process alive (a request waiting on one holds its socket).
+    worker.unref();
+    const searcher = new GraphSearcher(worker);
+    return new Promise((resolve, reject) => {
+      searcher.waiting.set(-1, { resolve: () => undefined, reject });
+      worker.on('message', (reply: SearchReply) => {
+        if (reply.type === 'viewed') {
+          searcher.waiting.delete(-1);
+          resolve({ searcher, size: reply.size });
+          return;
+        }
+        const waiter = searcher.waiting.get(reply.id);
+        searcher.waiting.delete(reply.id);
+        if (reply.type === 'found') waiter?.resolve(reply.keys);
+        else waiter?.reject(new Error(`HNSW search worker: ${reply.message}`));
+        if (reply.id === -1) void worker.terminate();
+      });
+      worker.on('error', (err) => searcher.fail(err));
+      worker.on('exit', (code) => searcher.fail(new Error(`HNSW search worker exited (${code})`)));
+    });
+  }
+
+  /** The keys of the `k` graph entries nearest `query`, best first. */
+  search(query: Float32Array, k: number): Promise<Uint32Array> {
+    if (this.failed) return Promise.reject(this.failed);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.postMessage({ id, query, k } satisfies SearchRequest);
+    });
+  }
+
+  /** Ends the worker; a search asked afterwards fails. */
+  close(): void {
+    this.fail(new Error('HNSW search worker closed'));
+    this.worker.removeAllListeners('exit');
+    void this.worker.terminate();
+  }
+
+  private fail(err: Error): void {
+    this.failed ??= err;
+    for (const waiter of this.waiting.values()) waiter.reject(err);
+    this.waiting.clear();
+  }
+}
+
+/**
+ * An HNSW graph (usearch) saved in the data directory, mapped read-only and searched by a search
+ * worker of its own, plus the changes made since it was written: the graph's entries for changed
+ * slots are skipped, and the changed slots that have a vector now are searched exactly (usearch's
+ * SIMD brute force over a copy of them), the two merged by cosine. Nothing here updates or writes
+ * a graph: the build worker does (HnswIndex.write), from the saved graph and the changes, and the
+ * new graph is then opened in place of this one. So the event loop never loads, maps, updates,
+ * saves or searches a graph; it only merges what the worker found with the changes.
  */
 export class HnswIndex implements VectorIndex {
   /** Slots added or removed since the graph was written: the graph's entries for them are not used. */
@@ -147,9 +208,16 @@ export class HnswIndex implements VectorIndex {
   private readonly recent: ExactIndex;
   /** Changed slots that the graph holds (hidden from its answers). */
   private hidden = 0;
+  /** Searches under way, and whether another graph has taken this one's place. */
+  private searching = 0;
+  private closed = false;
 
   private constructor(
-    private readonly graph: Index,
+    private readonly searcher: GraphSearcher,
+    /** How many entries the graph holds. */
+    private readonly total: number,
+    /** `members[slot]` is 1 for each slot the graph holds. */
+    private readonly members: Uint8Array,
     /** The graph's file: the base of the next one written. */
     readonly file: string,
     private readonly store: VectorStore,
@@ -158,34 +226,45 @@ export class HnswIndex implements VectorIndex {
   }
 
   /**
-   * Maps a saved graph read-only; `changed` are the slots changed since it was written, and
-   * `hasVector` tells which of them are in the index now (their vectors read from the store).
+   * Has a search worker map a saved graph, whose slots are `members`; the changes made since it
+   * was written are given to `track` afterwards, in the turn the index is put in use.
    */
-  static open(file: string, store: VectorStore, changed: Iterable<number> = [], hasVector: (slot: number) => boolean = () => false): HnswIndex {
-    const graph = createHnsw(DIMENSIONS);
-    graph.view(file);
-    const index = new HnswIndex(graph, file, store);
+  static async open(file: string, store: VectorStore, members: Uint8Array): Promise<HnswIndex> {
+    const { searcher, size } = await GraphSearcher.open(file);
+    return new HnswIndex(searcher, size, members, file, store);
+  }
+
+  /** The slots changed since the graph was written; `hasVector` tells which of them are in the index now (their vectors read from the store). */
+  track(changed: Iterable<number>, hasVector: (slot: number) => boolean): this {
     for (const slot of changed) {
-      if (hasVector(slot)) index.add(slot);
-      else index.remove(slot);
+      if (hasVector(slot)) this.add(slot);
+      else this.remove(slot);
     }
-    return index;
+    return this;
+  }
+
+  /** Ends its search worker once the searches under way are answered (another graph is in use). */
+  close(): void {
+    this.closed = true;
+    if (this.searching === 0) this.searcher.close();
   }
 
   /**
-   * A saved graph (mapped read-only) and the names of its slots, or undefined when there is none
-   * or it does not match its names file (then the caller rebuilds).
+   * A saved graph (mapped read-only by its worker) and the names of its slots, or undefined when
+   * there is none or it does not match its names file (then the caller rebuilds).
    */
-  static load(file: string, store: VectorStore): { index: HnswIndex; names: SlotNames } | undefined {
+  static async load(file: string, store: VectorStore): Promise<{ index: HnswIndex; names: SlotNames } | undefined> {
     const saved = readNames(file);
     if (!saved) return undefined;
+    let index: HnswIndex;
     try {
-      const index = HnswIndex.open(saved.graph, store);
-      if (Number(index.graph.size()) !== saved.size) return undefined;
-      return { index, names: saved.names };
+      index = await HnswIndex.open(saved.graph, store, Uint8Array.from(saved.names, (n) => (n ? 1 : 0)));
     } catch {
       return undefined;
     }
+    if (index.total === saved.size) return { index, names: saved.names };
+    index.close();
+    return undefined;
   }
 
   /**
@@ -194,7 +273,7 @@ export class HnswIndex implements VectorIndex {
    * and writes the names file that names it (graph-files.ts). This thread only reads the slots and
    * copies their vectors into the worker's chunks, one chunk per turn of the event loop.
    */
-  static async write(file: string, changes: GraphChanges, log: (m: string) => void = () => undefined): Promise<{ graph: string; size: number }> {
+  static async write(file: string, changes: GraphChanges, log: (m: string) => void = () => undefined): Promise<{ graph: string; size: number; members: Uint8Array }> {
     const slots = changes.slots[Symbol.iterator]();
     // Each chunk's vectors and keys, in memory shared with the worker and filled again for the
     // next chunk once the worker has added this one: no new 3 MB buffer per chunk, each of which
@@ -266,7 +345,7 @@ export class HnswIndex implements VectorIndex {
       }
       const saved = await ask({ type: 'save', file });
       if (saved.type !== 'saved') throw new Error(`HNSW graph worker: unexpected reply ${saved.type}`);
-      return { graph: saved.graph, size: saved.size };
+      return { graph: saved.graph, size: saved.size, members: saved.members };
     } finally {
       worker.removeAllListeners('exit');
       await worker.terminate();
@@ -288,13 +367,13 @@ export class HnswIndex implements VectorIndex {
   }
 
   get size(): number {
-    return Number(this.graph.size()) - this.hidden + this.recent.size;
+    return this.total - this.hidden + this.recent.size;
   }
 
   private change(slot: number): void {
     if (this.changed.has(slot)) return;
     this.changed.add(slot);
-    if (this.graph.contains(BigInt(slot))) this.hidden++;
+    if (this.members[slot] === 1) this.hidden++;
   }
 
   /** The vector itself is read from the store (set it there first). */
@@ -308,13 +387,23 @@ export class HnswIndex implements VectorIndex {
     this.recent.remove(slot);
   }
 
-  nearest(query: Float32Array, k: number): number[] {
-    const total = Number(this.graph.size());
+  async nearest(query: Float32Array, k: number): Promise<number[]> {
+    this.searching++;
+    try {
+      return await this.search(query, k);
+    } finally {
+      if (--this.searching === 0 && this.closed) this.searcher.close();
+    }
+  }
+
+  private async search(query: Float32Array, k: number): Promise<number[]> {
+    const total = this.total;
     let fromGraph: number[] = [];
     // Ask the graph for a few more when some of its slots have changed; wider if those were the nearest.
     for (let want = Math.min(total, k + Math.min(this.hidden, k)); want > 0; want = Math.min(total, 2 * want)) {
-      const keys = this.graph.search(query, want, 1).keys;
-      fromGraph = Array.from(keys, (key) => Number(key)).filter((slot) => !this.changed.has(slot));
+      const keys = await this.searcher.search(query, want);
+      // The changes as they are now, when the worker has answered.
+      fromGraph = Array.from(keys).filter((slot) => !this.changed.has(slot));
       if (fromGraph.length >= k || keys.length < want || want === total) break;
     }
     const candidates = [...fromGraph, ...this.recent.nearest(query, k)].map((slot) => [slot, this.store.dot(slot, query)] as const);

@@ -314,7 +314,7 @@ describe('search index: vector indexes', () => {
     store.set(40, vectors[40]);
   });
 
-  it('HnswIndex: written by the worker, mapped read-only; changes answered beside it; written again with them by the worker, and opened again', async () => {
+  it('HnswIndex: written by the worker, mapped read-only and searched by a worker of its own; changes answered beside it; written again with them by the worker, and opened again; a closed one ends its worker after the searches under way', async () => {
     const random = seeded(4242);
     const file = path.join(tmp, 'nested', 'live-test.usearch');
     // The slots to write, each read with its vector (from `vectorOf`) and its name.
@@ -322,12 +322,13 @@ describe('search index: vector indexes', () => {
     const all = [...vectors.keys()];
     const built = await HnswIndex.write(file, { removed: [], ...slotsOf(all, (slot) => vectors[slot]) });
     assert.equal(built.size, N);
-    const index = HnswIndex.open(built.graph, store);
+    assert.deepEqual([...built.members], Array.from({ length: N }, () => 1), 'the saved graph holds every slot');
+    const index = await HnswIndex.open(built.graph, store, built.members);
     assert.equal(index.size, N);
     const sample = Array.from({ length: 40 }, (_, i) => (i * 7) % N);
     // An approximate index built on several threads: its own vector is nearly always first (seen
     // once in many runs: one miss in 40), so recall over the sample, not each lookup, is asserted.
-    const found = sample.filter((i) => index.nearest(vectors[i], 1)[0] === i).length;
+    const found = (await Promise.all(sample.map(async (i) => (await index.nearest(vectors[i], 1))[0] === i))).filter(Boolean).length;
     assert.ok(found >= sample.length - 2, `nearest to its own vector for ${found} of ${sample.length}`);
 
     // Removed: never returned, even when asking for everything.
@@ -335,10 +336,10 @@ describe('search index: vector indexes', () => {
     index.remove(12);
     assert.equal(index.size, N - 2);
     for (const q of [11, 12, 13]) {
-      const found = index.nearest(vectors[q], N);
+      const found = await index.nearest(vectors[q], N);
       assert.ok(!found.includes(11) && !found.includes(12), `removed slots absent when searching for ${q}`);
     }
-    assert.deepEqual(index.nearest(vectors[13], 1), [13]);
+    assert.deepEqual(await index.nearest(vectors[13], 1), [13]);
 
     // Added: a slot past the end, a removed slot taken again, an existing slot with a new vector.
     const fresh = unitVector(random);
@@ -351,10 +352,10 @@ describe('search index: vector indexes', () => {
     store.set(20, replaced);
     index.add(20);
     assert.equal(index.size, N);
-    assert.deepEqual(index.nearest(fresh, 1), [1000]);
-    assert.deepEqual(index.nearest(reused, 1), [11]);
-    assert.deepEqual(index.nearest(replaced, 1), [20]);
-    assert.ok(!index.nearest(vectors[20], 5).includes(20), 'the old vector of a replaced slot is not answered');
+    assert.deepEqual(await index.nearest(fresh, 1), [1000]);
+    assert.deepEqual(await index.nearest(reused, 1), [11]);
+    assert.deepEqual(await index.nearest(replaced, 1), [20]);
+    assert.ok(!(await index.nearest(vectors[20], 5)).includes(20), 'the old vector of a replaced slot is not answered');
     assert.equal(index.changes, 4);
 
     // Written again by the worker: the saved graph with the changes applied, under a new file
@@ -366,7 +367,7 @@ describe('search index: vector indexes', () => {
     const graphs = readdirSync(path.dirname(file)).filter((f) => !f.includes('.names.json'));
     assert.deepEqual(graphs, [path.basename(written.graph)]);
     assert.equal((JSON.parse(readFileSync(`${file}.names.json`, 'utf8')) as { graph: string }).graph, graphs[0]);
-    const loaded = HnswIndex.load(file, store);
+    const loaded = await HnswIndex.load(file, store);
     assert.ok(loaded, 'the saved graph opens');
     assert.equal(loaded.index.size, index.size);
     assert.equal(loaded.index.changes, 0);
@@ -374,23 +375,35 @@ describe('search index: vector indexes', () => {
     names[12] = null;
     assert.deepEqual(loaded.names, names);
     const queries = [...sample.map((i) => vectors[i]), fresh, reused, replaced, unitVector(random), unitVector(random)];
-    for (const q of queries) assert.deepEqual(loaded.index.nearest(q, 5), index.nearest(q, 5));
-    assert.ok(!loaded.index.nearest(vectors[12], N).includes(12), 'a slot removed before the save stays removed');
-    assert.ok(!loaded.index.nearest(vectors[20], 5).includes(20), 'a replaced vector stays replaced');
+    for (const q of queries) assert.deepEqual(await loaded.index.nearest(q, 5), await index.nearest(q, 5));
+    assert.ok(!(await loaded.index.nearest(vectors[12], N)).includes(12), 'a slot removed before the save stays removed');
+    assert.ok(!(await loaded.index.nearest(vectors[20], 5)).includes(20), 'a replaced vector stays replaced');
     store.set(11, vectors[11]);
     store.set(20, vectors[20]);
+
+    // Closed (another graph in use): the searches under way are answered, later ones fail.
+    // A removed slot the graph holds is counted out of its size; one it does not hold (12, removed
+    // before the save; 5000, never there) is not.
+    const before = loaded.index.size;
+    for (const slot of [5, 12, 5000]) loaded.index.remove(slot);
+    assert.equal(loaded.index.size, before - 1);
+    const underWay = Promise.all(queries.map((q) => loaded.index.nearest(q, 5)));
+    loaded.index.close();
+    assert.equal((await underWay).length, queries.length);
+    await assert.rejects(loaded.index.nearest(queries[0], 5), /closed/);
 
     // The names file must describe this graph: a size that does not match means rebuild.
     const namesFile = `${file}.names.json`;
     const saved = JSON.parse(readFileSync(namesFile, 'utf8')) as { size: number; names: unknown[] };
     assert.equal(saved.size, index.size);
     writeFileSync(namesFile, JSON.stringify({ ...saved, size: saved.size + 1 }));
-    assert.equal(HnswIndex.load(file, store), undefined);
+    assert.equal(await HnswIndex.load(file, store), undefined);
     writeFileSync(namesFile, '{"size": 3');
-    assert.equal(HnswIndex.load(file, store), undefined, 'a torn names file');
+    assert.equal(await HnswIndex.load(file, store), undefined, 'a torn names file');
     rmSync(namesFile);
-    assert.equal(HnswIndex.load(file, store), undefined, 'no names file');
-    assert.equal(HnswIndex.load(path.join(tmp, 'missing.usearch'), store), undefined, 'no graph');
+    assert.equal(await HnswIndex.load(file, store), undefined, 'no names file');
+    index.close();
+    assert.equal(await HnswIndex.load(path.join(tmp, 'missing.usearch'), store), undefined, 'no graph');
   });
 });
 
@@ -566,8 +579,8 @@ describe('search index: embedding queue', () => {
       const during = index.slot('graphduringbuild.com')!;
       const duringVector = FakeEmbedder.vector(index.slots[during]!.text);
       assert.equal(index.vectorIndexKind, 'exact', 'the graph is still being built');
-      assert.deepEqual(index.nearest(duringVector, 1), [during]);
-      assert.ok(!index.nearest(soldVector, 10).includes(sold));
+      assert.deepEqual(await index.nearest(duringVector, 1), [during]);
+      assert.ok(!(await index.nearest(soldVector, 10)).includes(sold));
 
       await building;
       watch.stop();
@@ -578,20 +591,21 @@ describe('search index: embedding queue', () => {
 
       // The graph holds the changes made while it was built.
       assert.equal(index.size, N + 2);
-      const hits = index.nearest(duringVector, 1);
+      const hits = await index.nearest(duringVector, 1);
       assert.deepEqual(hits, [during]);
       const also = index.slot('graphalsoduring.com')!;
-      assert.deepEqual(index.nearest(FakeEmbedder.vector(index.slots[also]!.text), 1), [also]);
-      assert.ok(!index.nearest(soldVector, 50).includes(sold), 'a name sold during the build is not in the graph');
+      assert.deepEqual(await index.nearest(FakeEmbedder.vector(index.slots[also]!.text), 1), [also]);
+      assert.ok(!(await index.nearest(soldVector, 50)).includes(sold), 'a name sold during the build is not in the graph');
       const sample = Array.from({ length: 20 }, (_, i) => index.slot(`${label(i * 577)}.com`)!).filter((s) => s !== sold);
-      const found = sample.filter((s) => index.nearest(FakeEmbedder.vector(index.slots[s]!.text), 1)[0] === s).length;
+      const found = (await Promise.all(sample.map(async (s) => (await index.nearest(FakeEmbedder.vector(index.slots[s]!.text), 1))[0] === s))).filter(Boolean).length;
       assert.ok(found >= sample.length - 1, `nearest to its own vector for ${found} of ${sample.length}`);
 
       // Saved by the worker, with the names of its slots as they were when the build began.
-      const saved = HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`), new VectorStore());
+      const saved = await HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`), new VectorStore());
       assert.ok(saved, 'the graph built in the worker is saved and loads');
       assert.equal(saved.index.size, N + 1);
       assert.deepEqual(saved.names[sold], [`${label(5)}.com`, soldText], 'the sold name is in the saved names: the next save or start drops it');
+      saved.index.close();
       console.log(`      (during the build: ${loop}; ${logs.filter((l) => l.includes('in use')).join('')})`);
 
       // Most names delisted: a save that removes more than it adds writes the graph whole, because
@@ -601,9 +615,10 @@ describe('search index: embedding queue', () => {
       await index.refresh();
       await index.save();
       assert.ok(logs.some((l) => l.includes('written whole')), logs.join('\n'));
-      const shrunk = HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`), new VectorStore());
+      const shrunk = await HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`), new VectorStore());
       assert.ok(shrunk, 'the graph saved after the delisting maps');
       assert.equal(shrunk.index.size, index.size);
+      shrunk.index.close();
       assert.ok(index.size < 2_100);
     } finally {
       rmSync(dir, { recursive: true, force: true });
