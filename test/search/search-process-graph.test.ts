@@ -33,8 +33,9 @@ const CHANGES = 10_050;
 /**
  * Longest the search process's main thread may run during one /status request with no search
  * under way, less its own garbage collection (which the search process reports in /status). Seen
- * while names were added and the graph saved and opened: 1.3 ms, with a benchmark at low priority
- * busy on both cores; 0.9 ms with nothing under way. (With the graph mapped on the main thread
+ * while names were added and the graph saved and opened: 1.1–1.3 ms, with a benchmark at low
+ * priority busy on both cores, and 3.9 ms in the full suite when vectors were added in turns of up
+ * to 10 ms (now 3); 0.9–1.0 ms with nothing under way. (With the graph mapped on the main thread
  * and GC counted in: 3.2–5.7 ms, once 13.5.)
  */
 const BOUND_MS = 5;
