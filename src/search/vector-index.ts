@@ -143,22 +143,29 @@ class GraphSearcher {
 
   private constructor(private readonly worker: Worker) {}
 
+  /** Whether its worker has failed or been closed (every search fails). */
+  get broken(): boolean {
+    return this.failed !== undefined;
+  }
+
   /** Starts the worker and waits until it has mapped `file`; its size is the graph's. */
   static open(file: string): Promise<{ searcher: GraphSearcher; size: number }> {
     const worker = new Worker(path.join(__dirname, 'hnsw-search-worker.js'), { workerData: { dimensions: DIMENSIONS, file } });
-    // Searches, not the worker, keep the process alive (a request waiting on one holds its socket).
-    worker.unref();
     const searcher = new GraphSearcher(worker);
     return new Promise((resolve, reject) => {
       searcher.waiting.set(-1, { resolve: () => undefined, reject });
       worker.on('message', (reply: SearchReply) => {
         if (reply.type === 'viewed') {
           searcher.waiting.delete(-1);
+          // From now on only a search under way keeps the process alive for the worker (search
+          // refs it, the answer that leaves none waiting unrefs it).
+          worker.unref();
           resolve({ searcher, size: reply.size });
           return;
         }
         const waiter = searcher.waiting.get(reply.id);
         searcher.waiting.delete(reply.id);
+        if (searcher.waiting.size === 0) worker.unref();
         if (reply.type === 'found') waiter?.resolve(reply.keys);
         else waiter?.reject(new Error(`HNSW search worker: ${reply.message}`));
         if (reply.id === -1) void worker.terminate();
@@ -172,6 +179,7 @@ class GraphSearcher {
   search(query: Float32Array, k: number): Promise<Uint32Array> {
     if (this.failed) return Promise.reject(this.failed);
     const id = this.nextId++;
+    if (this.waiting.size === 0) this.worker.ref();
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       this.worker.postMessage({ id, query, k } satisfies SearchRequest);
@@ -211,9 +219,11 @@ export class HnswIndex implements VectorIndex {
   /** Searches under way, and whether another graph has taken this one's place. */
   private searching = 0;
   private closed = false;
+  /** A new worker being started for the graph after its worker failed. */
+  private restarting: Promise<GraphSearcher> | undefined;
 
   private constructor(
-    private readonly searcher: GraphSearcher,
+    private searcher: GraphSearcher,
     /** How many entries the graph holds. */
     private readonly total: number,
     /** `members[slot]` is 1 for each slot the graph holds. */
@@ -397,6 +407,13 @@ export class HnswIndex implements VectorIndex {
   }
 
   private async search(query: Float32Array, k: number): Promise<number[]> {
+    if (this.searcher.broken && !this.closed) {
+      // Its worker failed (it should not): the next search starts another over the same file.
+      this.restarting ??= GraphSearcher.open(this.file)
+        .then(({ searcher }) => (this.searcher = searcher))
+        .finally(() => (this.restarting = undefined));
+      await this.restarting;
+    }
     const total = this.total;
     let fromGraph: number[] = [];
     // Ask the graph for a few more when some of its slots have changed; wider if those were the nearest.

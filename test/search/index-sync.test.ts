@@ -381,6 +381,11 @@ describe('search index: vector indexes', () => {
     store.set(11, vectors[11]);
     store.set(20, vectors[20]);
 
+    // A search worker that dies is replaced by the next search.
+    const expected = await loaded.index.nearest(queries[0], 5);
+    await (loaded.index as unknown as { searcher: { worker: { terminate(): Promise<number> } } }).searcher.worker.terminate();
+    assert.deepEqual(await loaded.index.nearest(queries[0], 5), expected);
+
     // Closed (another graph in use): the searches under way are answered, later ones fail.
     // A removed slot the graph holds is counted out of its size; one it does not hold (12, removed
     // before the save; 5000, never there) is not.
