@@ -43,9 +43,10 @@ function handle(request: BuildRequest): BuildReply {
       return { type: 'done', size: Number(index.size()) };
     }
     case 'remove':
-      for (const key of request.keys) {
+      for (const slot of request.slots) {
+        const key = BigInt(slot);
         if (index.contains(key)) index.remove(key);
-        names[Number(key)] = null;
+        names[slot] = null;
       }
       return { type: 'done', size: Number(index.size()) };
     case 'add':

@@ -6,6 +6,7 @@
  * graph has taken its place and no search waits on it. It runs at the process's priority, unlike
  * the build worker: searches are what the host is for.
  */
+import { existsSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createHnsw, type SearchReply, type SearchRequest } from './hnsw';
 
@@ -15,6 +16,8 @@ const graph = createHnsw(dimensions);
 const reply = (message: SearchReply) => port.postMessage(message, message.type === 'found' ? [message.keys.buffer as ArrayBuffer] : []);
 
 try {
+  // usearch aborts the process when an index whose view failed is destroyed (at this worker's end), so a missing file is not viewed at all.
+  if (!existsSync(file)) throw new Error('no such file');
   graph.view(file);
   reply({ type: 'viewed', id: -1, size: Number(graph.size()) });
   port.on('message', ({ id, query, k }: SearchRequest) => {
