@@ -21,7 +21,11 @@ export interface OrderView {
 }
 
 export async function loadOrderView(manager: EntityManager, order: Order): Promise<OrderView> {
-  const timeline = await manager.getRepository(OrderTimelineEntry).find({ where: { orderId: order.id }, order: { at: 'ASC', status: 'ASC' } });
+  return orderView(order, await manager.getRepository(OrderTimelineEntry).find({ where: { orderId: order.id }, order: { at: 'ASC', status: 'ASC' } }));
+}
+
+/** The view of an order whose timeline entries (oldest first) the caller has. */
+export function orderView(order: Order, timeline: Array<Pick<OrderTimelineEntry, 'status' | 'at' | 'detail'>>): OrderView {
   return {
     public_id: order.publicId,
     status: order.status,

@@ -19,7 +19,7 @@ import { Partner } from '../db/entities/partner';
 import { Quote } from '../db/entities/quote';
 import { appendEvent } from '../events/outbox';
 import { publicId } from '../ids';
-import { loadOrderView, type OrderView } from './order-view';
+import { loadOrderView, orderView, type OrderView } from './order-view';
 
 export interface OrderRequest {
   quote_id: string;
@@ -46,20 +46,29 @@ class ContractError {
   constructor(readonly code: ErrorCode, readonly message: string) {}
 }
 
+/** The partner's commission rates, as read when the order's request came in (fixed on the order). */
+export type CommissionRates = Pick<Partner, 'commissionPartnerCollectedBps' | 'commissionServiceCollectedBps'>;
+
 export async function recordOrder(
   dataSource: DataSource,
-  input: { partnerId: string; environment: Environment; idempotencyKey: string; body: OrderRequest; requestId: string },
+  input: { partnerId: string; environment: Environment; idempotencyKey: string; body: OrderRequest; requestId: string; rates: CommissionRates },
 ): Promise<RecordedAnswer> {
   const hash = requestHash(input.body);
   const keyOf = { partnerId: input.partnerId, environment: input.environment, key: input.idempotencyKey };
   return dataSource.transaction(async (tx) => {
     const keys = tx.getRepository(IdempotencyKey);
-    await keys.createQueryBuilder().insert().values({ ...keyOf, operation: 'create_order', requestHash: hash }).orIgnore().execute();
-    const claim = await keys
-      .createQueryBuilder('k')
-      .setLock('pessimistic_write')
-      .where('k.partner_id = :partnerId AND k.environment = :environment AND k.key = :key', keyOf)
-      .getOneOrFail();
+    // A key inserted here is this transaction's, locked by the insert until commit: nothing to
+    // read back. A key already there (a retry, or a racing request) is read under its row lock,
+    // which waits for the transaction that inserted it.
+    const inserted = await keys.createQueryBuilder().insert().values({ ...keyOf, operation: 'create_order', requestHash: hash }).orIgnore().returning(['key']).execute();
+    const claim =
+      (inserted.raw as unknown[]).length === 1
+        ? { requestHash: hash, responseStatus: null, responseBody: null, orderId: null }
+        : await keys
+            .createQueryBuilder('k')
+            .setLock('pessimistic_write')
+            .where('k.partner_id = :partnerId AND k.environment = :environment AND k.key = :key', keyOf)
+            .getOneOrFail();
     if (claim.requestHash !== hash) {
       throw new ApiError('conflict', 'this Idempotency-Key was used with a different request body');
     }
@@ -92,7 +101,7 @@ export async function recordOrder(
   });
 }
 
-async function createOrderRow(tx: EntityManager, input: { partnerId: string; environment: Environment; body: OrderRequest }): Promise<{ id: string; view: OrderView }> {
+async function createOrderRow(tx: EntityManager, input: { partnerId: string; environment: Environment; body: OrderRequest; rates: CommissionRates }): Promise<{ id: string; view: OrderView }> {
   const { entities, raw } = await tx
     .getRepository(Quote)
     .createQueryBuilder('q')
@@ -122,6 +131,7 @@ async function createOrderRow(tx: EntityManager, input: { partnerId: string; env
     paymentModel: 'partner_collected',
     externalPaymentRef: input.body.external_payment_ref,
     quoteId: quote.id,
+    rates: input.rates,
   });
 }
 
@@ -142,32 +152,36 @@ export async function recordSale(
     quoteId?: string;
     checkoutSessionId?: string;
     clientReferenceId?: string | null;
+    /** The partner's rates when the caller has read them already (else read here). */
+    rates?: CommissionRates;
   },
 ): Promise<{ id: string; publicId: string; view: OrderView }> {
-  const partner = await tx.getRepository(Partner).findOneByOrFail({ id: sale.partnerId });
+  const partner = sale.rates ?? (await tx.getRepository(Partner).findOneByOrFail({ id: sale.partnerId }));
   const orders = tx.getRepository(Order);
-  const order = await orders.save(
-    orders.create({
-      publicId: publicId('ord'),
-      partnerId: sale.partnerId,
-      environment: sale.environment,
-      quoteId: sale.quoteId ?? null,
-      checkoutSessionId: sale.checkoutSessionId ?? null,
-      clientReferenceId: sale.clientReferenceId ?? null,
-      domainId: sale.domain.id,
-      domain: sale.domain.name,
-      salePriceCents: sale.domain.buyNowPriceCents,
-      currency: sale.domain.currency,
-      externalPaymentRef: sale.externalPaymentRef,
-      paymentModel: sale.paymentModel,
-      commissionBps: sale.paymentModel === 'partner_collected' ? partner.commissionPartnerCollectedBps : partner.commissionServiceCollectedBps,
-      status: 'PAYMENT_RECORDED',
-      failureReason: null,
-    }),
-  );
-  await tx.getRepository(OrderTimelineEntry).insert({ orderId: order.id, status: 'PAYMENT_RECORDED', at: order.createdAt, detail: null });
+  const order = orders.create({
+    publicId: publicId('ord'),
+    partnerId: sale.partnerId,
+    environment: sale.environment,
+    quoteId: sale.quoteId ?? null,
+    checkoutSessionId: sale.checkoutSessionId ?? null,
+    clientReferenceId: sale.clientReferenceId ?? null,
+    domainId: sale.domain.id,
+    domain: sale.domain.name,
+    salePriceCents: sale.domain.buyNowPriceCents,
+    currency: sale.domain.currency,
+    externalPaymentRef: sale.externalPaymentRef,
+    paymentModel: sale.paymentModel,
+    commissionBps: sale.paymentModel === 'partner_collected' ? partner.commissionPartnerCollectedBps : partner.commissionServiceCollectedBps,
+    status: 'PAYMENT_RECORDED',
+    failureReason: null,
+  });
+  // An insert, not a save (no look-up of what to update); its id and timestamps are filled in from RETURNING.
+  await orders.insert(order);
+  const first = { orderId: order.id, status: 'PAYMENT_RECORDED' as const, at: order.createdAt, detail: null };
+  await tx.getRepository(OrderTimelineEntry).insert(first);
   await tx.getRepository(Domain).update({ id: sale.domain.id }, { status: 'sold', reservedByQuoteId: null, heldByOrderId: order.id });
-  const view = await loadOrderView(tx, order);
+  // A new order's timeline is the entry just written.
+  const view = orderView(order, [first]);
   await appendEvent(tx, { partnerId: sale.partnerId, environment: sale.environment, type: 'order.created', data: view, dedupeKey: `order:${order.id}:created` });
   return { id: order.id, publicId: order.publicId, view };
 }

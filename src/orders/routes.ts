@@ -7,7 +7,7 @@ import { defineRoute, type RouteSpec } from '../api/route';
 import { Partner } from '../db/entities/partner';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
 import { ORDER_STATUSES } from '../../workflows/messages';
-import { findOrder, listOrders, recordOrder } from './orders';
+import { findOrder, listOrders, recordOrder, type CommissionRates } from './orders';
 import { checkQuotable, newQuotePublicId, reserveQuote } from './quotes';
 import type { QuoteTokenSigner } from './quote-token';
 import { REFUND_DECISION_WAIT_MS, requestRefund } from './refund-requests';
@@ -63,11 +63,16 @@ export interface OrderDeps {
   quoteSigner: QuoteTokenSigner;
 }
 
-async function requireMerchantOfRecord(dataSource: DataSource, partnerId: string): Promise<void> {
-  const partner = await dataSource.getRepository(Partner).findOne({ select: { id: true, merchantOfRecord: true }, where: { id: partnerId } });
+/** The partner's commission rates, once it is known to be merchant of record. */
+async function requireMerchantOfRecord(dataSource: DataSource, partnerId: string): Promise<CommissionRates> {
+  const partner = await dataSource.getRepository(Partner).findOne({
+    select: { id: true, merchantOfRecord: true, commissionPartnerCollectedBps: true, commissionServiceCollectedBps: true },
+    where: { id: partnerId },
+  });
   if (!partner?.merchantOfRecord) {
     throw new ApiError('merchant_of_record_required', 'this partner is not merchant of record; sell through hosted checkout (POST /checkout-session)');
   }
+  return partner;
 }
 
 export function orderRoutes(deps: OrderDeps): RouteSpec[] {
@@ -142,8 +147,8 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
         if (typeof key !== 'string' || !UUID_V4.test(key)) {
           throw new ApiError('validation_error', 'the Idempotency-Key header must be a UUID v4', [{ field: 'header.Idempotency-Key', issue: key ? 'not a UUID v4' : 'missing' }]);
         }
-        await requireMerchantOfRecord(dataSource, auth.partnerId);
-        const answer = await recordOrder(dataSource, { partnerId: auth.partnerId, environment: auth.environment, idempotencyKey: key.toLowerCase(), body, requestId });
+        const rates = await requireMerchantOfRecord(dataSource, auth.partnerId);
+        const answer = await recordOrder(dataSource, { partnerId: auth.partnerId, environment: auth.environment, idempotencyKey: key.toLowerCase(), body, requestId, rates });
         if (answer.order) {
           const order = answer.body as { domain: string };
           // The workflow records that it started (its first step), so the answer waits for one write less.
