@@ -170,9 +170,9 @@ export class HybridSearch implements DomainSearch {
 
   /**
    * The candidates for a query with the signals the scorer weighs. Everything that waits (the
-   * sync, embeddings, Postgres, WordNet, the graph's worker) happens first; the candidates are then gathered and
-   * scored without a pause, so a sync running meanwhile cannot hand a slot to another name
-   * half-way through.
+   * sync, embeddings, Postgres, WordNet, the graph's worker) happens first; the candidates are
+   * then gathered and scored without a pause, so a sync running meanwhile cannot hand a slot to
+   * another name half-way through.
    */
   async candidates(environment: Environment, query: string): Promise<Array<{ entry: Entry; signals: Signals }>> {
     const index = this.index(environment);

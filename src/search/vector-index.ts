@@ -39,11 +39,6 @@ export class VectorStore {
     this.vectors[slot] = undefined;
   }
 
-  /** The vectors by slot as they are now (a copy of the references: a few ms at 1M slots). */
-  snapshot(): ReadonlyArray<Float32Array | undefined> {
-    return this.vectors.slice();
-  }
-
   dot(slot: number, query: Float32Array): number {
     const v = this.vectors[slot];
     return v ? cosine(v, query) : 0;
