@@ -42,10 +42,12 @@ function flush(file: string): void {
 
 /**
  * Writes the names of a saved graph's slots, naming that graph (aside, then renamed into place),
- * then removes the older graphs of `file`. The graph, the names and the rename reach the disk
- * before any older graph is removed, so a power loss, too, leaves a names file and its graph.
+ * then removes the older graphs of `file`, but `keep` (the graph in use, which its search worker
+ * may have to map again; its owner removes it once another is in use). The graph, the names and
+ * the rename reach the disk before any older graph is removed, so a power loss, too, leaves a
+ * names file and its graph.
  */
-export function commitGraph(file: string, graphFile: string, size: number, names: SlotNames): void {
+export function commitGraph(file: string, graphFile: string, size: number, names: SlotNames, keep?: string): void {
   const dir = path.dirname(file);
   const graph = path.basename(graphFile);
   flush(graphFile);
@@ -54,6 +56,6 @@ export function commitGraph(file: string, graphFile: string, size: number, names
   renameSync(`${file}.names.json.tmp`, `${file}.names.json`);
   flush(dir);
   for (const old of readdirSync(dir)) {
-    if ((old === path.basename(file) || old.startsWith(`${path.basename(file)}.`)) && old !== graph && !old.startsWith(`${path.basename(file)}.names.json`)) rmSync(path.join(dir, old), { force: true });
+    if ((old === path.basename(file) || old.startsWith(`${path.basename(file)}.`)) && old !== graph && !old.startsWith(`${path.basename(file)}.names.json`) && path.join(dir, old) !== keep) rmSync(path.join(dir, old), { force: true });
   }
 }

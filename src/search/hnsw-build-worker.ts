@@ -58,7 +58,7 @@ function handle(request: BuildRequest): BuildReply {
       index.save(graph);
       const size = Number(index.size());
       // Slots past the last name, or never named (a hole), are free.
-      commitGraph(request.file, graph, size, Array.from(names, (n) => n ?? null));
+      commitGraph(request.file, graph, size, Array.from(names, (n) => n ?? null), request.keep);
       return { type: 'saved', graph, size, members: Uint8Array.from(names, (n) => (n ? 1 : 0)) };
     }
   }

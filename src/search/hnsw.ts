@@ -26,7 +26,8 @@ export type BuildRequest =
    */
   | { type: 'add'; keys: BigUint64Array; vectors: Float32Array; names: Array<[string, string]> }
   /** Save the graph under a new name of `file`, then the names file that names it. */
-  | { type: 'save'; file: string };
+  /** …and leave the graph file `keep` (the one in use) in place. */
+  | { type: 'save'; file: string; keep?: string };
 
 /** Graph worker → main thread. */
 export type BuildReply =

@@ -200,6 +200,8 @@ export class InventoryIndex {
   failed = false;
 
   private async sync(): Promise<void> {
+    // Its owner has a new index (the callers that were waiting on this one fail once).
+    if (this.failed) throw new Error(`the ${this.environment} search index failed to load; a new one is loading`);
     try {
       await this.read();
     } catch (err) {
@@ -391,7 +393,9 @@ export class InventoryIndex {
       count: slots ? slots.length : this.slotOf.size - this.queue.size,
       read: (slot) => {
         const entry = this.slots[slot];
-        return entry && this.hasVector(slot) ? { vector: this.vectors.get(slot), name: [entry.name, entry.text] } : undefined;
+        // (An adopted slot whose row the first read has not reached has no vector yet.)
+        const vector = entry && this.hasVector(slot) ? this.vectors.get(slot) : undefined;
+        return entry && vector ? { vector, name: [entry.name, entry.text] } : undefined;
       },
     };
   }
@@ -447,7 +451,7 @@ export class InventoryIndex {
     const journal = (this.journal = new Set());
     const started = Date.now();
     this.saving = (async () => {
-      const { graph, size, members } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, removed, ...slots }, this.log);
+      const { graph, size, members } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, keep: index.file, removed, ...slots }, this.log);
       const opened = await HnswIndex.open(graph, this.vectors, members);
       this.journal = undefined;
       this.rebuildNext = false;
@@ -455,6 +459,8 @@ export class InventoryIndex {
       if (this.index !== index) return opened.close();
       this.index = opened.track(journal, (slot) => this.hasVector(slot));
       index.close();
+      // Its worker keeps the mapping until it ends; the file is not needed again.
+      rmSync(index.file, { force: true });
       const written = whole ? 'written whole' : `${removed.length} changes written`;
       this.log(`${this.environment}: HNSW graph of ${size} names saved (${written} in a worker in ${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} made meanwhile)`);
     })()

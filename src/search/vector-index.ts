@@ -134,6 +134,8 @@ const SCAN_CHUNK = 4 * BUILD_CHUNK;
 export interface GraphChanges {
   /** The saved graph to start from (the names file of the same `file` names it); none: a new graph. */
   base?: string;
+  /** The graph file in use, left in place by the save (its owner removes it once the new one is in use). */
+  keep?: string;
   /** Slots to take out of the base graph (those re-added too). */
   removed: number[];
   /** Slots to add, if `read` finds a vector for them; iterated lazily. */
@@ -366,7 +368,7 @@ export class HnswIndex implements VectorIndex {
         done += n;
         if (changes.count > 50_000 && (done % 50_000 < n || last)) log(`  HNSW ${done}/${changes.count} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
       }
-      const saved = await ask({ type: 'save', file });
+      const saved = await ask({ type: 'save', file, keep: changes.keep });
       if (saved.type !== 'saved') throw new Error(`HNSW graph worker: unexpected reply ${saved.type}`);
       return { graph: saved.graph, size: saved.size, members: saved.members };
     } finally {
