@@ -3,7 +3,8 @@
  * (`<file>.<stamp>`), and `<file>.names.json` holding the names of its slots and naming that very
  * graph, written aside and renamed into place once the graph is complete. A crash at any point
  * leaves a names file and the graph it was written with. Used by the search process's main
- * thread (to open a graph) and by the graph worker (which writes them); imports nothing but fs.
+ * thread (to read a saved graph's names at start) and by the build worker (which writes graphs
+ * and names files); imports nothing but fs.
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -13,7 +13,7 @@ export function createHnsw(dimensions: number): Index {
   return new Index({ dimensions, metric: MetricKind.IP, quantization: ScalarKind.F16, multi: false, ...HNSW });
 }
 
-/** Search process's main thread → graph worker, in this order: `load` (optional), `remove`, `add`s, `save`. */
+/** Search process's main thread → build worker, in this order: `load` (optional), `remove`, `add`s, `save`. */
 export type BuildRequest =
   /** Start from the saved graph of `file` (its names file must name `graph`). */
   | { type: 'load'; file: string; graph: string }
