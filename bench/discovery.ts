@@ -214,7 +214,7 @@ async function main(): Promise<void> {
     // 0.106 with Redis alone, in the same session).
     const admission = settings.admission ?? (redisExecutable ? 'redis' : 'postgres');
     if (!['redis', 'postgres', 'both'].includes(admission)) throw new Error(`BENCH_ADMISSION must be redis, postgres or both, not ${admission}`);
-    if (!settings.admission && !redisExecutable) say('redis-server is not installed: Postgres admission');
+    if (!redisExecutable && (admission !== 'postgres' || !settings.admission)) say('redis-server is not installed: Postgres admission only');
     if (admission !== 'postgres' && redisExecutable) {
       const redisDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-bench-redis-'));
       const redis = await startRedisServer(redisExecutable, redisDir);
@@ -228,8 +228,6 @@ async function main(): Promise<void> {
       cleanups.unshift(() => parts.close());
       redisSent = parts.admission!.sent;
       apis.push({ admission: 'Redis', ...(await listen(appWith(parts).callback())) });
-    } else if (admission !== 'postgres') {
-      say('redis-server is not installed: Postgres admission only');
     }
     if (admission !== 'redis' || !redisExecutable) apis.push({ admission: 'Postgres', ...(await listen(appWith().callback())) });
     const api = apis[0];

@@ -12,6 +12,11 @@ import path from 'node:path';
 /** Each slot's name and segmented label, or null for a free slot. */
 export type SlotNames = Array<[string, string] | null>;
 
+/** Which slots a graph holds, from its names: 1 for a named slot, 0 for a free one (or a hole). */
+export function membersOf(names: ArrayLike<[string, string] | null | undefined>): Uint8Array {
+  return Uint8Array.from(names, (n) => (n ? 1 : 0));
+}
+
 /** A new file name for a graph of `file` (in its directory, which is made). */
 export function newGraphFile(file: string): string {
   mkdirSync(path.dirname(file), { recursive: true });

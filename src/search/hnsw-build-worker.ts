@@ -13,7 +13,7 @@
  */
 import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { commitGraph, newGraphFile, readNames, type SlotNames } from './graph-files';
+import { commitGraph, membersOf, newGraphFile, readNames, type SlotNames } from './graph-files';
 import { createHnsw, type BuildReply, type BuildRequest } from './hnsw';
 
 /** Lowest priority: the worker uses idle CPU only. */
@@ -59,7 +59,7 @@ function handle(request: BuildRequest): BuildReply {
       const size = Number(index.size());
       // Slots past the last name, or never named (a hole), are free.
       commitGraph(request.file, graph, size, Array.from(names, (n) => n ?? null), request.keep);
-      return { type: 'saved', graph, size, members: Uint8Array.from(names, (n) => (n ? 1 : 0)) };
+      return { type: 'saved', graph, size, members: membersOf(names) };
     }
   }
 }

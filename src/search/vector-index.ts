@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { cosine, DIMENSIONS } from './embedder';
-import { readNames, type SlotNames } from './graph-files';
+import { membersOf, readNames, type SlotNames } from './graph-files';
 import { type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
 
 export const ANN_THRESHOLD = 50_000;
@@ -168,22 +168,25 @@ class GraphSearcher {
     const worker = new Worker(path.join(__dirname, 'hnsw-search-worker.js'), { workerData: { dimensions: DIMENSIONS, file } });
     const searcher = new GraphSearcher(worker);
     return new Promise((resolve, reject) => {
+      // The mapping waits as id -1, so that a worker failing first rejects it (fail).
       searcher.waiting.set(-1, { resolve: () => undefined, reject });
       worker.on('message', (reply: SearchReply) => {
+        const waiter = searcher.waiting.get(reply.id);
+        searcher.waiting.delete(reply.id);
         if (reply.type === 'viewed') {
-          searcher.waiting.delete(-1);
           // From now on only a search under way keeps the process alive for the worker (search
           // refs it, the answer that leaves none waiting unrefs it).
           worker.unref();
           resolve({ searcher, size: reply.size });
-          return;
+        } else if (reply.type === 'found') {
+          if (searcher.waiting.size === 0) worker.unref();
+          waiter?.resolve(reply.keys);
+        } else {
+          waiter?.reject(new Error(`HNSW search worker: ${reply.message}`));
+          // A graph it could not map: the worker has nothing to answer.
+          if (reply.id === -1) void worker.terminate();
+          else if (searcher.waiting.size === 0) worker.unref();
         }
-        const waiter = searcher.waiting.get(reply.id);
-        searcher.waiting.delete(reply.id);
-        if (searcher.waiting.size === 0) worker.unref();
-        if (reply.type === 'found') waiter?.resolve(reply.keys);
-        else waiter?.reject(new Error(`HNSW search worker: ${reply.message}`));
-        if (reply.id === -1) void worker.terminate();
       });
       worker.on('error', (err) => searcher.fail(err));
       worker.on('exit', (code) => searcher.fail(new Error(`HNSW search worker exited (${code})`)));
@@ -283,7 +286,7 @@ export class HnswIndex implements VectorIndex {
     if (!saved) return undefined;
     let index: HnswIndex;
     try {
-      index = await HnswIndex.open(saved.graph, store, Uint8Array.from(saved.names, (n) => (n ? 1 : 0)));
+      index = await HnswIndex.open(saved.graph, store, membersOf(saved.names));
     } catch {
       return undefined;
     }
@@ -343,6 +346,12 @@ export class HnswIndex implements VectorIndex {
       if (changes.base) await ask({ type: 'load', file, graph: changes.base });
       if (changes.removed.length > 0) await ask({ type: 'remove', slots: Uint32Array.from(changes.removed) });
       let done = 0;
+      let logged = 0;
+      const progress = () => {
+        if (changes.count <= 50_000 || logged === done) return;
+        logged = done;
+        log(`  HNSW ${done}/${changes.count} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
+      };
       for (let last = false; !last; ) {
         const names: Array<[string, string]> = [];
         for (let scanned = 0; names.length < BUILD_CHUNK && scanned < SCAN_CHUNK; scanned++) {
@@ -360,14 +369,15 @@ export class HnswIndex implements VectorIndex {
         if (names.length === 0) {
           // Only free slots in this chunk: the next one in the next turn.
           if (!last) await new Promise((resolve) => setImmediate(resolve));
-          else if (changes.count > 50_000) log(`  HNSW ${done}/${changes.count} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
           continue;
         }
         const n = names.length;
         await ask({ type: 'add', keys: keys.subarray(0, n), vectors: matrix.subarray(0, n * DIMENSIONS), names });
         done += n;
-        if (changes.count > 50_000 && (done % 50_000 < n || last)) log(`  HNSW ${done}/${changes.count} (${((Date.now() - started) / 1000).toFixed(0)} s, off the event loop)`);
+        if (done % 50_000 < n) progress();
       }
+      // The last line once, whether or not the last chunk ended a 50,000.
+      progress();
       const saved = await ask({ type: 'save', file, keep: changes.keep });
       if (saved.type !== 'saved') throw new Error(`HNSW graph worker: unexpected reply ${saved.type}`);
       return { graph: saved.graph, size: saved.size, members: saved.members };
