@@ -51,7 +51,10 @@ function handle(request: BuildRequest): BuildReply {
       return { type: 'done', size: Number(index.size()) };
     case 'add':
       index.add(request.keys, request.vectors, 0);
-      request.keys.forEach((key, i) => (names[Number(key)] = request.names[i]));
+      request.names.split('\n').forEach((entry, i) => {
+        const tab = entry.indexOf('\t');
+        names[Number(request.keys[i])] = [entry.slice(0, tab), entry.slice(tab + 1)];
+      });
       return { type: 'done', size: Number(index.size()) };
     case 'save': {
       const graph = newGraphFile(request.file);

@@ -20,11 +20,11 @@ export type BuildRequest =
   /** Take these slots out (their names too); slots, not usearch's bigint keys, so that the main thread makes no BigInt per slot (10,000: up to 4.5 ms). */
   | { type: 'remove'; slots: Uint32Array }
   /**
-   * Add these slots' vectors (a chunk), with their names (slot's name and segmented label). The
-   * keys and vectors are in memory shared with the main thread, which fills it with the next
-   * chunk once this one is answered.
+   * Add these slots' vectors (a chunk), with their names: per slot its name and segmented label
+   * joined by a tab, the slots' joined by newlines. The keys and vectors are in memory shared
+   * with the main thread, which fills it with the next chunk once this one is answered.
    */
-  | { type: 'add'; keys: BigUint64Array; vectors: Float32Array; names: Array<[string, string]> }
+  | { type: 'add'; keys: BigUint64Array; vectors: Float32Array; names: string }
   /** Save the graph under a new name of `file`, then the names file that names it. */
   /** …and leave the graph file `keep` (the one in use) in place. */
   | { type: 'save'; file: string; keep?: string };
