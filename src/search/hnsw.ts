@@ -25,8 +25,7 @@ export type BuildRequest =
    * with the main thread, which fills it with the next chunk once this one is answered.
    */
   | { type: 'add'; keys: BigUint64Array; vectors: Float32Array; names: string }
-  /** Save the graph under a new name of `file`, then the names file that names it. */
-  /** …and leave the graph file `keep` (the one in use) in place. */
+  /** Save the graph under a new name of `file`, then the names file that names it; leave the graph file `keep` (the one in use) in place. */
   | { type: 'save'; file: string; keep?: string };
 
 /** Graph worker → main thread. */

@@ -30,6 +30,7 @@ import type { Environment } from '../config';
 import type { Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { MODEL_ID } from './model-files';
+import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
 import { Speller } from './spelling';
 import { ANN_THRESHOLD, ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
@@ -265,15 +266,12 @@ export class InventoryIndex {
   }
 
   private async apply(rows: Array<Row & { name: string }>): Promise<void> {
-    let sliceStarted = performance.now();
+    const slice = new LoopSlice(SLICE_MS);
     for (const row of rows) {
       // Splitting new labels costs ~70 µs a name (1.4 s for an import's page of 20,000): the loop
       // is given back every SLICE_MS, between rows, so searches of other environments and health
       // checks are answered meanwhile. Each row is applied whole between two such turns.
-      if (performance.now() - sliceStarted > SLICE_MS) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        sliceStarted = performance.now();
-      }
+      if (slice.spent) await slice.pause();
       const onMarket = row.status === 'listed' || row.status === 'reserved';
       const slot = this.slotOf.get(row.name);
       if (!onMarket) {
@@ -347,13 +345,10 @@ export class InventoryIndex {
       const slots = [...this.queue].slice(0, EMBED_CHUNK);
       const texts = slots.map((s) => this.slots[s]!.text);
       await this.cache.fill(texts, this.embedder);
-      let slice = performance.now();
+      const slice = new LoopSlice(ADD_SLICE_MS);
       for (const [i, slot] of slots.entries()) {
         // Searches get their turn between slices (each slot is checked again after the pause).
-        if (performance.now() - slice >= ADD_SLICE_MS) {
-          await new Promise((resolve) => setImmediate(resolve));
-          slice = performance.now();
-        }
+        if (slice.spent) await slice.pause();
         // While we embedded, the name may have left the market (no longer queued), or its slot
         // been taken by another name (queued again, with another text: the next round has it).
         if (!this.queue.has(slot) || this.slots[slot]?.text !== texts[i]) continue;

@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { cosine, DIMENSIONS } from './embedder';
 import { membersOf, readNames, type SlotNames } from './graph-files';
+import { LoopSlice } from './loop-slice';
 import { type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
 
 export const ANN_THRESHOLD = 50_000;
@@ -357,12 +358,9 @@ export class HnswIndex implements VectorIndex {
         // 2,000 pairs for the worker took ~0.8 ms of the event loop, one string a few µs.
         const names: string[] = [];
         // Filled over as many turns of the event loop as it takes, FILL_SLICE_MS each.
-        let turn = performance.now();
+        const slice = new LoopSlice(FILL_SLICE_MS);
         while (names.length < BUILD_CHUNK) {
-          if (performance.now() - turn >= FILL_SLICE_MS) {
-            await new Promise((resolve) => setImmediate(resolve));
-            turn = performance.now();
-          }
+          if (slice.spent) await slice.pause();
           const next = slots.next();
           if (next.done) {
             last = true;
