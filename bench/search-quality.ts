@@ -3,7 +3,8 @@
  * holdout) of the hybrid search and of the keyword ranker alone, over the sandbox inventory,
  * with the labelled queries in data/search-queries.json: each query lists graded terms (3 what
  * was asked, 2 on-topic, 1 related), and a name's grade is the highest grade of a term in its
- * label. Uses the dev stack's database (or DATABASE_URL); VERBOSE=1 prints every query;
+ * label. Uses the dev stack's database (or DATABASE_URL), with the sandbox inventory imported as
+ * `npm start` imports it (so a fresh clone needs no start first); VERBOSE=1 prints every query;
  * SIGNALS=file writes every query's candidates with their signals and grades, for tuning the scorer.
  *
  * Then the hybrid search's candidates (what its scorer sees), per kind and split: `missed`, the
@@ -13,6 +14,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
+import { importInventory, parseInventoryCsv } from '../src/discovery/inventory';
 import { KeywordSearch, type DomainSearch } from '../src/discovery/search';
 import { openProjectDatabase } from '../src/main/runtime';
 import { startSearch } from '../src/main/services';
@@ -41,6 +43,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const { queries } = JSON.parse(readFileSync(path.join(config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: LabelledQuery[] };
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
+  await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
   const rows = (await dataSource.query(`SELECT name FROM domains WHERE environment = 'sandbox' AND status IN ('listed', 'reserved')`)) as Array<{ name: string }>;
   const hybrid = await startSearch(config, dataSource, (m) => process.stderr.write(`${m}\n`), ['sandbox']);
   const idealOf = (query: LabelledQuery) => rows.map((r) => grade(r.name, query)).sort((a, b) => b - a).slice(0, 5);
