@@ -5,7 +5,7 @@
  * was asked, 2 on-topic, 1 related), and a name's grade is the highest grade of a term in its
  * label. Uses the dev stack's database (or DATABASE_URL), with the sandbox inventory imported as
  * `npm start` imports it (so a fresh clone needs no start first); VERBOSE=1 prints every query;
- * SIGNALS=file writes every query's candidates with their signals and grades, for tuning the scorer.
+ * SIGNALS=file writes every query's candidates with their words, signals and grades, for tuning the scorer.
  *
  * Then the hybrid search's candidates (what its scorer sees), per kind and split: `missed`, the
  * queries none of whose best-graded names is a candidate at all (no scorer can fix those), and
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
       ceiling.set(key, [...(ceiling.get(key) ?? []), dcg(ideal) ? dcg(best) / dcg(ideal) : 0]);
     }
     if (process.env.VERBOSE && ideal[0] > 0 && best[0] !== ideal[0]) process.stdout.write(`missed ${query.split} ${query.kind} ${query.q}: best candidate grade ${best[0]} of ${ideal[0]}\n`);
-    if (process.env.SIGNALS) dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: c.entry.name, grade: grade(c.entry.name, query) })) });
+    if (process.env.SIGNALS) dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: c.entry.name, words: c.entry.words, grade: grade(c.entry.name, query) })) });
   }
   if (process.env.SIGNALS) writeFileSync(process.env.SIGNALS, JSON.stringify(dump));
   const rankers: Record<string, DomainSearch> = { hybrid, keyword: new KeywordSearch(dataSource) };
