@@ -109,6 +109,14 @@ export function partnerRoutes(deps: AppDeps): RouteSpec[] {
   ];
 }
 
+/** Runs a route's precondition (after the scope, before validation) and keeps its answer for the handler. */
+function precondition(check: NonNullable<RouteSpec['precondition']>): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    ctx.state.checked = await check(ctx.state.auth!);
+    await next();
+  };
+}
+
 /** `routes` defaults to the partner API's table; tests may mount others on the same middleware. */
 export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(deps)): Koa<AppState> {
   // Behind a proxy (TRUST_PROXY), the client's address and https come from its X-Forwarded-* headers:
@@ -133,10 +141,12 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     router.register(toRouterPath(route.path), [route.method.toUpperCase()], [
       rawBody(),
       authenticate(auth, route.scopes, route.admittedRead),
+      ...(route.precondition ? [precondition(route.precondition)] : []),
       validate(route),
       async (ctx: Koa.ParameterizedContext<AppState>) => {
         const input = (ctx.state as AppState & { input: ValidatedInput }).input;
         const result = await route.handler({
+          checked: ctx.state.checked,
           query: input.query as never,
           params: input.params as never,
           body: input.body,

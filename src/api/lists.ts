@@ -25,6 +25,18 @@ export function decodeCursor<T extends Record<string, string>>(cursor: string, k
   }
 }
 
+/**
+ * Whether the date (and time, if any) at the start of `s` names a real instant: JavaScript's
+ * Date.parse rolls `2026-02-30` over to 2 March and takes 24:00, where Postgres refuses both.
+ */
+export function isCalendarDate(s: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}):(\d{2}))?/i.exec(s);
+  if (!m) return false;
+  const [year, month, day, hour = 0, minute = 0, second = 0] = m.slice(1).map((v) => (v === undefined ? undefined : Number(v))) as number[];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return year >= 1 && date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day && hour <= 23 && minute <= 59 && second <= 59;
+}
+
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
@@ -35,7 +47,7 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2
 export function DateBound(edge: 'from' | 'to') {
   return z
     .string()
-    .refine((s) => (DATE_ONLY.test(s) || DATE_TIME.test(s)) && !Number.isNaN(Date.parse(DATE_ONLY.test(s) ? `${s}T00:00:00Z` : s)), 'must be an RFC 3339 date or date-time')
+    .refine((s) => (DATE_ONLY.test(s) || DATE_TIME.test(s)) && isCalendarDate(s) && !Number.isNaN(Date.parse(DATE_ONLY.test(s) ? `${s}T00:00:00Z` : s)), 'must be an RFC 3339 date or date-time')
     .transform((s) => {
       // Bounds are inclusive (CONTRACT §3) and callers compare `< to`: a date-time `to` is moved
       // just past itself (to the next millisecond, a JavaScript Date's precision).
@@ -51,5 +63,5 @@ export function DateBound(edge: 'from' | 'to') {
 const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 export function isCursorTime(value: string): boolean {
-  return CURSOR_TIME.test(value) && !Number.isNaN(Date.parse(value));
+  return CURSOR_TIME.test(value) && isCalendarDate(value) && !Number.isNaN(Date.parse(value));
 }

@@ -16,7 +16,9 @@ export interface RouteResult<R> {
   headers?: Record<string, string>;
 }
 
-export interface HandlerInput<Q, P, B> {
+export interface HandlerInput<Q, P, B, C = undefined> {
+  /** What the route's `precondition` answered (undefined without one). */
+  checked: C;
   query: Q;
   params: P;
   body: B;
@@ -46,7 +48,7 @@ export interface AdmittedRead {
   params: (request: { query: Record<string, unknown>; environment: Environment }) => unknown[] | undefined;
 }
 
-export interface RouteSpec<Q extends ZodObject = ZodObject, P extends ZodObject = ZodObject, B extends ZodType = ZodType, R extends ZodType = ZodType> {
+export interface RouteSpec<Q extends ZodObject = ZodObject, P extends ZodObject = ZodObject, B extends ZodType = ZodType, R extends ZodType = ZodType, C = unknown> {
   operationId: string;
   method: HttpMethod;
   /** OpenAPI-style path (`/api/partner/v1/domains/{name}`). */
@@ -65,12 +67,18 @@ export interface RouteSpec<Q extends ZodObject = ZodObject, P extends ZodObject 
   /** Contract error codes this route answers with, beyond the ones every signed route has. */
   errors: readonly ErrorCode[];
   admittedRead?: AdmittedRead;
-  handler: (input: HandlerInput<z.output<Q>, z.output<P>, z.output<B>>) => Promise<RouteResult<z.input<R>>>;
+  /**
+   * A check of the partner itself (merchant of record, affiliate account), made right after the
+   * scope and before the query, headers or body are looked at, so that a partner the route is
+   * not for hears so whatever it sent (CONTRACT §8). What it answers reaches the handler as `checked`.
+   */
+  precondition?: (auth: AuthContext) => Promise<C>;
+  handler: (input: HandlerInput<z.output<Q>, z.output<P>, z.output<B>, C>) => Promise<RouteResult<z.input<R>>>;
 }
 
 /** Keeps the handler's input typed by the route's own schemas. */
-export function defineRoute<Q extends ZodObject, P extends ZodObject, B extends ZodType, R extends ZodType>(
-  spec: RouteSpec<Q, P, B, R>,
+export function defineRoute<Q extends ZodObject, P extends ZodObject, B extends ZodType, R extends ZodType, C = undefined>(
+  spec: RouteSpec<Q, P, B, R, C>,
 ): RouteSpec {
   return spec as unknown as RouteSpec;
 }

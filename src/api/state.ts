@@ -21,4 +21,6 @@ export interface AppState {
   rawQuery?: Record<string, string | string[]>;
   /** See RouteSpec.admittedRead. */
   admittedRead?: Record<string, unknown> | null;
+  /** What the route's precondition answered. */
+  checked?: unknown;
 }

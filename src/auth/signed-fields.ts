@@ -27,8 +27,10 @@ export class SignedFields {
     const match = shape.exec(token);
     if (!match) return undefined;
     const fields = match.slice(1, -1);
-    const given = Buffer.from(match[match.length - 1], 'base64url');
-    const expected = this.mac(message(fields));
+    // The signature is compared as it is written, not decoded: a decoder ignores the last
+    // character's spare bits, so a decoded compare would take 4 spellings of one signature.
+    const given = Buffer.from(match[match.length - 1], 'latin1');
+    const expected = Buffer.from(this.mac(message(fields)).toString('base64url'), 'latin1');
     return given.length === expected.length && timingSafeEqual(given, expected) ? fields : undefined;
   }
 

@@ -114,7 +114,7 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
       currency: p.currency,
       status: p.status,
       paid_at: p.paidAt.toISOString(),
-      breakdown: { service_collected_cents: by('service_collected'), brokerage_cents: by('brokerage'), referral_cents: by('referral') },
+      breakdown: { service_collected_cents: by('service_collected'), brokerage_cents: by('brokerage'), referral_cents: by('referral'), currency: p.currency },
     };
   });
 }

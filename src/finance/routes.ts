@@ -1,7 +1,7 @@
 /** Money as partners read it (spec "Settlement and reporting", CONTRACT §8): transactions, settlements, payouts. */
 import type { DataSource } from 'typeorm';
 import { ApiError } from '../api/errors';
-import { Cursor, DateBound, decodeCursor, encodeCursor, Limit, isCursorTime } from '../api/lists';
+import { Cursor, DateBound, decodeCursor, encodeCursor, Limit, isCalendarDate, isCursorTime } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
 import { Currency, z } from '../api/schemas';
 import { UUID_ANY } from '../ids';
@@ -49,7 +49,7 @@ const Payout = z
     currency: Currency,
     status: z.literal('paid'),
     paid_at: z.string().openapi({ format: 'date-time' }),
-    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents, referral_cents: SignedCents.openapi({ description: 'referral commission (also listed under /me/payouts)' }) }),
+    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents, referral_cents: SignedCents.openapi({ description: 'referral commission (also listed under /me/payouts)' }), currency: Currency }),
   })
   .openapi('Payout');
 
@@ -115,7 +115,7 @@ export function financeRoutes(deps: { dataSource: DataSource }): RouteSpec[] {
       errors: ['validation_error'],
       handler: async ({ query, auth }) => {
         const c = query.cursor ? decodeCursor<{ p: string }>(query.cursor, ['p']) : undefined;
-        if (query.cursor && (!c || !/^\d{4}-\d{2}-01$/.test(c.p))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+        if (query.cursor && (!c || !/^\d{4}-\d{2}-01$/.test(c.p) || !isCalendarDate(c.p))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
         const page = await listSettlements(dataSource, auth.partnerId, auth.environment, { limit: query.limit, before: c?.p });
         return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ p: page.next }) : null } };
       },

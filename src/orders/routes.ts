@@ -90,8 +90,8 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       body: z.object({ domain: DomainName }),
       response: { status: 201, description: 'the quote', schema: Quote },
       errors: ['validation_error', 'merchant_of_record_required', 'not_found', 'conflict'],
+      precondition: (auth) => requireMerchantOfRecord(dataSource, auth.partnerId),
       handler: async ({ body, auth }) => {
-        await requireMerchantOfRecord(dataSource, auth.partnerId);
         await checkQuotable(dataSource, auth.environment, body.domain);
         const quotePublicId = newQuotePublicId();
         // The timer exists before the reservation does, so no reservation can outlive its quote.
@@ -142,12 +142,12 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       }),
       response: { status: 201, description: 'the recorded order', schema: Order },
       errors: ['validation_error', 'merchant_of_record_required', 'not_found', 'conflict', 'price_mismatch', 'quote_expired'],
-      handler: async ({ body, auth, headers, requestId }) => {
+      precondition: (auth) => requireMerchantOfRecord(dataSource, auth.partnerId),
+      handler: async ({ body, auth, headers, requestId, checked: rates }) => {
         const key = headers['idempotency-key'];
         if (typeof key !== 'string' || !UUID_V4.test(key)) {
           throw new ApiError('validation_error', 'the Idempotency-Key header must be a UUID v4', [{ field: 'header.Idempotency-Key', issue: key ? 'not a UUID v4' : 'missing' }]);
         }
-        const rates = await requireMerchantOfRecord(dataSource, auth.partnerId);
         const answer = await recordOrder(dataSource, { partnerId: auth.partnerId, environment: auth.environment, idempotencyKey: key.toLowerCase(), body, requestId, rates });
         if (answer.order) {
           const order = answer.body as { domain: string };

@@ -26,8 +26,13 @@ const ASSETS: Record<string, string> = { 'pages.css': 'text/css; charset=utf-8',
 const MAX_FORM_BYTES = 16 * 1024;
 
 /** The form's fields, with the message shown beside each when it is wrong. */
+/** Control characters (a NUL, an escape) have no place in a name, phone or address; line breaks do in an address. */
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+const SINGLE_LINE_CONTROL = /[\u0000-\u001f\u007f]/;
+const noControl = (pattern: RegExp) => (v: string | undefined) => !v || !pattern.test(v);
+
 const PaymentForm = z.object({
-  name: z.string().trim().min(1, 'Enter your full name.').max(200, 'Use at most 200 characters.'),
+  name: z.string().trim().min(1, 'Enter your full name.').max(200, 'Use at most 200 characters.').refine(noControl(SINGLE_LINE_CONTROL), 'Use letters, digits and punctuation only.'),
   email: z.string().trim().min(1, 'Enter your email address.').max(254).email('Enter an email address like name@example.com.'),
   card_number: z
     .string()
@@ -47,9 +52,9 @@ const PaymentForm = z.object({
       return year > now.getUTCFullYear() || (year === now.getUTCFullYear() && month >= now.getUTCMonth() + 1);
     }, 'This card has expired.'),
   cvc: z.string().trim().regex(/^\d{3}$/, 'Enter the 3-digit security code from the back of the card.'),
-  organisation: z.string().trim().max(200).optional(),
-  phone: z.string().trim().max(40).optional(),
-  address: z.string().trim().max(400).optional(),
+  organisation: z.string().trim().max(200).optional().refine(noControl(SINGLE_LINE_CONTROL), 'Use letters, digits and punctuation only.'),
+  phone: z.string().trim().max(40).optional().refine(noControl(SINGLE_LINE_CONTROL), 'Use digits, spaces and + ( ) - only.'),
+  address: z.string().trim().max(400).optional().refine(noControl(CONTROL), 'Use letters, digits and punctuation only.'),
 });
 type FieldErrors = Partial<Record<keyof z.input<typeof PaymentForm>, string>>;
 

@@ -67,6 +67,16 @@ export function csrfValid(ctx: Koa.Context, token: unknown): boolean {
   return typeof token === 'string' && !!secret && tokens.verify(secret, token);
 }
 
+function hasNulCharacter(ctx: Koa.Context): boolean {
+  let path: string;
+  try {
+    path = decodeURIComponent(ctx.path);
+  } catch {
+    return false;
+  }
+  return path.includes('\u0000') || Object.values(ctx.query).some((v) => (Array.isArray(v) ? v : [v]).some((x) => x?.includes('\u0000')));
+}
+
 /**
  * A router for buyer-facing pages: their security headers, and a page (never JSON, never a
  * stack) when something fails unexpectedly, logged with the request id.
@@ -75,6 +85,8 @@ export function pageRouter(logger: Logger, failure: { what: string; text: string
   const router = new Router();
   router.use(pageSecurity());
   router.use(async (ctx, next) => {
+    // A NUL character fits no name, token or text this site stores (Postgres refuses it).
+    if (hasNulCharacter(ctx)) return renderPage(ctx, 'message', { ...failure.page, title: 'This page does not exist', text: 'Check the address.' }, 404);
     try {
       await next();
     } catch (err) {

@@ -66,7 +66,7 @@ export async function linkStats(dataSource: DataSource, partnerId: string, envir
     .getRawMany<{ link_id: string; sales: string; commission: string }>();
   return links.map((link) => {
     const sold = sales.find((r) => r.link_id === link.id);
-    return { clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0), sales: Number(sold?.sales ?? 0), commission_cents: Number(sold?.commission ?? 0) };
+    return { clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0), sales: Number(sold?.sales ?? 0), commission_cents: Number(sold?.commission ?? 0), currency: 'USD' };
   });
 }
 
@@ -102,6 +102,7 @@ export interface CommissionLine {
   kind: 'pending' | 'accrued' | 'reversed' | 'paid_out';
   amount_cents: number;
   balance_cents: number;
+  currency: string;
   sale_id?: string;
   payout_id?: string;
   created_at: string;
@@ -135,7 +136,7 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
     return { posting_id: postingId, payout_id: mine[0].payout_id, at: mine[0].paid_at, paid: String(mine.reduce((sum, l) => sum + l.amount, 0)) };
   });
 
-  type Step = { order: bigint; line: Omit<CommissionLine, 'balance_cents'>; delta: number };
+  type Step = { order: bigint; line: Omit<CommissionLine, 'balance_cents' | 'currency'>; delta: number };
   const steps: Step[] = [
     ...postings.map((p): Step => {
       const kind = p.kind === 'referral_pending' ? 'pending' : p.kind === 'referral_accrued' ? 'accrued' : 'reversed';
@@ -155,7 +156,7 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
   let balance = 0;
   const lines = steps.map((s) => {
     balance += s.delta;
-    return { ...s.line, balance_cents: balance };
+    return { ...s.line, balance_cents: balance, currency: 'USD' };
   });
   const pending = postings.reduce((sum, p) => sum + Number(p.pending), 0);
   return { lines, balance_cents: balance, pending_cents: pending };
@@ -195,10 +196,10 @@ async function paidReferralLines(dataSource: DataSource, partnerId: string, envi
 
 /** Payouts that paid referral commission: each with the referral lines it took. */
 export async function referralPayouts(dataSource: DataSource, partnerId: string, environment: Environment) {
-  const byPayout = new Map<string, { payout_id: string; paid_at: string; amount_cents: number; currency: string; lines: Array<{ sale_id: string; kind: string; amount_cents: number }> }>();
+  const byPayout = new Map<string, { payout_id: string; paid_at: string; amount_cents: number; currency: string; lines: Array<{ sale_id: string; kind: string; amount_cents: number; currency: string }> }>();
   for (const r of await paidReferralLines(dataSource, partnerId, environment)) {
     const p = byPayout.get(r.payout_id) ?? { payout_id: r.payout_id, paid_at: new Date(r.paid_at).toISOString(), amount_cents: 0, currency: r.currency, lines: [] };
-    p.lines.push({ sale_id: r.sale_id, kind: r.kind === 'referral_accrued' ? 'accrued' : 'reversed', amount_cents: r.amount });
+    p.lines.push({ sale_id: r.sale_id, kind: r.kind === 'referral_accrued' ? 'accrued' : 'reversed', amount_cents: r.amount, currency: r.currency });
     p.amount_cents += r.amount;
     byPayout.set(r.payout_id, p);
   }
@@ -249,7 +250,7 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
   for (const r of checkoutRows) day(r.day).checkouts_started = Number(r.checkouts);
   for (const r of saleRows) Object.assign(day(r.day), { sales: Number(r.sales), gmv_cents: Number(r.gmv), commission_cents: Number(r.commission) });
   const rate = (sales: number, unique: number) => (unique ? Math.round((sales / unique) * 10_000) / 10_000 : 0);
-  const byDay = [...days.values()].sort((a, b) => a.date.localeCompare(b.date)).map((d) => ({ ...d, conversion_rate: rate(d.sales, d.unique_clicks) }));
+  const byDay = [...days.values()].sort((a, b) => a.date.localeCompare(b.date)).map((d) => ({ ...d, conversion_rate: rate(d.sales, d.unique_clicks), currency: 'USD' }));
   const sum = (key: 'clicks' | 'unique_clicks' | 'checkouts_started' | 'sales' | 'gmv_cents' | 'commission_cents') => byDay.reduce((total, d) => total + d[key], 0);
   return {
     clicks: sum('clicks'),

@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lists';
 import { ApiError } from '../api/errors';
 import { defineRoute, type RouteSpec } from '../api/route';
+import type { AuthContext } from '../api/state';
 import { Currency, DomainName, z } from '../api/schemas';
 import { ReferralLink } from '../db/entities/referral';
 import { analytics, clickTotals, commissionLines, linkStats, listSales, referralPayouts } from './reports';
@@ -37,16 +38,25 @@ function linkView(link: ReferralLink, base: string) {
 /** Echoes the window as asked (a date or date-time), or null. */
 const echo = (value: unknown) => (typeof value === 'string' ? value : null);
 
-/** A simple page over an in-order array: the cursor is the index of the next item. */
-function page<T>(items: T[], limit: number, cursor: string | undefined): { data: T[]; next_cursor: string | null } {
-  const start = cursor ? Number(decodeCursor<{ n: string }>(cursor, ['n'])?.n) : 0;
-  if (!Number.isInteger(start) || start < 0) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+/**
+ * A page over an in-order array of append-only items: the cursor names the last item shown, so a
+ * newer item arriving between two calls (at the head of a newest-first list) neither repeats an
+ * item on the next page nor skips one.
+ */
+function page<T>(items: T[], limit: number, cursor: string | undefined, keyOf: (item: T) => string): { data: T[]; next_cursor: string | null } {
+  let start = 0;
+  if (cursor) {
+    const after = decodeCursor<{ k: string }>(cursor, ['k'])?.k;
+    start = after === undefined ? -1 : items.findIndex((item) => keyOf(item) === after) + 1;
+    if (start <= 0) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+  }
   const data = items.slice(start, start + limit);
-  return { data, next_cursor: start + limit < items.length ? encodeCursor({ n: String(start + limit) }) : null };
+  return { data, next_cursor: start + limit < items.length ? encodeCursor({ k: keyOf(data[data.length - 1]) }) : null };
 }
 
 export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: string }): RouteSpec[] {
   const { dataSource } = deps;
+  const affiliateOnly = (auth: AuthContext) => requireAffiliate(dataSource, auth.partnerId);
   const windowQuery = z.object({ from: DateBound('from'), to: DateBound('to') });
   const errors = ['validation_error', 'affiliate_account_required'] as const;
   return [
@@ -66,8 +76,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       }),
       response: { status: 201, description: 'the link', schema: Link },
       errors: [...errors, 'not_found'],
+      precondition: affiliateOnly,
       handler: async ({ body, auth, headers }) => {
-        await requireAffiliate(dataSource, auth.partnerId);
         const link = await createLink(dataSource, { partnerId: auth.partnerId, environment: auth.environment, ...body });
         return { body: linkView(link, baseUrl(deps.publicBaseUrl, headers)) };
       },
@@ -83,13 +93,13 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       response: {
         status: 200,
         description: 'a page of links',
-        schema: z.object({ data: z.array(Link.extend({ clicks: z.number().int(), sales: z.number().int(), commission_cents: SignedCents })), next_cursor: z.string().nullable() }),
+        schema: z.object({ data: z.array(Link.extend({ clicks: z.number().int(), sales: z.number().int(), commission_cents: SignedCents, currency: Currency })), next_cursor: z.string().nullable() }),
       },
       errors: [...errors],
+      precondition: affiliateOnly,
       handler: async ({ query, auth, headers }) => {
-        await requireAffiliate(dataSource, auth.partnerId);
         const links = await dataSource.getRepository(ReferralLink).find({ where: { partnerId: auth.partnerId, environment: auth.environment }, order: { createdAt: 'DESC', id: 'DESC' } });
-        const shown = page(links, query.limit, query.cursor);
+        const shown = page(links, query.limit, query.cursor, (l) => l.id);
         const stats = await linkStats(dataSource, auth.partnerId, auth.environment, shown.data);
         return { body: { data: shown.data.map((l, i) => ({ ...linkView(l, baseUrl(deps.publicBaseUrl, headers)), ...stats[i] })), next_cursor: shown.next_cursor } };
       },
@@ -104,8 +114,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       query: windowQuery,
       response: { status: 200, description: 'click totals', schema: z.object({ from: z.string().nullable(), to: z.string().nullable(), clicks: z.number().int(), unique_clicks: z.number().int() }) },
       errors: [...errors],
+      precondition: affiliateOnly,
       handler: async ({ query, auth, rawQuery }) => {
-        await requireAffiliate(dataSource, auth.partnerId);
         const totals = await clickTotals(dataSource, auth.partnerId, auth.environment, query);
         return { body: { from: echo(rawQuery.from), to: echo(rawQuery.to), ...totals } };
       },
@@ -139,9 +149,9 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
         }),
       },
       errors: [...errors],
+      precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
-        await requireAffiliate(dataSource, auth.partnerId);
-        return { body: page(await listSales(dataSource, auth.partnerId, auth.environment), query.limit, query.cursor) };
+        return { body: page(await listSales(dataSource, auth.partnerId, auth.environment), query.limit, query.cursor, (sale) => sale.sale_id) };
       },
     }),
     defineRoute({
@@ -164,6 +174,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
               kind: z.enum(['accrued', 'pending', 'paid_out', 'reversed']),
               amount_cents: SignedCents,
               balance_cents: SignedCents,
+              currency: Currency,
               sale_id: z.string().optional(),
               payout_id: z.string().optional(),
               created_at: z.string(),
@@ -176,10 +187,10 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
         }),
       },
       errors: [...errors],
+      precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
-        await requireAffiliate(dataSource, auth.partnerId);
         const all = await commissionLines(dataSource, auth.partnerId, auth.environment);
-        return { body: { ...page(all.lines, query.limit, query.cursor), balance_cents: all.balance_cents, pending_cents: all.pending_cents, currency: 'USD' } };
+        return { body: { ...page(all.lines, query.limit, query.cursor, (line) => line.line_id), balance_cents: all.balance_cents, pending_cents: all.pending_cents, currency: 'USD' } };
       },
     }),
     defineRoute({
@@ -194,16 +205,16 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
         status: 200,
         description: 'a page of payouts',
         schema: z.object({
-          data: z.array(z.object({ payout_id: z.string(), paid_at: z.string(), amount_cents: SignedCents, currency: Currency, lines: z.array(z.object({ sale_id: z.string(), kind: z.string(), amount_cents: SignedCents })) })),
+          data: z.array(z.object({ payout_id: z.string(), paid_at: z.string(), amount_cents: SignedCents, currency: Currency, lines: z.array(z.object({ sale_id: z.string(), kind: z.string(), amount_cents: SignedCents, currency: Currency })) })),
           next_cursor: z.string().nullable(),
           total_paid_cents: SignedCents,
         }),
       },
       errors: [...errors],
+      precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
-        await requireAffiliate(dataSource, auth.partnerId);
         const all = await referralPayouts(dataSource, auth.partnerId, auth.environment);
-        return { body: { ...page(all.data, query.limit, query.cursor), total_paid_cents: all.total_paid_cents } };
+        return { body: { ...page(all.data, query.limit, query.cursor, (payout) => payout.payout_id), total_paid_cents: all.total_paid_cents } };
       },
     }),
     defineRoute({
@@ -217,8 +228,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       query: windowQuery,
       response: { status: 200, description: 'the funnel', schema: z.object({ from: z.string().nullable(), to: z.string().nullable() }).passthrough() },
       errors: [...errors],
+      precondition: affiliateOnly,
       handler: async ({ query, auth, rawQuery }) => {
-        await requireAffiliate(dataSource, auth.partnerId);
         return { body: { from: echo(rawQuery.from), to: echo(rawQuery.to), ...(await analytics(dataSource, auth.partnerId, auth.environment, query)) } };
       },
     }),

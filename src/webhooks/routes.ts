@@ -10,7 +10,7 @@ import type { WorkflowStarter } from '../orders/start-workflows';
 import { registerEndpoint } from './endpoints';
 import { eventsAfter, eventView } from './events';
 import { notifyEventsAppended } from './notify';
-import { MAX_SECRET_LENGTH, MAX_URL_LENGTH, MIN_SECRET_LENGTH } from './url-policy';
+import { MAX_SECRET_LENGTH, MAX_URL_LENGTH, MIN_LIVE_SECRET_LENGTH } from './url-policy';
 
 const Event = z
   .object({
@@ -38,10 +38,10 @@ export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
       scopes: ['webhook'],
       tag: 'Webhooks',
       summary: 'Register or replace the webhook endpoint of this credential\'s environment',
-      description: `\`url\`: an absolute URL (https for live credentials; sandbox may use http, and loopback where the operator allows it, as the local development stack does, so a developer can receive on the same machine). Private, link-local (cloud metadata), unique-local and other non-public addresses are refused, also when the name resolves to one at delivery. \`secret\`: ${MIN_SECRET_LENGTH}–${MAX_SECRET_LENGTH} characters; deliveries are signed with it. Events recorded before the first registration are not pushed (they stay in /events). Registering again re-enables an endpoint that delivery disabled after 3 days of failures.`,
+      description: `\`url\`: an absolute URL (https for live credentials; sandbox may use http, and loopback where the operator allows it, as the local development stack does, so a developer can receive on the same machine). Private, link-local (cloud metadata), unique-local and other non-public addresses are refused, also when the name resolves to one at delivery. \`secret\`: up to ${MAX_SECRET_LENGTH} characters, at least ${MIN_LIVE_SECRET_LENGTH} for live credentials (use 32 random bytes, hex or base64); deliveries are signed with it. Events recorded before the first registration are not pushed (they stay in /events). Registering again re-enables an endpoint that delivery disabled after 3 days of failures.`,
       body: z.object({
         url: z.string().max(MAX_URL_LENGTH).openapi({ example: 'https://hooks.example.com/domains' }),
-        secret: z.string().min(MIN_SECRET_LENGTH, `at least ${MIN_SECRET_LENGTH} characters`).max(MAX_SECRET_LENGTH, `at most ${MAX_SECRET_LENGTH} characters`),
+        secret: z.string().min(1, 'must not be empty').max(MAX_SECRET_LENGTH, `at most ${MAX_SECRET_LENGTH} characters`),
       }),
       response: {
         status: 200,
@@ -50,6 +50,9 @@ export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
       },
       errors: ['validation_error'],
       handler: async ({ body, auth }) => {
+        if (auth.environment === 'live' && body.secret.length < MIN_LIVE_SECRET_LENGTH) {
+          throw new ApiError('validation_error', `body.secret: at least ${MIN_LIVE_SECRET_LENGTH} characters for a live endpoint`, [{ field: 'body.secret', issue: `at least ${MIN_LIVE_SECRET_LENGTH} characters for live` }]);
+        }
         const endpoint = await registerEndpoint(dataSource, secretBox, { partnerId: auth.partnerId, environment: auth.environment, url: body.url, secret: body.secret }, config.webhooks);
         await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
         return { body: endpoint };

@@ -10,7 +10,8 @@
 import ipaddr from 'ipaddr.js';
 import type { Environment } from '../config';
 
-export const MIN_SECRET_LENGTH = 16;
+/** Live endpoints need a secret of at least this length; sandbox takes any non-empty one (the contract sets no minimum). */
+export const MIN_LIVE_SECRET_LENGTH = 16;
 export const MAX_SECRET_LENGTH = 256;
 export const MAX_URL_LENGTH = 2048;
 

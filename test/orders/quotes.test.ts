@@ -53,7 +53,7 @@ describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () =
     assert.equal((await client.post('/api/partner/v1/quotes', '{"domain":')).status, 400);
   });
 
-  it('a partner that is not merchant of record gets 403 merchant_of_record_required', async () => {
+  it('a partner that is not merchant of record gets 403 merchant_of_record_required, before its body or Idempotency-Key is looked at', async () => {
     const s = getStack();
     const partner = await createPartner(s.dataSource, `not-mor-${Date.now()}`, { merchantOfRecord: false });
     const issued = await s.credentials.issue({ partnerId: partner.id, environment: 'sandbox', scopes: [...SCOPES], rateLimitPerSecond: 1000 });
@@ -63,6 +63,14 @@ describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () =
     assert.equal((res.body as unknown as { error: { code: string } }).error.code, 'merchant_of_record_required');
     const o = await order(client, { quote_id: 'quo_x', external_payment_ref: 'p', sale_price_cents: 1 });
     assert.equal((o.body as unknown as { error: { code: string } }).error.code, 'merchant_of_record_required');
+    // CONTRACT §8: checked right after the scope, so a bad body or a missing key changes nothing.
+    const code = (r: { status: number; body: unknown }) => [r.status, (r.body as { error?: { code: string } }).error?.code];
+    for (const res of [
+      await client.post('/api/partner/v1/quotes', {}),
+      await client.post('/api/partner/v1/quotes', '{"domain":'),
+      await client.post('/api/partner/v1/orders', { quote_id: 'quo_x' }),
+      await client.post('/api/partner/v1/orders', '{', { headers: { 'Idempotency-Key': 'not-a-uuid' } }),
+    ]) assert.deepEqual(code(res), [403, 'merchant_of_record_required']);
   });
 
   it('an order 9 minutes 50 seconds after the quote succeeds', async () => {

@@ -132,6 +132,28 @@ describe('the hosted checkout page, in Chromium (CONTRACT §9)', function () {
     await page.close();
   });
 
+  it('a NUL or other control character in a typed field is named beside it, and nothing is charged', async () => {
+    const { client, partnerId } = await newPartner();
+    const session = await openSession(client);
+    const page = await browser.newPage();
+    await page.goto(session.checkout_url);
+    await fillCard(page);
+    await page.locator('#name').evaluate((el) => {
+      (el as HTMLInputElement).value = 'Jane\u0000Buyer';
+    });
+    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.getByRole('button', { name: 'Pay' }).click()]);
+    assert.equal(res.status(), 422);
+    await page.locator('#name-error').waitFor();
+    assert.equal(await getStack().dataSource.getRepository(Order).countBy({ partnerId }), 0);
+    assert.equal((await client.get<SessionBody>(`/api/partner/v1/checkout-session/${session.session_id}`)).body.status, 'open');
+    await page.getByLabel('Full name', { exact: true }).fill('Jane Buyer');
+    await page.getByLabel('Card number', { exact: true }).fill('4242424242424242');
+    await page.getByLabel('CVC', { exact: true }).fill('123');
+    await page.getByRole('button', { name: 'Pay' }).click();
+    await page.getByRole('heading', { name: 'Payment received' }).waitFor();
+    await page.close();
+  });
+
   it('a tampered pt, or none, shows a clear 4xx page and never the form', async () => {
     const { client } = await newPartner();
     const session = await openSession(client);

@@ -26,6 +26,11 @@ describe('referral links and honest click counts (CONTRACT §11)', () => {
       client.get('/api/partner/v1/me/commissions'),
       client.get('/api/partner/v1/me/payouts'),
       client.get('/api/partner/v1/analytics'),
+      // Checked right after the scope: a bad body or query from such a partner is still 403.
+      client.post('/api/partner/v1/links', { kind: 'nope' }),
+      client.post('/api/partner/v1/links', '{'),
+      client.get('/api/partner/v1/links?limit=0'),
+      client.get('/api/partner/v1/me/clicks?from=yesterday'),
     ];
     for (const res of await Promise.all(calls)) assert.deepEqual([res.status, code(res.body)], [403, 'affiliate_account_required']);
   });

@@ -35,20 +35,26 @@ describe('webhook registration (PUT /api/partner/webhooks)', () => {
     ]);
   });
 
-  it('rejects malformed URLs and weak secrets with 400 validation_error', async () => {
-    const { client } = await newPartner({ scopes: ['webhook'] });
+  it('rejects malformed URLs and missing secrets with 400 validation_error; a short secret only for live', async () => {
+    const { client, partnerId } = await newPartner({ scopes: ['webhook'] });
     for (const body of [
       { url: 'not a url', secret: SECRET },
       { url: '/relative/path', secret: SECRET },
       { url: 'ftp://93.184.216.34/x', secret: SECRET },
       { url: 'https://user:pass@93.184.216.34/x', secret: SECRET },
-      { url: 'https://93.184.216.34/x', secret: 'short' },
+      { url: 'https://93.184.216.34/x', secret: '' },
+      { url: 'https://93.184.216.34/x', secret: 'x'.repeat(257) },
       { url: 'https://93.184.216.34/x' },
     ]) {
       const res = await client.request<Err>('PUT', '/api/partner/webhooks', { body });
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(res.body.error.code, 'validation_error');
     }
+    // The contract sets no minimum: sandbox takes a short secret; live asks for 16 characters.
+    assert.equal((await client.request('PUT', '/api/partner/webhooks', { body: { url: 'https://93.184.216.34/x', secret: 'short' } })).status, 200);
+    const live = new PartnerClient(getStack().baseUrl, await getStack().credentials.issue({ partnerId, environment: 'live', scopes: ['webhook'], rateLimitPerSecond: 1000 }));
+    const weak = await live.request<Err>('PUT', '/api/partner/webhooks', { body: { url: 'https://93.184.216.34/x', secret: 'short' } });
+    assert.deepEqual([weak.status, weak.body.error.code, weak.body.error.details?.[0]?.field], [400, 'validation_error', 'body.secret']);
   });
 
   describe('SSRF guards for live credentials: every forbidden address class is refused', () => {

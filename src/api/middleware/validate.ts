@@ -27,6 +27,39 @@ export function queryObject(pairs: Iterable<[string, string]>): Record<string, s
   return out;
 }
 
+/**
+ * Where a NUL character sits in a request's values, if anywhere (`body.reason`, `path.id`): no
+ * text column takes one (Postgres refuses it), so it is a 400 here rather than a failed write.
+ */
+export function nulCharacterAt(value: unknown, location: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? location : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const at = nulCharacterAt(value[i], `${location}.${i}`);
+      if (at) return at;
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, v] of Object.entries(value)) {
+      const at = nulCharacterAt(key, `${location}.${key}`) ?? nulCharacterAt(v, `${location}.${key}`);
+      if (at) return at;
+    }
+  }
+  return undefined;
+}
+
+/** `?cursor=&limit=20`: a parameter sent empty counts as absent (a template filled in part). */
+function withoutEmptyValues(query: Record<string, string | string[]>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = Object.create(null);
+  for (const [name, value] of Object.entries(query)) if (value !== '') out[name] = value;
+  return out;
+}
+
+/** `{"reason": null}`: a field of a JSON object body sent as null counts as absent (no request field takes null). */
+function withoutNullFields(body: unknown): unknown {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body;
+  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null));
+}
+
 export interface ValidatedInput {
   /** The query's names and values as sent (before the schema): the routes that echo them read this. */
   rawQuery: Record<string, string | string[]>;
@@ -52,11 +85,15 @@ export function validate(route: RouteSpec): Middleware<AppState & { input?: Vali
     }
     const problems: FieldIssue[] = [];
     const rawQuery = (ctx.state.rawQuery ??= queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring)));
+    const params = (ctx as unknown as { params: unknown }).params ?? {};
+    const nul = nulCharacterAt(params, 'path') ?? nulCharacterAt(rawQuery, 'query') ?? nulCharacterAt(json, 'body');
+    if (nul) throw new ApiError('validation_error', `${nul}: contains a NUL character`, [{ field: nul, issue: 'contains a NUL character' }]);
+    const sent = withoutEmptyValues(rawQuery);
     const input: ValidatedInput = {
-      rawQuery,
-      query: check(route.query, rawQuery, 'query', problems),
-      params: check(route.params, (ctx as unknown as { params: unknown }).params ?? {}, 'path', problems),
-      body: check(route.body, json, 'body', problems),
+      rawQuery: sent,
+      query: check(route.query, sent, 'query', problems),
+      params: check(route.params, params, 'path', problems),
+      body: check(route.body, withoutNullFields(json), 'body', problems),
     };
     if (problems.length) {
       throw new ApiError('validation_error', problems.map((p) => `${p.field}: ${p.issue}`).join('; '), problems);
