@@ -39,6 +39,7 @@ import { AdmissionInline1795001300000 } from './migrations/1795001300000-admissi
 import { ChangeFeed1795001400000 } from './migrations/1795001400000-change-feed';
 import { AdmissionStore1795001500000 } from './migrations/1795001500000-admission-store';
 import { ListingNotifySize1795001600000 } from './migrations/1795001600000-listing-notify-size';
+import { IdempotentReplayBytes1795001700000 } from './migrations/1795001700000-idempotent-replay-bytes';
 
 export const entities = [
   Partner,
@@ -92,6 +93,7 @@ export const migrations = [
   ChangeFeed1795001400000,
   AdmissionStore1795001500000,
   ListingNotifySize1795001600000,
+  IdempotentReplayBytes1795001700000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

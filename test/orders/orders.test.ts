@@ -78,6 +78,7 @@ describe('orders: recording a partner-collected sale (CONTRACT §6)', () => {
     assert.equal(replay.status, 201);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(replay.body, first.body);
+    assert.equal(replay.text, first.text, 'the same bytes, keys in the same order');
     const conflict = await order(client, { ...body, external_payment_ref: 'pay_other' }, key);
     assert.equal(conflict.status, 409);
     assert.equal(code(conflict.body), 'conflict');

@@ -22,7 +22,8 @@ export class IdempotencyKey {
   @Column({ name: 'response_status', type: 'integer', nullable: true })
   responseStatus: number | null;
 
-  @Column({ name: 'response_body', type: 'jsonb', nullable: true })
+  /** `json`, not `jsonb`: a replay answers the same bytes (jsonb would reorder the keys). */
+  @Column({ name: 'response_body', type: 'json', nullable: true })
   responseBody: unknown;
 
   @Column({ name: 'order_id', type: 'uuid', nullable: true })
