@@ -40,6 +40,8 @@ const EnvSchema = z.object({
   SEARCH_URL: z.string().regex(/^(unix:\/.+|https?:\/\/.+)$/, 'unix:/absolute/path.sock or http://host:port').optional(),
   SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(50_000),
   SEARCH_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  /** npm start only: when redis-server is missing and this process is root with apt-get, install Debian's. */
+  REDIS_INSTALL: flag.default(true),
   REDIS_URL: z.string().regex(/^(rediss?:\/\/.+|\/.+)$/, 'redis://host:port, rediss://… or /absolute/path.sock').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -78,7 +80,8 @@ export interface Config {
    * Redis for admission (nonces, rate-limit buckets), shared by every API process; unset: admission
    * in Postgres. `npm start` starts a redis-server of its own when one is installed.
    */
-  redis: { url?: string };
+  /** install: npm start may install Debian's redis-server when it is missing (root with apt-get). */
+  redis: { url?: string; install?: boolean };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -131,7 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       annThreshold: e.SEARCH_ANN_THRESHOLD,
       timeoutMs: e.SEARCH_TIMEOUT_MS,
     },
-    redis: { url: e.REDIS_URL || undefined },
+    redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -24,7 +24,7 @@ import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from '
 import { SearchClient } from '../search/search-client';
 import { startSearchProcess } from '../search/search-process';
 import { connectTemporal, startApiServer } from './services';
-import { findRedisServer, redisServerUsable, startRedisServer } from './redis-server';
+import { findRedisServer, installRedisServer, redisServerUsable, startRedisServer } from './redis-server';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
 
@@ -69,7 +69,11 @@ async function main(): Promise<void> {
   step('migrations applied');
 
   if (!config.redis.url) {
-    const executable = findRedisServer();
+    let executable = findRedisServer();
+    if (!executable && config.redis.install) {
+      step("redis-server is not installed: installing Debian's with apt-get for admission in Redis (REDIS_INSTALL=false skips this)…");
+      executable = await installRedisServer(step);
+    }
     const usable = executable ? redisServerUsable(executable) : undefined;
     if (executable && usable?.ok) {
       const redis = await startRedisServer(executable, config.dataDir, step);

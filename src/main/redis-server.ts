@@ -29,6 +29,31 @@ export function findRedisServer(): string | undefined {
   return findOnPath('redis-server');
 }
 
+/**
+ * Installs Debian's redis-server with apt-get, as `.ci/run` does, when this process may (root,
+ * apt-get on PATH); resolves with the binary, or undefined when it could not (the caller then
+ * admits in Postgres). Output goes to `log`, a line at a time.
+ */
+export async function installRedisServer(log: (m: string) => void): Promise<string | undefined> {
+  const aptGet = findOnPath('apt-get');
+  if (!aptGet || process.getuid?.() !== 0) return undefined;
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const step = (args: string[]) =>
+    new Promise<boolean>((resolve) => {
+      const child = spawn(aptGet, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let tail = '';
+      child.stdout.on('data', () => undefined);
+      child.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString('utf8')).slice(-2_000)));
+      child.on('error', () => resolve(false));
+      child.on('exit', (code) => {
+        if (code !== 0 && tail.trim()) log(`apt-get ${args.join(' ')}: ${tail.trim().split('\n').at(-1)}`);
+        resolve(code === 0);
+      });
+    });
+  if (!(await step(['install', '-y', '-q', 'redis-server'])) && !((await step(['update', '-q'])) && (await step(['install', '-y', '-q', 'redis-server'])))) return undefined;
+  return findRedisServer();
+}
+
 /** The version of a redis-server binary (`7.0.15`), from `--version`; undefined when it does not run. */
 export function redisServerVersion(executable: string): string | undefined {
   try {
