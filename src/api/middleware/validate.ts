@@ -49,6 +49,7 @@ export function nulCharacterAt(value: unknown, location: string): string | undef
 
 /** `?cursor=&limit=20`: a parameter sent empty counts as absent (a template filled in part). */
 function withoutEmptyValues(query: Record<string, string | string[]>): Record<string, string | string[]> {
+  if (!Object.values(query).includes('')) return query;
   const out: Record<string, string | string[]> = Object.create(null);
   for (const [name, value] of Object.entries(query)) if (value !== '') out[name] = value;
   return out;
@@ -86,7 +87,10 @@ export function validate(route: RouteSpec): Middleware<AppState & { input?: Vali
     const problems: FieldIssue[] = [];
     const rawQuery = (ctx.state.rawQuery ??= queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring)));
     const params = (ctx as unknown as { params: unknown }).params ?? {};
-    const nul = nulCharacterAt(params, 'path') ?? nulCharacterAt(rawQuery, 'query') ?? nulCharacterAt(json, 'body');
+    // A NUL can only come percent-encoded in the URL or as a JSON escape (the HTTP parser and
+    // JSON.parse refuse a raw one), so the values are searched only when one of those is there.
+    const mayHoldNul = (ctx.req.url ?? '').includes('%00') || raw.includes('\\u0000');
+    const nul = mayHoldNul ? (nulCharacterAt(params, 'path') ?? nulCharacterAt(rawQuery, 'query') ?? nulCharacterAt(json, 'body')) : undefined;
     if (nul) throw new ApiError('validation_error', `${nul}: contains a NUL character`, [{ field: nul, issue: 'contains a NUL character' }]);
     const sent = withoutEmptyValues(rawQuery);
     const input: ValidatedInput = {
