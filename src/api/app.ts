@@ -166,7 +166,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   const attribution = new AttributionKeys(deps.secretBox.deriveKey('referral-attribution'));
   const clicks = deps.clickRecorder ?? new ClickRecorder(deps.dataSource, deps.logger);
   // Tracking links first: their redirect is the hot path and needs nothing below.
-  app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks }));
+  app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks, logger: deps.logger }));
   app.use(requestContext(deps.logger));
   // The buyer's pages answer HTML, with their own security headers and error pages. None lives
   // under the API's prefix, so API requests skip their routers' path matching.

@@ -5,7 +5,7 @@
  * payment is taken once per session (its row lock, then a unique payment row).
  */
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import { CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
@@ -75,8 +75,10 @@ export async function sessionView(deps: CheckoutDeps, session: CheckoutSession, 
 export async function openSession(
   deps: CheckoutDeps,
   input: { partnerId: string; environment: Environment; domain: string; successUrl?: string; cancelUrl?: string; customerEmail?: string; clientReferenceId?: string },
+  /** The caller's transaction, when it has one (the marketplace's "Buy now" holds a lock in it). */
+  manager: EntityManager = deps.dataSource.manager,
 ): Promise<CheckoutSession> {
-  const domain = await deps.dataSource.getRepository(Domain).findOneBy({ environment: input.environment, name: input.domain });
+  const domain = await manager.getRepository(Domain).findOneBy({ environment: input.environment, name: input.domain });
   if (!domain || domain.status === 'unlisted') throw new ApiError('not_found', `${input.domain} is not listed`);
   if (domain.status === 'reserved') throw new ApiError('conflict', `${input.domain} is reserved by an active quote`);
   if (domain.status === 'sold') throw new ApiError('conflict', `${input.domain} has been sold`);
@@ -97,7 +99,7 @@ export async function openSession(
       { key: BusinessStatus, value: 'open' },
     ],
   });
-  const sessions = deps.dataSource.getRepository(CheckoutSession);
+  const sessions = manager.getRepository(CheckoutSession);
   const now = new Date();
   return sessions.save(
     sessions.create({
@@ -152,7 +154,8 @@ export type PayOutcome =
 
 /**
  * Pays the session: once. A second submit (double click, back button, another tab) waits on the
- * session's row lock and then finds it complete: it answers the same order and charges nothing.
+ * session's row lock and then finds it complete: from the same buyer (email and card) it answers
+ * the same order, from anyone else that the name is gone; neither is charged.
  * The card is authorised while the session and the name are locked, so nobody else can buy the
  * name between the charge and the sale; a decline changes nothing.
  */
@@ -168,6 +171,11 @@ export async function payForSession(
     const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session) return { kind: 'not_found' };
     if (session.status === 'complete') {
+      // The same buyer submitting again (a double click, another tab) sees its receipt; anyone
+      // else who opened the same link (a shared "Buy now" session) is told the name is gone.
+      const paid = await tx.getRepository(CheckoutPayment).findOneBy({ sessionId: session.id });
+      const sameBuyer = paid?.buyerEmail.toLowerCase() === buyer.email.toLowerCase() && paid.cardLast4 === card.cardNumber.slice(-4);
+      if (!sameBuyer) return { kind: 'unavailable', reason: `${session.domain} has just been bought by another buyer.` };
       const order = await tx.getRepository(Order).findOneByOrFail({ id: session.orderId! });
       return { kind: 'paid', session, orderPublicId: order.publicId };
     }

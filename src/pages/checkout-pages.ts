@@ -15,14 +15,16 @@ import { z } from 'zod';
 import { findSession, payForSession, type CheckoutDeps } from '../checkout/sessions';
 import type { CheckoutSession } from '../db/entities/checkout-session';
 import { Domain } from '../db/entities/domain';
-import { Order } from '../db/entities/order';
 import { ReferralCheckout, ReferralLink } from '../db/entities/referral';
 import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attribution';
 import { ASSETS_DIR, renderPage } from './render';
 import { allowFormTargets, csrfToken, csrfValid, pageRouter } from './security';
 import { money } from './format';
 
-const ASSETS: Record<string, string> = { 'pages.css': 'text/css; charset=utf-8', 'checkout.js': 'text/javascript; charset=utf-8' };
+const ASSETS = new Map([
+  ['pages.css', 'text/css; charset=utf-8'],
+  ['checkout.js', 'text/javascript; charset=utf-8'],
+]);
 const MAX_FORM_BYTES = 16 * 1024;
 
 /** The form's fields, with the message shown beside each when it is wrong. */
@@ -95,8 +97,13 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
     renderPage(ctx, 'message', { title: m.title, text: m.text, ...extra }, m.status);
   };
 
-  /** The session the token names, once everything about it allows the form; otherwise the page is answered here. */
-  async function openSessionFor(ctx: Koa.Context, pt: unknown): Promise<CheckoutSession | undefined> {
+  /**
+   * The session the token names, once everything about it allows the form (or, for a payment,
+   * a paid one: payForSession tells its buyer's second submit from anyone else's); otherwise the
+   * page is answered here. The link may be shared ("Buy now" on a name's page), so the page for
+   * a paid session names no order.
+   */
+  async function openSessionFor(ctx: Koa.Context, pt: unknown, forPayment = false): Promise<CheckoutSession | undefined> {
     const verdict = deps.pageToken.verify(pt, Date.now());
     if ('problem' in verdict) {
       message(ctx, verdict.problem === 'expired' ? 'expired' : 'invalid');
@@ -105,9 +112,8 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
     const session = await findSession(deps.dataSource, verdict.sessionId);
     if (!session) return void message(ctx, 'notFound');
     if (session.status === 'expired') return void message(ctx, 'expired');
-    if (session.status === 'complete') {
-      const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: session.orderId! });
-      renderPage(ctx, 'message', { title: 'This checkout is already paid', text: `The payment for ${session.domain} was received. Your order number is ${order.publicId}.`, orderId: order.publicId }, 409);
+    if (session.status === 'complete' && !forPayment) {
+      renderPage(ctx, 'message', { title: 'This checkout is already paid', text: `${session.domain} was bought through this checkout, so it cannot be paid again. If you paid, your order number is on the receipt you saw after paying.` }, 409);
       return undefined;
     }
     return session;
@@ -159,7 +165,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
     }
     if (!csrfValid(ctx, fields.get('_csrf'))) return message(ctx, 'csrf');
     const pt = fields.get('pt');
-    const session = await openSessionFor(ctx, pt);
+    const session = await openSessionFor(ctx, pt, true);
     if (!session) return;
 
     const raw = Object.fromEntries([...fields.entries()].filter(([k]) => k in PaymentForm.shape));
@@ -211,7 +217,8 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
   });
 
   router.get('/checkout/assets/:file', async (ctx) => {
-    const type = ASSETS[ctx.params.file];
+    // A Map, not an object: `constructor` or `__proto__` is no asset.
+    const type = ASSETS.get(ctx.params.file);
     if (!type) return renderPage(ctx, 'message', { title: 'Not found', text: 'There is nothing here.' }, 404);
     ctx.type = type;
     ctx.set('Cache-Control', 'public, max-age=3600');

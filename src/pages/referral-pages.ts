@@ -55,27 +55,39 @@ function isPrefetch(ctx: Koa.Context): boolean {
  * GET/HEAD /r/<code>, first in the app (before request logging and the routers): the hot path of
  * every tracking link, kept to a cached lookup, a cached bot check, three HMACs and a queued write.
  */
-export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attribution' | 'clicks'>): Koa.Middleware {
+export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attribution' | 'clicks'> & { logger?: Logger }): Koa.Middleware {
+  // Only well-formed codes are looked up and remembered, so the cache's keys stay short.
   const links = new LRUCache<string, ReferralLink | false>({ max: 10_000, ttl: 60_000 });
-  // The same user agents come back again and again: isbot's verdict is remembered.
+  // The same user agents come back again and again: isbot's verdict is remembered (for ordinary
+  // lengths; a longer one is checked each time rather than kept). No user agent at all is no browser.
   const bots = new LRUCache<string, boolean>({ max: 10_000 });
   const isBot = (ua: string) => {
+    if (!ua.trim()) return true;
+    if (ua.length > 512) return isbot(ua);
     let verdict = bots.get(ua);
     if (verdict === undefined) bots.set(ua, (verdict = isbot(ua)));
     return verdict;
   };
+  const notFound = (ctx: Koa.Context) => renderPage(ctx, 'message', { title: 'This link is not valid', text: 'The link may be incomplete. Try the marketplace’s search instead.' }, 404);
   return async (ctx, next) => {
     if (!ctx.path.startsWith('/r/') || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
     const code = ctx.path.slice(3);
-    let link = links.get(code);
-    if (link === undefined) {
-      link = (/^[A-Za-z0-9_-]{6,20}$/.test(code) && (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code }))) || false;
-      links.set(code, link);
-    }
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.set('X-Content-Type-Options', 'nosniff');
-    if (!link) return renderPage(ctx, 'message', { title: 'This link is not valid', text: 'The link may be incomplete. Try the marketplace’s search instead.' }, 404);
+    ctx.set('X-Frame-Options', 'DENY');
+    if (!/^[A-Za-z0-9_-]{6,20}$/.test(code)) return notFound(ctx);
+    let link = links.get(code);
+    if (link === undefined) {
+      try {
+        link = (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code })) || false;
+      } catch (err) {
+        deps.logger?.error({ err }, 'tracking link lookup failed');
+        return renderPage(ctx, 'message', { title: 'This link is not working right now', text: 'Try again in a moment.' }, 503);
+      }
+      links.set(code, link);
+    }
+    if (!link) return notFound(ctx);
     const counted = ctx.method === 'GET' && !isPrefetch(ctx) && !isBot(ctx.get('User-Agent'));
     if (counted) {
       const now = new Date();
@@ -94,6 +106,31 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
     ctx.status = 302;
     ctx.redirect(landingPath(link));
   };
+}
+
+/**
+ * The checkout session behind a name's "Buy now" button. Anyone may press it, so an open session
+ * of the last hour for the name is reused: repeated presses (or a script) cannot open sessions and
+ * seven-day workflows without end. Presses at the same moment take turns on a per-name lock: the
+ * one holding it finds or opens the session in its transaction, the others wait outside the pool
+ * (a burst of presses opens one session and never holds every database connection).
+ */
+async function buyNowSession(deps: ReferralPageDeps, housePartnerId: string, environment: Environment, name: string): Promise<CheckoutSession> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const session = await deps.dataSource.transaction(async (tx) => {
+      // Raw SQL: a Postgres advisory lock per name, held until this transaction ends.
+      const [{ locked }] = (await tx.query('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [`buy-now:${environment}:${name}`])) as Array<{ locked: boolean }>;
+      if (!locked) return undefined;
+      const open = await tx.getRepository(CheckoutSession).findOne({
+        where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)) },
+        order: { createdAt: 'DESC' },
+      });
+      return open ?? (await openSession(deps.checkout, { partnerId: housePartnerId, environment, domain: name }, tx));
+    });
+    if (session) return session;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`"Buy now" for ${name}: its lock stayed taken for 5 s`);
 }
 
 export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
@@ -118,19 +155,18 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
   });
 
   router.post('/d/:name/buy', async (ctx) => {
-    const fields = new URLSearchParams((await getRawBody(ctx.req, { limit: 4096, encoding: 'utf8' })) as string);
+    let fields: URLSearchParams;
+    try {
+      fields = new URLSearchParams((await getRawBody(ctx.req, { limit: 4096, encoding: 'utf8' })) as string);
+    } catch {
+      return renderPage(ctx, 'message', { title: 'This form could not be read', text: 'Reload the page and try again.' }, 400);
+    }
     if (!csrfValid(ctx, fields.get('_csrf'))) return renderPage(ctx, 'message', { title: 'This form has expired', text: 'Reload the page and try again.' }, 403);
     const environment = environmentOf(ctx);
     const house = await deps.dataSource.getRepository(Partner).findOneByOrFail({ name: HOUSE_PARTNER });
     const name = ctx.params.name.toLowerCase();
     try {
-      // Anyone may press "Buy now": an open session of the last hour for the name is reused, so
-      // repeated presses (or a script) cannot open sessions and seven-day workflows without end.
-      const session =
-        (await deps.dataSource.getRepository(CheckoutSession).findOne({
-          where: { partnerId: house.id, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)) },
-          order: { createdAt: 'DESC' },
-        })) ?? (await openSession(deps.checkout, { partnerId: house.id, environment, domain: name }));
+      const session = await buyNowSession(deps, house.id, environment, name);
       ctx.status = 303;
       ctx.redirect(checkoutUrl('', deps.checkout.pageToken.sign(session.publicId, session.expiresAt)));
     } catch (err) {

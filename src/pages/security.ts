@@ -68,13 +68,8 @@ export function csrfValid(ctx: Koa.Context, token: unknown): boolean {
 }
 
 function hasNulCharacter(ctx: Koa.Context): boolean {
-  let path: string;
-  try {
-    path = decodeURIComponent(ctx.path);
-  } catch {
-    return false;
-  }
-  return path.includes('\u0000') || Object.values(ctx.query).some((v) => (Array.isArray(v) ? v : [v]).some((x) => x?.includes('\u0000')));
+  // Raw: a NUL arrives as %00 in the path (a malformed escape elsewhere in it must not hide one).
+  return ctx.path.includes('%00') || Object.values(ctx.query).some((v) => (Array.isArray(v) ? v : [v]).some((x) => x?.includes('\u0000')));
 }
 
 /**

@@ -215,6 +215,31 @@ describe('the hosted checkout page, in Chromium (CONTRACT §9)', function () {
     await context.close();
   });
 
+  it('another buyer on the same link after it was paid is told the name is gone, never shown the first buyer\'s order', async () => {
+    const s = getStack();
+    const { client, partnerId } = await newPartner();
+    const session = await openSession(client);
+    const [jane, bob] = [await browser.newPage(), await browser.newPage()];
+    for (const page of [jane, bob]) await page.goto(session.checkout_url);
+    await fillCard(jane);
+    await jane.getByRole('button', { name: 'Pay' }).click();
+    await jane.getByRole('heading', { name: 'Payment received' }).waitFor();
+    const janesOrder = await jane.locator('.order-id').innerText();
+    await fillCard(bob);
+    await bob.getByLabel('Full name', { exact: true }).fill('Bob Other');
+    await bob.getByLabel('Email', { exact: true }).fill('bob@example.com');
+    const [res] = await Promise.all([bob.waitForResponse((r) => r.request().method() === 'POST'), bob.getByRole('button', { name: 'Pay' }).click()]);
+    assert.equal(res.status(), 409);
+    const text = await bob.locator('main').innerText();
+    assert.match(text, /bought by another buyer/);
+    assert.match(text, /not been charged/);
+    assert.ok(!text.includes(janesOrder), 'the first buyer\'s order number is not shown');
+    assert.equal(await s.dataSource.getRepository(Order).countBy({ partnerId }), 1);
+    await screenshots(bob, 'checkout-bought-by-another');
+    await jane.close();
+    await bob.close();
+  });
+
   it('a name sold between opening the checkout and paying: a clear page, no charge, no order', async () => {
     const s = getStack();
     const { client, partnerId } = await newPartner();

@@ -67,6 +67,7 @@ describe('referral links and honest click counts (CONTRACT §11)', () => {
     for (const [headers, method] of [
       [{ 'user-agent': 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' }, 'GET'],
       [{ 'user-agent': 'curl/8.5.0' }, 'GET'],
+      [{ 'user-agent': '' }, 'GET'],
       [{}, 'HEAD'],
       [{ 'sec-purpose': 'prefetch' }, 'GET'],
       [{ purpose: 'prefetch' }, 'GET'],
