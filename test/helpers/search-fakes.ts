@@ -1,0 +1,108 @@
+/** Stand-ins and event-loop measurement shared by the search index tests. */
+import { existsSync, readFileSync } from 'node:fs';
+import { performance, PerformanceObserver } from 'node:perf_hooks';
+import { DIMENSIONS } from '../../src/search/embedder';
+
+/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A random unit vector of DIMENSIONS (Gaussian components, normalised). */
+export function unitVector(random: () => number): Float32Array {
+  const v = new Float32Array(DIMENSIONS);
+  let norm = 0;
+  for (let d = 0; d < DIMENSIONS; d++) {
+    const g = Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+    v[d] = g;
+    norm += g * g;
+  }
+  norm = Math.sqrt(norm);
+  for (let d = 0; d < DIMENSIONS; d++) v[d] /= norm;
+  return v;
+}
+
+export function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let d = 0; d < a.length; d++) s += a[d] * b[d];
+  return s;
+}
+
+/**
+ * Longest the main thread may run (besides its garbage collections) without a turn of the event
+ * loop while a graph is built in the worker.
+ */
+export const LOOP_BOUND_MS = 10;
+
+/** How long this process's main thread has run, in ms (Linux's schedstat: its time on a CPU). */
+export function mainThreadRanMs(): number {
+  const schedstat = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+  return existsSync(schedstat) ? Number(readFileSync(schedstat, 'utf8').split(' ')[0]) / 1e6 : NaN;
+}
+
+/**
+ * An unrelated request's wait, seen by a 1 ms timer: the longest gap between its ticks (past its
+ * 1 ms); and the longest time the main thread ran within one gap (the gap's length at most),
+ * besides its own garbage collections. A gap is also time the thread waited for a CPU, which a
+ * busy machine (the suite runs at nice 19 beside other work) makes long whatever runs on the
+ * loop; and a collection's pause comes with the whole process's heap (the suite's), whatever the
+ * index does. What the thread ran besides is what a step of the index on the loop shows.
+ */
+export function loopWatch(): { stop(): void; longest(): number; longestRan(): { ran: number; besidesGc: number; gc: number } } {
+  let last = performance.now();
+  let lastRan = mainThreadRanMs();
+  let maxGap = 0;
+  const gaps: Array<[number, number, number]> = [];
+  const gcs: Array<[number, number]> = [];
+  const gcObserver = new PerformanceObserver((list) => list.getEntries().forEach((e) => gcs.push([e.startTime, e.startTime + e.duration])));
+  gcObserver.observe({ entryTypes: ['gc'] });
+  const tick = () => {
+    const [now, ran] = [performance.now(), mainThreadRanMs()];
+    maxGap = Math.max(maxGap, now - last - 1);
+    if (ran - lastRan > 1) gaps.push([last, now, Math.min(now - last - 1, ran - lastRan)]);
+    [last, lastRan] = [now, ran];
+  };
+  const ticker = setInterval(tick, 1);
+  return {
+    stop: () => {
+      clearInterval(ticker);
+      tick();
+      gcObserver.disconnect();
+    },
+    longest: () => maxGap,
+    longestRan: () => {
+      const gcIn = (a: number, b: number) => gcs.reduce((sum, [c, d]) => sum + Math.max(0, Math.min(b, d) - Math.max(a, c)), 0);
+      return {
+        ran: Math.max(0, ...gaps.map(([, , ran]) => ran)),
+        besidesGc: Math.max(0, ...gaps.map(([a, b, ran]) => ran - gcIn(a, b))),
+        gc: Math.max(0, ...gcs.map(([c, d]) => d - c)),
+      };
+    },
+  };
+}
+
+/** Embeds a text as a unit vector seeded by its hash: deterministic, instant, no model. */
+export class FakeEmbedder {
+  gate: Promise<void> | undefined;
+  calls: string[][] = [];
+  static vector(text: string): Float32Array {
+    let h = 2166136261;
+    for (const c of text) h = Math.imul(h ^ c.charCodeAt(0), 16777619);
+    return unitVector(seeded(h));
+  }
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    return this.embedAll(texts);
+  }
+  async embedAll(texts: string[]): Promise<Float32Array[]> {
+    this.calls.push(texts);
+    await this.gate;
+    return texts.map((t) => FakeEmbedder.vector(t));
+  }
+}
