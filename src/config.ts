@@ -78,9 +78,9 @@ export interface Config {
   search: { url: string; annThreshold: number; timeoutMs: number };
   /**
    * Redis for admission (nonces, rate-limit buckets), shared by every API process; unset: admission
-   * in Postgres. `npm start` starts a redis-server of its own when one is installed.
+   * in Postgres. `npm start` starts a redis-server of its own, and with `install` it may first
+   * install Debian's when none is (root with apt-get).
    */
-  /** install: npm start may install Debian's redis-server when it is missing (root with apt-get). */
   redis: { url?: string; install?: boolean };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }

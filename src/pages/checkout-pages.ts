@@ -27,12 +27,12 @@ const ASSETS = new Map([
 ]);
 const MAX_FORM_BYTES = 16 * 1024;
 
-/** The form's fields, with the message shown beside each when it is wrong. */
 /** Control characters (a NUL, an escape) have no place in a name, phone or address; line breaks do in an address. */
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 const SINGLE_LINE_CONTROL = /[\u0000-\u001f\u007f]/;
 const noControl = (pattern: RegExp) => (v: string | undefined) => !v || !pattern.test(v);
 
+/** The form's fields, with the message shown beside each when it is wrong. */
 const PaymentForm = z.object({
   name: z.string().trim().min(1, 'Enter your full name.').max(200, 'Use at most 200 characters.').refine(noControl(SINGLE_LINE_CONTROL), 'Use letters, digits and punctuation only.'),
   email: z.string().trim().min(1, 'Enter your email address.').max(254).email('Enter an email address like name@example.com.'),
