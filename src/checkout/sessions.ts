@@ -5,7 +5,7 @@
  * payment is taken once per session (its row lock, then a unique payment row).
  */
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
-import type { DataSource, EntityManager } from 'typeorm';
+import { QueryFailedError, type DataSource, type EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import { CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
@@ -150,11 +150,36 @@ export type PayOutcome =
   | { kind: 'expired' }
   | { kind: 'unavailable'; reason: string }
   | { kind: 'not_found' }
-  | { kind: 'no_processor' };
+  | { kind: 'no_processor' }
+  /** Another payment of the session held it for longer than a buyer should wait (LOCK_WAIT_MS). */
+  | { kind: 'busy' };
+
+/** How long a submit waits for another payment of the same session to finish. */
+const LOCK_WAIT_MS = 60_000;
 
 /**
- * Pays the session: once. A second submit (double click, back button, another tab) waits on the
- * session's row lock and then finds it complete: from the same buyer (email and card) it answers
+ * Runs `attempt` (a transaction that locks its row with NOWAIT) again every 200 ms while that row
+ * is locked, up to `giveUpMs`: a submit waiting for another payment of the same session holds no
+ * database connection meanwhile (waiting on the row lock itself would, so a few concurrent submits
+ * with a slow card could hold every connection of the pool). Undefined when it gave up.
+ */
+async function whenUnlocked<T>(attempt: () => Promise<T>, giveUpMs: number): Promise<T | undefined> {
+  const deadline = Date.now() + giveUpMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      const lockTaken = err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '55P03';
+      if (!lockTaken) throw err;
+      if (Date.now() >= deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+/**
+ * Pays the session: once. A second submit (double click, back button, another tab) waits for the
+ * session's row lock (outside the pool, whenUnlocked) and then finds it complete: from the same buyer (email and card) it answers
  * the same order, from anyone else that the name is gone; neither is charged.
  * The card is authorised while the session and the name are locked, so nobody else can buy the
  * name between the charge and the sale; a decline changes nothing.
@@ -167,8 +192,8 @@ export async function payForSession(
   /** The link this browser last clicked within 30 days (its attribution cookie), if any. */
   referral?: { linkCode: string },
 ): Promise<PayOutcome> {
-  const outcome = await deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean; referralSale?: string; referrer?: string }> => {
-    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+  const outcome = await whenUnlocked(() => deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean; referralSale?: string; referrer?: string }> => {
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').setOnLocked('nowait').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session) return { kind: 'not_found' };
     if (session.status === 'complete') {
       // The same buyer submitting again (a double click, another tab) sees its receipt; anyone
@@ -222,7 +247,8 @@ export async function payForSession(
         })
       : undefined;
     return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true, referralSale: referred?.publicId, referrer: referred?.partnerId };
-  });
+  }), LOCK_WAIT_MS);
+  if (!outcome) return { kind: 'busy' };
 
   if (outcome.kind === 'paid') {
     // After commit, idempotently: the recovery sweep starts any fulfilment a crash left unstarted.

@@ -213,6 +213,8 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
         return message(ctx, 'notFound');
       case 'no_processor':
         return message(ctx, 'noProcessor');
+      case 'busy':
+        return renderPage(ctx, 'message', { title: 'A payment for this checkout is in progress', text: 'Reload this page in a moment to see whether it went through. You have not been charged twice.' }, 409);
     }
   });
 
