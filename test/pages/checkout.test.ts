@@ -146,9 +146,7 @@ describe('the hosted checkout page, in Chromium (CONTRACT §9)', function () {
     await page.locator('#name-error').waitFor();
     assert.equal(await getStack().dataSource.getRepository(Order).countBy({ partnerId }), 0);
     assert.equal((await client.get<SessionBody>(`/api/partner/v1/checkout-session/${session.session_id}`)).body.status, 'open');
-    await page.getByLabel('Full name', { exact: true }).fill('Jane Buyer');
-    await page.getByLabel('Card number', { exact: true }).fill('4242424242424242');
-    await page.getByLabel('CVC', { exact: true }).fill('123');
+    await fillCard(page);
     await page.getByRole('button', { name: 'Pay' }).click();
     await page.getByRole('heading', { name: 'Payment received' }).waitFor();
     await page.close();
