@@ -152,7 +152,12 @@ export type PayOutcome =
   | { kind: 'not_found' }
   | { kind: 'no_processor' }
   /** Another payment of the session held it for longer than a buyer should wait (LOCK_WAIT_MS). */
-  | { kind: 'busy' };
+  | { kind: 'busy' }
+  /** MAX_DECLINED_ATTEMPTS cards were declined on this session: it takes no more. */
+  | { kind: 'too_many_declines' };
+
+/** Declined cards after which a session takes no more (so it cannot serve to test stolen cards). */
+export const MAX_DECLINED_ATTEMPTS = 5;
 
 /** How long a submit waits for another payment of the same session to finish. */
 const LOCK_WAIT_MS = 60_000;
@@ -205,6 +210,7 @@ export async function payForSession(
       return { kind: 'paid', session, orderPublicId: order.publicId };
     }
     if (session.status === 'expired') return { kind: 'expired' };
+    if (session.declinedAttempts >= MAX_DECLINED_ATTEMPTS) return { kind: 'too_many_declines' };
     const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: session.domainId }).getOneOrFail();
     if (domain.status !== 'listed') return { kind: 'unavailable', reason: `${domain.name} has just been ${domain.status === 'sold' ? 'sold' : 'reserved by another buyer'}.` };
     if (domain.buyNowPriceCents !== session.priceCents) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
@@ -212,7 +218,10 @@ export async function payForSession(
     if (!processor) return { kind: 'no_processor' };
 
     const auth = await processor.authorize({ ...card, sessionId: session.publicId, amountCents: session.priceCents, currency: session.currency });
-    if (!auth.approved) return { kind: 'declined', reason: auth.reason };
+    if (!auth.approved) {
+      await tx.getRepository(CheckoutSession).increment({ id: session.id }, 'declinedAttempts', 1);
+      return { kind: 'declined', reason: auth.reason };
+    }
     await tx.getRepository(CheckoutPayment).insert({
       sessionId: session.id,
       processor: auth.processor,

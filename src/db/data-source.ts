@@ -40,6 +40,7 @@ import { ChangeFeed1795001400000 } from './migrations/1795001400000-change-feed'
 import { AdmissionStore1795001500000 } from './migrations/1795001500000-admission-store';
 import { ListingNotifySize1795001600000 } from './migrations/1795001600000-listing-notify-size';
 import { IdempotentReplayBytes1795001700000 } from './migrations/1795001700000-idempotent-replay-bytes';
+import { CheckoutDeclines1795001800000 } from './migrations/1795001800000-checkout-declines';
 
 export const entities = [
   Partner,
@@ -94,6 +95,7 @@ export const migrations = [
   AdmissionStore1795001500000,
   ListingNotifySize1795001600000,
   IdempotentReplayBytes1795001700000,
+  CheckoutDeclines1795001800000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -213,6 +213,8 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
         return message(ctx, 'notFound');
       case 'no_processor':
         return message(ctx, 'noProcessor');
+      case 'too_many_declines':
+        return renderPage(ctx, 'message', { title: 'This checkout takes no more cards', text: 'Several cards were declined here. Start a new checkout from the seller\u2019s site, or contact your bank.' }, 429);
       case 'busy':
         return renderPage(ctx, 'message', { title: 'A payment for this checkout is in progress', text: 'Reload this page in a moment to see whether it went through. You have not been charged twice.' }, 409);
     }

@@ -15,10 +15,10 @@ import type Koa from 'koa';
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
 import getRawBody from 'raw-body';
-import { MoreThan, type DataSource } from 'typeorm';
+import { LessThan, MoreThan, type DataSource } from 'typeorm';
 import { CheckoutSession } from '../db/entities/checkout-session';
 import type { Environment } from '../config';
-import { checkoutUrl, openSession, type CheckoutDeps } from '../checkout/sessions';
+import { checkoutUrl, MAX_DECLINED_ATTEMPTS, openSession, type CheckoutDeps } from '../checkout/sessions';
 import { Domain } from '../db/entities/domain';
 import { Partner } from '../db/entities/partner';
 import { ReferralLink } from '../db/entities/referral';
@@ -122,7 +122,8 @@ async function buyNowSession(deps: ReferralPageDeps, housePartnerId: string, env
       const [{ locked }] = (await tx.query('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [`buy-now:${environment}:${name}`])) as Array<{ locked: boolean }>;
       if (!locked) return undefined;
       const open = await tx.getRepository(CheckoutSession).findOne({
-        where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)) },
+        // A session that took its last declined card is not handed to the next buyer.
+        where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
         order: { createdAt: 'DESC' },
       });
       return open ?? (await openSession(deps.checkout, { partnerId: housePartnerId, environment, domain: name }, tx));

@@ -46,21 +46,33 @@ describe('"Buy now" on a name\'s page: a burst of presses opens one checkout ses
   });
 });
 
-describe('hosted checkout: concurrent submits of one session', () => {
+/** A partner's new checkout session, opened in a browser-like client: `pay(card)` posts its form. */
+async function checkoutForm() {
+  const { client, partnerId } = await newPartner();
+  const session = (await client.post<{ session_id: string; checkout_url: string }>('/api/partner/v1/checkout-session', { domain: (await freshDomain()).name })).body;
+  const page = await fetch(session.checkout_url, { headers: BROWSER });
+  assert.equal(page.status, 200);
+  const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
+  const pt = new URL(session.checkout_url).searchParams.get('pt')!;
+  const pay = (card: string) =>
+    fetch(new URL('/checkout', session.checkout_url), {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...BROWSER, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ pt, _csrf: csrf, name: 'Jane Buyer', email: 'jane@example.com', card_number: card, expiry: '12/34', cvc: '123' }),
+    });
+  return { client, partnerId, pay };
+}
+
+describe('hosted checkout: concurrent submits of one session, and declined cards', () => {
   it('15 submits at once with the slow card pay once, and while they wait the API still gets database connections', async function () {
     this.timeout(60_000);
     const s = getStack();
-    const { client, partnerId } = await newPartner();
-    const session = (await client.post<{ session_id: string; checkout_url: string }>('/api/partner/v1/checkout-session', { domain: (await freshDomain()).name })).body;
-    const page = await fetch(session.checkout_url, { headers: BROWSER });
-    assert.equal(page.status, 200);
-    const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
-    const pt = new URL(session.checkout_url).searchParams.get('pt')!;
-    const form = new URLSearchParams({ pt, _csrf: csrf, name: 'Jane Buyer', email: 'jane@example.com', card_number: '4000000000000077', expiry: '12/34', cvc: '123' });
+    const { client, partnerId, pay } = await checkoutForm();
     let firstAnswerAt = Infinity;
     const submits = Array.from({ length: 15 }, () =>
-      fetch(new URL('/checkout', session.checkout_url), { method: 'POST', redirect: 'manual', headers: { ...BROWSER, cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: form }).then((res) => {
+      pay('4000000000000077').then((res) => {
         firstAnswerAt = Math.min(firstAnswerAt, Date.now());
         return res.status;
       }),
@@ -77,5 +89,14 @@ describe('hosted checkout: concurrent submits of one session', () => {
     assert.ok(listedAt < firstAnswerAt - 1_000, `the API answered ${firstAnswerAt - listedAt} ms before the first payment finished`);
     assert.deepEqual([...new Set(statuses)], [200], 'every submit of the same buyer lands on the receipt');
     assert.equal(await s.dataSource.getRepository(Order).countBy({ partnerId }), 1);
+  });
+
+  it('after 5 declined cards a session takes no more, not even a good one (card testing)', async () => {
+    const { partnerId, pay } = await checkoutForm();
+    for (let i = 0; i < 5; i++) assert.equal((await pay('4000000000000002')).status, 402);
+    const refused = await pay('4242424242424242');
+    assert.equal(refused.status, 429);
+    assert.match(await refused.text(), /takes no more cards/);
+    assert.equal(await getStack().dataSource.getRepository(Order).countBy({ partnerId }), 0);
   });
 });

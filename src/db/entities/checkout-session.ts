@@ -58,6 +58,10 @@ export class CheckoutSession {
 
   @Column({ name: 'closed_at', type: 'timestamptz', nullable: true })
   closedAt: Date | null;
+
+  /** Cards declined on this session; at MAX_DECLINED_ATTEMPTS it takes no more (card testing). */
+  @Column({ name: 'declined_attempts', type: 'integer', default: 0 })
+  declinedAttempts: number;
 }
 
 /** The one card payment taken on a session. */
