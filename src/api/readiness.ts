@@ -30,24 +30,35 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
 /** What every endpoint needs: down means 503. */
 const REQUIRED = new Set(['database', 'temporal', 'admission']);
 
+/** A check's answer serves every /readyz of the next second (and those asked while it runs). */
+const REUSE_MS = 1000;
+
 export function readiness(deps: { dataSource: DataSource; temporalReady: () => Promise<void>; search?: Pick<DomainSearch, 'ready'>; admission?: { ready?(): Promise<unknown> } }): Middleware<AppState> {
   const searchReady = deps.search?.ready?.bind(deps.search);
   const admissionReady = deps.admission?.ready?.bind(deps.admission);
+  const checks: Record<string, () => Promise<unknown>> = {
+    database: () => deps.dataSource.query('SELECT 1'),
+    temporal: () => deps.temporalReady(),
+    // Redis, when admission is decided there: no signed request is admitted without it.
+    ...(admissionReady ? { admission: admissionReady } : {}),
+    ...(searchReady ? { search: searchReady } : {}),
+  };
+  const names = Object.keys(checks);
+  // Anyone may call /readyz: a flood of calls makes one round of checks a second, not one each.
+  let last: { at: number; results: Promise<PromiseSettledResult<unknown>[]> } | undefined;
   return async (ctx) => {
-    const checks: Record<string, () => Promise<unknown>> = {
-      database: () => deps.dataSource.query('SELECT 1'),
-      temporal: () => deps.temporalReady(),
-      // Redis, when admission is decided there: no signed request is admitted without it.
-      ...(admissionReady ? { admission: admissionReady } : {}),
-      ...(searchReady ? { search: searchReady } : {}),
-    };
-    const names = Object.keys(checks);
-    const results = await Promise.allSettled(names.map((name) => withTimeout(checks[name](), CHECK_TIMEOUT_MS, name)));
+    let fresh = false;
+    if (!last || Date.now() - last.at > REUSE_MS) {
+      last = { at: Date.now(), results: Promise.allSettled(names.map((name) => withTimeout(checks[name](), CHECK_TIMEOUT_MS, name))) };
+      fresh = true;
+    }
+    const results = await last.results;
     const down: string[] = [];
     results.forEach((result, i) => {
       if (result.status === 'fulfilled') return;
       down.push(names[i]);
-      ctx.state.log.warn({ dependency: names[i], err: result.reason }, 'not ready');
+      // Logged once, under the request that ran the check.
+      if (fresh) ctx.state.log.warn({ dependency: names[i], err: result.reason }, 'not ready');
     });
     const failed = down.filter((name) => REQUIRED.has(name));
     if (failed.length) {

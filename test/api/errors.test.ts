@@ -103,6 +103,14 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assert.ok(getStack().logLines.some((line) => line.includes(requestId) && line.includes(reason)), 'the reason is logged under the request id');
   });
 
+  it('a burst of /readyz calls runs one round of checks (anyone may call it)', async () => {
+    let temporalChecks = 0;
+    const baseUrl = await listen(createApp({ ...getStack().appDeps, temporalReady: async () => void temporalChecks++ }));
+    const answers = await Promise.all(Array.from({ length: 50 }, () => rawRequest(baseUrl, 'GET', '/readyz', {})));
+    assert.deepEqual([...new Set(answers.map((a) => a.status))], [200]);
+    assert.equal(temporalChecks, 1);
+  });
+
   it('readyz names the database when Postgres fails, without its error text', async () => {
     const s = getStack();
     const failingDb = Object.create(s.dataSource, { query: { value: () => Promise.reject(new Error('password authentication failed for user "partner_api"')) } });
