@@ -83,7 +83,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], publicRoutes: PublicRo
     info: {
       title: 'Domain marketplace partner API',
       version: '1.0.0',
-      description: 'Search, quote and sell listed domains, hosted checkout, brokerage, reconciliation, referral and signed webhooks. Errors always have the Error shape; an unknown path is 404 not_found, a method the path does not have 405 method_not_allowed with an Allow header; lists take limit (1–100, default 20) and cursor.',
+      description: 'Search, quote and sell listed domains, hosted checkout, brokerage, reconciliation, referral and signed webhooks. Errors always have the Error shape; an unknown path is 404 not_found, a method the path does not have 405 method_not_allowed with an Allow header; lists take limit (1–100, default 20) and cursor. A query parameter sent empty, or a body field sent as null, counts as absent; a NUL character in any value is 400 validation_error. Routes for merchants of record or affiliates check the partner right after the scope, before the body.',
     },
     servers: serverUrl ? [{ url: serverUrl }] : [],
   });
