@@ -132,6 +132,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
       'checkout',
       {
         title: `Buy ${session.domain}`,
+        sandbox: session.environment === 'sandbox',
         domain: session.domain,
         price: money(session.priceCents, session.currency),
         pt,
@@ -201,7 +202,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
           ctx.redirect(withQuery(outcome.session.successUrl, { session_id: outcome.session.publicId, order_id: orderId }));
           return;
         }
-        return renderPage(ctx, 'receipt', { title: 'Payment received', domain: outcome.session.domain, price: money(outcome.session.priceCents, outcome.session.currency), orderId });
+        return renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: outcome.session.environment === 'sandbox', domain: outcome.session.domain, price: money(outcome.session.priceCents, outcome.session.currency), orderId });
       }
       case 'declined':
         return showForm(ctx, session, pt!, 402, { card_number: outcome.reason }, keep);

@@ -143,6 +143,7 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
     if (!domain || domain.status === 'unlisted') return renderPage(ctx, 'message', { title: `${ctx.params.name} is not for sale here`, text: 'Search the marketplace for a similar name.' }, 404);
     renderPage(ctx, 'domain', {
       tagline: 'Domains for sale',
+      sandbox: environment === 'sandbox',
       title: `${domain.name} is for sale`,
       domain: domain.name,
       price: money(domain.buyNowPriceCents, domain.currency),
@@ -190,6 +191,7 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
     renderPage(ctx, 'search', {
       tagline: 'Domains for sale',
       title: q ? `Domains for “${q}”` : 'Find a domain',
+      sandbox: environment === 'sandbox',
       q,
       env: environment === 'sandbox' ? 'sandbox' : '',
       results: hits.map((h) => ({ name: h.name, href: `/d/${encodeURIComponent(h.name)}${suffix}`, price: money(h.buyNowPriceCents, h.currency), available: h.available })),

@@ -53,7 +53,9 @@ async function checkoutForm() {
   const page = await fetch(session.checkout_url, { headers: BROWSER });
   assert.equal(page.status, 200);
   const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
+  const html = await page.text();
+  assert.match(html, /<strong>Sandbox<\/strong>/, 'a sandbox checkout says so');
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1];
   const pt = new URL(session.checkout_url).searchParams.get('pt')!;
   const pay = (card: string) =>
     fetch(new URL('/checkout', session.checkout_url), {
@@ -64,6 +66,16 @@ async function checkoutForm() {
     });
   return { client, partnerId, pay };
 }
+
+describe('sandbox pages say so, live ones do not', () => {
+  it('the marketplace search page carries the sandbox banner only with env=sandbox', async () => {
+    const base = getStack().baseUrl;
+    const sandbox = await (await fetch(`${base}/search?env=sandbox&q=coffee`, { headers: BROWSER })).text();
+    const live = await (await fetch(`${base}/search?q=coffee`, { headers: BROWSER })).text();
+    assert.match(sandbox, /<strong>Sandbox<\/strong>/);
+    assert.doesNotMatch(live, /<strong>Sandbox<\/strong>/);
+  });
+});
 
 describe('hosted checkout: concurrent submits of one session, and declined cards', () => {
   it('15 submits at once with the slow card pay once, and while they wait the API still gets database connections', async function () {
