@@ -5,12 +5,13 @@
  * payment is taken once per session (its row lock, then a unique payment row).
  */
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
-import { QueryFailedError, type DataSource, type EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import { CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
 import { Domain } from '../db/entities/domain';
 import { Order } from '../db/entities/order';
+import { whenUnlocked } from '../db/when-unlocked';
 import { publicId } from '../ids';
 import { markWorkflowStarted, recordSale } from '../orders/orders';
 import { startOrderFulfilment, type WorkflowStarter } from '../orders/start-workflows';
@@ -163,31 +164,12 @@ export const MAX_DECLINED_ATTEMPTS = 5;
 const LOCK_WAIT_MS = 60_000;
 
 /**
- * Runs `attempt` (a transaction that locks its row with NOWAIT) again every 200 ms while that row
- * is locked, up to `giveUpMs`: a submit waiting for another payment of the same session holds no
- * database connection meanwhile (waiting on the row lock itself would, so a few concurrent submits
- * with a slow card could hold every connection of the pool). Undefined when it gave up.
- */
-async function whenUnlocked<T>(attempt: () => Promise<T>, giveUpMs: number): Promise<T | undefined> {
-  const deadline = Date.now() + giveUpMs;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (err) {
-      const lockTaken = err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '55P03';
-      if (!lockTaken) throw err;
-      if (Date.now() >= deadline) return undefined;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
-
-/**
  * Pays the session: once. A second submit (double click, back button, another tab) waits for the
- * session's row lock (outside the pool, whenUnlocked) and then finds it complete: from the same buyer (email and card) it answers
- * the same order, from anyone else that the name is gone; neither is charged.
+ * session's row lock (locked NOWAIT, waited for outside the pool: whenUnlocked) and then finds it
+ * complete: from the same buyer (email and card) it answers the same order, from anyone else that
+ * the name is gone; neither is charged.
  * The card is authorised while the session and the name are locked, so nobody else can buy the
- * name between the charge and the sale; a decline changes nothing.
+ * name between the charge and the sale; a decline changes only the session's count of declines.
  */
 export async function payForSession(
   deps: CheckoutDeps,
@@ -256,7 +238,7 @@ export async function payForSession(
         })
       : undefined;
     return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true, referralSale: referred?.publicId, referrer: referred?.partnerId };
-  }), LOCK_WAIT_MS);
+  }), { giveUpMs: LOCK_WAIT_MS, everyMs: 200 });
   if (!outcome) return { kind: 'busy' };
 
   if (outcome.kind === 'paid') {

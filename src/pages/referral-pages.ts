@@ -19,6 +19,7 @@ import { LessThan, MoreThan, type DataSource } from 'typeorm';
 import { CheckoutSession } from '../db/entities/checkout-session';
 import type { Environment } from '../config';
 import { checkoutUrl, MAX_DECLINED_ATTEMPTS, openSession, type CheckoutDeps } from '../checkout/sessions';
+import { LOCK_TAKEN, whenUnlocked } from '../db/when-unlocked';
 import { Domain } from '../db/entities/domain';
 import { Partner } from '../db/entities/partner';
 import { ReferralLink } from '../db/entities/referral';
@@ -113,25 +114,26 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
  * of the last hour for the name is reused: repeated presses (or a script) cannot open sessions and
  * seven-day workflows without end. Presses at the same moment take turns on a per-name lock: the
  * one holding it finds or opens the session in its transaction, the others wait outside the pool
- * (a burst of presses opens one session and never holds every database connection).
+ * (whenUnlocked: a burst of presses opens one session and never holds every database connection).
  */
 async function buyNowSession(deps: ReferralPageDeps, housePartnerId: string, environment: Environment, name: string): Promise<CheckoutSession> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const session = await deps.dataSource.transaction(async (tx) => {
-      // Raw SQL: a Postgres advisory lock per name, held until this transaction ends.
-      const [{ locked }] = (await tx.query('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [`buy-now:${environment}:${name}`])) as Array<{ locked: boolean }>;
-      if (!locked) return undefined;
-      const open = await tx.getRepository(CheckoutSession).findOne({
-        // A session that took its last declined card is not handed to the next buyer.
-        where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
-        order: { createdAt: 'DESC' },
-      });
-      return open ?? (await openSession(deps.checkout, { partnerId: housePartnerId, environment, domain: name }, tx));
-    });
-    if (session) return session;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`"Buy now" for ${name}: its lock stayed taken for 5 s`);
+  const session = await whenUnlocked(
+    () =>
+      deps.dataSource.transaction(async (tx) => {
+        // Raw SQL: a Postgres advisory lock per name, held until this transaction ends.
+        const [{ locked }] = (await tx.query('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [`buy-now:${environment}:${name}`])) as Array<{ locked: boolean }>;
+        if (!locked) return LOCK_TAKEN;
+        const open = await tx.getRepository(CheckoutSession).findOne({
+          // A session that took its last declined card is not handed to the next buyer.
+          where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
+          order: { createdAt: 'DESC' },
+        });
+        return open ?? (await openSession(deps.checkout, { partnerId: housePartnerId, environment, domain: name }, tx));
+      }),
+    { giveUpMs: 5_000, everyMs: 100 },
+  );
+  if (!session) throw new Error(`"Buy now" for ${name}: its lock stayed taken for 5 s`);
+  return session;
 }
 
 export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {

@@ -9,6 +9,7 @@ import type Koa from 'koa';
 import helmet from 'koa-helmet';
 import Router from '@koa/router';
 import type { Logger } from 'pino';
+import { urlMayHoldNul } from '../api/middleware/validate';
 import { renderPage } from './render';
 
 const tokens = new Tokens();
@@ -67,11 +68,6 @@ export function csrfValid(ctx: Koa.Context, token: unknown): boolean {
   return typeof token === 'string' && !!secret && tokens.verify(secret, token);
 }
 
-function hasNulCharacter(ctx: Koa.Context): boolean {
-  // Raw: a NUL arrives as %00 in the path (a malformed escape elsewhere in it must not hide one).
-  return ctx.path.includes('%00') || Object.values(ctx.query).some((v) => (Array.isArray(v) ? v : [v]).some((x) => x?.includes('\u0000')));
-}
-
 /**
  * A router for buyer-facing pages: their security headers, and a page (never JSON, never a
  * stack) when something fails unexpectedly, logged with the request id.
@@ -80,8 +76,9 @@ export function pageRouter(logger: Logger, failure: { what: string; text: string
   const router = new Router();
   router.use(pageSecurity());
   router.use(async (ctx, next) => {
-    // A NUL character fits no name, token or text this site stores (Postgres refuses it).
-    if (hasNulCharacter(ctx)) return renderPage(ctx, 'message', { ...failure.page, title: 'This page does not exist', text: 'Check the address.' }, 404);
+    // A NUL character fits no name, token or text this site stores (Postgres refuses it); a
+    // malformed escape elsewhere in the URL does not hide one (the raw URL is read).
+    if (urlMayHoldNul(ctx.url)) return renderPage(ctx, 'message', { ...failure.page, title: 'This page does not exist', text: 'Check the address.' }, 404);
     try {
       await next();
     } catch (err) {

@@ -47,6 +47,14 @@ export function nulCharacterAt(value: unknown, location: string): string | undef
   return undefined;
 }
 
+/**
+ * Whether a request's URL can carry a NUL at all: only percent-encoded (the HTTP parser refuses
+ * a raw one), so the API's values and the buyer pages are searched or refused only then.
+ */
+export function urlMayHoldNul(url: string | undefined): boolean {
+  return (url ?? '').includes('%00');
+}
+
 /** `?cursor=&limit=20`: a parameter sent empty counts as absent (a template filled in part). */
 function withoutEmptyValues(query: Record<string, string | string[]>): Record<string, string | string[]> {
   if (!Object.values(query).includes('')) return query;
@@ -87,9 +95,9 @@ export function validate(route: RouteSpec): Middleware<AppState & { input?: Vali
     const problems: FieldIssue[] = [];
     const rawQuery = (ctx.state.rawQuery ??= queryObject(ctx.state.queryPairs ?? new URLSearchParams(ctx.querystring)));
     const params = (ctx as unknown as { params: unknown }).params ?? {};
-    // A NUL can only come percent-encoded in the URL or as a JSON escape (the HTTP parser and
-    // JSON.parse refuse a raw one), so the values are searched only when one of those is there.
-    const mayHoldNul = (ctx.req.url ?? '').includes('%00') || raw.includes('\\u0000');
+    // In the body a NUL can only come as a JSON escape (JSON.parse refuses a raw one), so the
+    // values are searched only when the URL or the body holds one.
+    const mayHoldNul = urlMayHoldNul(ctx.req.url) || raw.includes('\\u0000');
     const nul = mayHoldNul ? (nulCharacterAt(params, 'path') ?? nulCharacterAt(rawQuery, 'query') ?? nulCharacterAt(json, 'body')) : undefined;
     if (nul) throw new ApiError('validation_error', `${nul}: contains a NUL character`, [{ field: nul, issue: 'contains a NUL character' }]);
     const sent = withoutEmptyValues(rawQuery);
