@@ -10,8 +10,13 @@
  * Then the hybrid search's candidates (what its scorer sees), per kind and split: `missed`, the
  * queries none of whose best-graded names is a candidate at all (no scorer can fix those), and
  * `ceiling`, the nDCG@5 of the best five candidates by grade (what a perfect scorer would reach).
+ *
+ * data/search-queries-dev.json, when present, adds a `dev` half of meaning queries from a second
+ * judge, for choosing on more than `tune`'s 20; it is printed on its own rows and counts in no
+ * other figure. HALVES=tune,dev prints only those halves (no row that holds `holdout`), so that
+ * experiments need not glimpse the half that is reported.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { importInventory, parseInventoryCsv } from '../src/discovery/inventory';
@@ -41,7 +46,14 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const { queries } = JSON.parse(readFileSync(path.join(config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: LabelledQuery[] };
+  const read = (file: string) => (JSON.parse(readFileSync(path.join(config.projectRoot, 'data', file), 'utf8')) as { queries: LabelledQuery[] }).queries;
+  const devFile = path.join(config.projectRoot, 'data', 'search-queries-dev.json');
+  const queries = [...read('search-queries.json'), ...(existsSync(devFile) ? read('search-queries-dev.json') : [])];
+  const halves = process.env.HALVES ? process.env.HALVES.split(',') : ['tune', 'holdout', ...(existsSync(devFile) ? ['dev'] : [])];
+  const showAll = halves.includes('tune') && halves.includes('holdout');
+  // The figures a query counts in: `dev` queries only in their own.
+  const keysOf = (query: LabelledQuery) => (query.split === 'dev' ? ['dev', `dev ${query.kind}`] : ['all', query.kind, query.split, `${query.split} ${query.kind}`]);
+  const shown = (query: LabelledQuery) => halves.includes(query.split);
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
   const rows = (await dataSource.query(`SELECT name FROM domains WHERE environment = 'sandbox' AND status IN ('listed', 'reserved')`)) as Array<{ name: string }>;
@@ -55,12 +67,12 @@ async function main(): Promise<void> {
     const grades = candidates.map((c) => grade(c.entry.name, query));
     const ideal = idealOf(query);
     const best = grades.sort((a, b) => b - a).slice(0, 5);
-    for (const key of ['all', query.kind, query.split, `${query.split} ${query.kind}`]) {
+    for (const key of keysOf(query)) {
       missed.set(key, [...(missed.get(key) ?? []), ideal[0] > 0 && best[0] !== ideal[0] ? 1 : 0]);
       ceiling.set(key, [...(ceiling.get(key) ?? []), dcg(ideal) ? dcg(best) / dcg(ideal) : 0]);
     }
-    if (process.env.VERBOSE && ideal[0] > 0 && best[0] !== ideal[0]) process.stdout.write(`missed ${query.split} ${query.kind} ${query.q}: best candidate grade ${best[0]} of ${ideal[0]}\n`);
-    if (process.env.SIGNALS) dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: c.entry.name, words: c.entry.words, grade: grade(c.entry.name, query) })) });
+    if (process.env.VERBOSE && shown(query) && ideal[0] > 0 && best[0] !== ideal[0]) process.stdout.write(`missed ${query.split} ${query.kind} ${query.q}: best candidate grade ${best[0]} of ${ideal[0]}\n`);
+    if (process.env.SIGNALS && shown(query)) dump.push({ ...query, ideal, candidates: candidates.map((c) => ({ ...c.signals, domain: c.entry.name, words: c.entry.words, grade: grade(c.entry.name, query) })) });
   }
   if (process.env.SIGNALS) writeFileSync(process.env.SIGNALS, JSON.stringify(dump));
   const rankers: Record<string, DomainSearch> = { hybrid, keyword: new KeywordSearch(dataSource) };
@@ -72,18 +84,18 @@ async function main(): Promise<void> {
       const got = hits.map((h) => grade(h.name, query));
       const ideal = idealOf(query);
       const ndcg = dcg(ideal) ? dcg(got) / dcg(ideal) : 0;
-      for (const key of ['all', query.kind, query.split, `${query.split} ${query.kind}`]) add(key, ndcg);
-      if (process.env.VERBOSE) process.stdout.write(`${label} ${query.split} ${query.kind} ${query.q}: ${ndcg.toFixed(3)} ${hits.map((h, i) => `${h.name}(${got[i]})`).join(' ')}\n`);
+      for (const key of keysOf(query)) add(key, ndcg);
+      if (process.env.VERBOSE && shown(query)) process.stdout.write(`${label} ${query.split} ${query.kind} ${query.q}: ${ndcg.toFixed(3)} ${hits.map((h, i) => `${h.name}(${got[i]})`).join(' ')}\n`);
     }
-    const row = (keys: string[]) => keys.map((k) => `${k} ${mean(results.get(k)!).toFixed(3)}`).join('  ');
-    process.stdout.write(`${label.padEnd(8)} nDCG@5 ${row(['all', 'literal', 'meaning', 'typo'])}\n`);
-    for (const split of ['tune', 'holdout']) process.stdout.write(`${''.padEnd(8)} ${split.padEnd(7)} ${row([split, `${split} literal`, `${split} meaning`, `${split} typo`])}\n`);
+    const row = (keys: string[]) => keys.filter((k) => results.has(k)).map((k) => `${k} ${mean(results.get(k)!).toFixed(3)}`).join('  ');
+    process.stdout.write(`${label.padEnd(8)} nDCG@5 ${showAll ? row(['all', 'literal', 'meaning', 'typo']) : ''}\n`);
+    for (const split of halves) process.stdout.write(`${''.padEnd(8)} ${split.padEnd(7)} ${row([split, `${split} literal`, `${split} meaning`, `${split} typo`])}\n`);
   }
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  const cell = (k: string) => `${k} ${sum(missed.get(k)!)}/${missed.get(k)!.length} ${mean(ceiling.get(k)!).toFixed(3)}`;
+  const cells = (keys: string[]) => keys.filter((k) => missed.has(k)).map((k) => `${k} ${sum(missed.get(k)!)}/${missed.get(k)!.length} ${mean(ceiling.get(k)!).toFixed(3)}`).join('  ');
   process.stdout.write(`candidates (best-graded name missed: queries / all; ceiling nDCG@5 of a perfect scorer)\n`);
-  process.stdout.write(`${''.padEnd(8)} ${'all'.padEnd(7)} ${['all', 'literal', 'meaning', 'typo'].map(cell).join('  ')}\n`);
-  for (const split of ['tune', 'holdout']) process.stdout.write(`${''.padEnd(8)} ${split.padEnd(7)} ${[split, `${split} literal`, `${split} meaning`, `${split} typo`].map(cell).join('  ')}\n`);
+  if (showAll) process.stdout.write(`${''.padEnd(8)} ${'all'.padEnd(7)} ${cells(['all', 'literal', 'meaning', 'typo'])}\n`);
+  for (const split of halves) process.stdout.write(`${''.padEnd(8)} ${split.padEnd(7)} ${cells([split, `${split} literal`, `${split} meaning`, `${split} typo`])}\n`);
   await dataSource.destroy();
   await postgres.stop();
 }
