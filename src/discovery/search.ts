@@ -4,6 +4,7 @@
  */
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
+import { Domain } from '../db/entities/domain';
 
 export const MAX_RESULTS = 5;
 /** Names one pre-filter condition may contribute to the scoring. */
@@ -31,6 +32,14 @@ export interface DomainSearch {
   ready?(): Promise<void>;
 }
 
+/** The names on the market of an environment, spelt out so that the partial indexes apply (`environment` is one of two known values, never user text). */
+function onMarket(environment: Environment, alias = ''): string {
+  return `${alias}environment = '${environment === 'live' ? 'live' : 'sandbox'}' AND ${alias}status IN ('listed', 'reserved')`;
+}
+
+/** `%word%` for LIKE, with LIKE's own characters escaped. */
+const containing = (word: string) => `%${word.replace(/[\\%_]/g, '\\$&')}%`;
+
 /** Lower-case words of the query (letters and digits), at most 8. */
 export function queryWords(query: string): string[] {
   return query.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0).slice(0, 8);
@@ -44,6 +53,23 @@ export function queryWords(query: string): string[] {
  */
 export class KeywordSearch implements DomainSearch {
   constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * Whether the word occurs inside the label of a name on the market: such a word is no typo,
+   * whatever the speller makes of it (`vetbold` is a name, not `vetoed`). One probe of the
+   * trigram index.
+   */
+  async inLabels(environment: Environment, word: string): Promise<boolean> {
+    const found = await this.dataSource
+      .getRepository(Domain)
+      .createQueryBuilder('d')
+      .select('1', 'found')
+      .where(onMarket(environment, 'd.'))
+      .andWhere('d.label LIKE :pattern', { pattern: containing(word) })
+      .limit(1)
+      .getRawOne();
+    return found !== undefined;
+  }
 
   /**
    * By default every query word may be misspelt and gets a trigram word-similarity probe. The
@@ -60,16 +86,15 @@ export class KeywordSearch implements DomainSearch {
     // environment's names on the market) keeps the scoring below to the names that can match;
     // `%>` is word similarity ≥ pg_trgm.word_similarity_threshold, which the connection sets to
     // 0.45 (see data-source.ts). The partial indexes' predicate is spelt out as a literal so the
-    // planner can use them; `environment` is one of two known values, never user text. Each probe
-    // is capped, so that a short word inside thousands of names cannot make the scoring slow.
-    const onMarket = `environment = '${environment === 'live' ? 'live' : 'sandbox'}' AND status IN ('listed', 'reserved')`;
+    // planner can use them. Each probe is capped, so that a short word inside thousands of names
+    // cannot make the scoring slow.
     const params: unknown[] = [environment, joined, words, words.join(' '), limit];
-    const probe = (condition: string) => `(SELECT id FROM domains WHERE ${onMarket} AND ${condition} LIMIT ${PROBE_LIMIT})`;
+    const probe = (condition: string) => `(SELECT id FROM domains WHERE ${onMarket(environment)} AND ${condition} LIMIT ${PROBE_LIMIT})`;
     // One index scan per condition, unioned: an OR of them all tempts the planner into a full scan.
     const prefilter = [probe('label = $2'), probe(`search_document @@ plainto_tsquery('english', $4)`)];
     // Words under 3 letters are everywhere; fuzzy matches of 3-letter words are too loose.
     for (const w of new Set([joined, ...words.filter((w) => w.length >= 3)])) {
-      params.push(`%${w.replace(/[\\%_]/g, '\\$&')}%`);
+      params.push(containing(w));
       prefilter.push(probe(`label LIKE $${params.length}`));
       // The joined words of a phrase are long, and slow to match by similarity; each word is probed.
       if (w.length >= 4 && fuzzy(w) && (w !== joined || words.length === 1)) {

@@ -45,6 +45,8 @@ const EXPANSIONS = 6;
 const PER_EXPANSION = 20;
 /** Below this a candidate is noise, not a weak match. */
 const MIN_SCORE = 0.18;
+/** A query that is a domain name: labels of letters, digits and inner hyphens, two or more, joined by dots. */
+const DOMAIN_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i;
 
 export interface Signals {
   keyword: number;
@@ -176,8 +178,7 @@ export class HybridSearch implements DomainSearch {
    */
   async candidates(environment: Environment, query: string): Promise<Array<{ entry: Entry; signals: Signals }>> {
     const index = this.index(environment);
-    // The speller as of the last sync is good enough; the sync runs alongside the query's embedding.
-    const corrected = index.speller.correctQuery(query) || query.toLowerCase();
+    const corrected = (await this.corrected(environment, index, query)) || query.toLowerCase();
     const words = corrected.split(' ');
     const fuzzy = (w: string) => !index.speller.isKnown(w);
     const [queryVector, glossVector, keywordHits, expansionTerms, broaderTerms] = await Promise.all([
@@ -251,11 +252,36 @@ export class HybridSearch implements DomainSearch {
     return candidates;
   }
 
+  /**
+   * The query with each word spell-corrected (the speller as of the last sync is good enough; the
+   * sync runs alongside the query's embedding), except a word found inside a name on the market:
+   * a run-together label (`vetbold`, `wildshore`) is a name, not a typo of `vetoed` or `wiltshire`.
+   * That costs one look-up of the trigram index, and only for a word the speller would change.
+   */
+  private async corrected(environment: Environment, index: InventoryIndex, query: string): Promise<string> {
+    const words = query.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+    const fixed = await Promise.all(
+      words.map(async (w) => {
+        const c = index.speller.correct(w);
+        return c !== w && (await this.keyword.inLabels(environment, w)) ? w : c;
+      }),
+    );
+    return fixed.join(' ');
+  }
+
   async search(environment: Environment, query: string, limit = MAX_RESULTS): Promise<SearchHit[]> {
-    return (await this.candidates(environment, query))
+    // A query written as a name (`planet.com`) asks for that name: it comes first when it is on
+    // the market (score 1, above any ranked hit), then the names the search finds for its label
+    // (the TLD is no word of what was asked).
+    const asName = DOMAIN_NAME.test(query.trim()) ? query.trim().toLowerCase() : undefined;
+    const ranked = (await this.candidates(environment, asName ? asName.slice(0, asName.indexOf('.')) : query))
       .map(({ entry, signals }) => ({ entry, score: rerank(signals) }))
-      .filter((c) => c.score >= MIN_SCORE)
-      .sort((a, b) => b.score - a.score || a.entry.name.length - b.entry.name.length)
+      .filter((c) => c.score >= MIN_SCORE && c.entry.name !== asName)
+      .sort((a, b) => b.score - a.score || a.entry.name.length - b.entry.name.length);
+    // Looked up after the candidates, which waited for the index to catch up with the inventory.
+    const slot = asName === undefined ? undefined : this.index(environment).slot(asName);
+    const named = slot === undefined ? undefined : this.index(environment).slots[slot];
+    return [...(named ? [{ entry: named, score: 1 }] : []), ...ranked]
       .slice(0, limit)
       .map(({ entry, score }) => ({ name: entry.name, available: entry.available, buyNowPriceCents: entry.buyNowPriceCents, currency: entry.currency, score: Math.round(score * 10_000) / 10_000 }));
   }

@@ -107,6 +107,23 @@ describe('hybrid semantic search', () => {
     assert.match((await search(client, 'crytpo'))[0].name, /crypto/);
   });
 
+  it('a query written as a name gets that name first (score 1), then names like its label; an unknown one only the latter', async () => {
+    for (const name of ['evnorth.com', 'WildShore.net', 'policysatoshi.shop']) {
+      const hits = await search(client, name);
+      assert.equal(hits[0].name, name.toLowerCase(), JSON.stringify(hits));
+      assert.equal(hits[0].score, 1);
+      assert.equal(hits.filter((h) => h.name === name.toLowerCase()).length, 1, 'not twice');
+      assert.ok(hits.slice(1).every((h) => h.score < 1));
+    }
+    const unknown = await search(client, 'planetnosuch.com');
+    assert.ok(unknown.length > 0 && unknown.every((h) => h.score < 1 && h.name !== 'planetnosuch.com'), JSON.stringify(unknown));
+  });
+
+  it('a word found inside a name on the market is no typo: "vetbold" finds vetbold.ai, not "vetoed"', async () => {
+    assert.equal((await search(client, 'vetbold'))[0].name, 'vetbold.ai');
+    assert.equal((await search(client, 'wildshore'))[0].name, 'wildshore.net');
+  });
+
   it('literal: an exact-word name ranks first; at most 5, score descending in [0, 1]', async () => {
     const hits = await search(client, 'pizza');
     assert.equal(label(hits[0].name), 'pizza');
