@@ -66,11 +66,22 @@ function rateOption(value: string): number | null {
 }
 
 function scopesOption(value: string): Scope[] {
+  let scopes: Scope[];
   try {
-    return parseScopes(value);
+    scopes = parseScopes(value);
   } catch (err) {
     throw new InvalidArgumentError((err as Error).message);
   }
+  // A credential without a scope could call nothing: an empty list is a slip, not a choice.
+  if (scopes.length === 0) throw new InvalidArgumentError('at least one scope');
+  return scopes;
+}
+
+/** A partner's name: printable, not blank, at most 200 characters (trimmed). */
+function nameOption(value: string): string {
+  const name = value.trim();
+  if (!name || name.length > 200 || /\p{Cc}/u.test(name)) throw new InvalidArgumentError('a name of 1 to 200 printable characters');
+  return name;
 }
 
 function partnerJson(p: Partner) {
@@ -106,7 +117,7 @@ const program = new Command().name('admin').description('Operator commands for t
 const partner = program.command('partner').description('partners and their terms');
 partner
   .command('create')
-  .requiredOption('--name <name>', 'unique partner name')
+  .requiredOption('--name <name>', 'unique partner name', nameOption)
   .option('--not-merchant-of-record', 'the partner sells only through hosted checkout')
   .option('--partner-collected-bps <bps>', 'commission on partner-collected sales', bpsOption)
   .option('--service-collected-bps <bps>', 'commission on service-collected sales', bpsOption)
@@ -131,7 +142,7 @@ partner
 partner
   .command('update')
   .description('change terms from now on (recorded sales keep the rate fixed on them)')
-  .requiredOption('--name <name>', 'the partner')
+  .requiredOption('--name <name>', 'the partner', nameOption)
   .option('--merchant-of-record', 'the partner may sell with quotes and orders')
   .option('--not-merchant-of-record', 'the partner sells only through hosted checkout')
   .option('--partner-collected-bps <bps>', 'commission on partner-collected sales', bpsOption)
@@ -168,7 +179,7 @@ partner
 const credential = program.command('credential').description('API credentials');
 credential
   .command('create')
-  .requiredOption('--partner <name>', 'partner name (created with default terms if new)')
+  .requiredOption('--partner <name>', 'partner name (created with default terms if new)', nameOption)
   .requiredOption('--env <env>', 'sandbox or live', environmentOption)
   .requiredOption('--scopes <list>', 'comma-separated: search,embed,buy,broker,refer,report,webhook', scopesOption)
   .option('--rate-limit <perSecond>', 'sustained requests per second for this credential', rateOption)

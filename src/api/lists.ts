@@ -1,11 +1,12 @@
 /** List parameters shared by every list endpoint (CONTRACT §4) and date-range parsing (§3). */
 import { z } from './schemas';
 
-export const Limit = z.coerce
-  .number()
-  .int('must be a whole number')
-  .min(1, 'must be between 1 and 100')
-  .max(100, 'must be between 1 and 100')
+export const Limit = z
+  // Digits only: `1e1`, `0x10` and ` 5` are numbers to JavaScript, not page sizes to a partner.
+  .preprocess(
+    (v) => (typeof v === 'string' && !/^[0-9]{1,6}$/.test(v) ? Number.NaN : v),
+    z.coerce.number('must be a whole number between 1 and 100').int('must be a whole number between 1 and 100').min(1, 'must be between 1 and 100').max(100, 'must be between 1 and 100'),
+  )
   .default(20)
   .openapi({ description: 'page size, 1–100 (default 20)', type: 'integer' });
 

@@ -208,13 +208,14 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
           data: z.array(z.object({ payout_id: z.string(), paid_at: z.string(), amount_cents: SignedCents, currency: Currency, lines: z.array(z.object({ sale_id: z.string(), kind: z.string(), amount_cents: SignedCents, currency: Currency })) })),
           next_cursor: z.string().nullable(),
           total_paid_cents: SignedCents,
+          currency: Currency,
         }),
       },
       errors: [...errors],
       precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
         const all = await referralPayouts(dataSource, auth.partnerId, auth.environment);
-        return { body: { ...page(all.data, query.limit, query.cursor, (payout) => payout.payout_id), total_paid_cents: all.total_paid_cents } };
+        return { body: { ...page(all.data, query.limit, query.cursor, (payout) => payout.payout_id), total_paid_cents: all.total_paid_cents, currency: 'USD' } };
       },
     }),
     defineRoute({

@@ -68,6 +68,11 @@ describe("operators' command line", () => {
   it('bad arguments are refused with a message and a non-zero exit', async () => {
     await assert.rejects(admin('credential', 'create', '--partner', name, '--env', 'staging', '--scopes', 'search', '--json'), /sandbox or live/);
     await assert.rejects(admin('credential', 'create', '--partner', name, '--env', 'live', '--scopes', 'search,fly', '--json'), /unknown scope/);
+    await assert.rejects(admin('credential', 'create', '--partner', name, '--env', 'sandbox', '--scopes', ' , ', '--json'), /at least one scope/);
+    await assert.rejects(admin('partner', 'create', '--name', '  ', '--json'), /1 to 200 printable characters/);
+    await assert.rejects(admin('credential', 'create', '--partner', '', '--env', 'sandbox', '--scopes', 'search', '--json'), /1 to 200 printable characters/);
+    const partners = JSON.parse((await admin('partner', 'list', '--json')).stdout) as Array<{ name: string }>;
+    assert.ok(!partners.some((p) => !p.name.trim()), 'no nameless partner was made');
   });
 
   it('inventory import loads a CSV into the chosen environment, all or nothing', async () => {

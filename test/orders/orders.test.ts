@@ -144,6 +144,7 @@ describe('orders: recording a partner-collected sale (CONTRACT §6)', () => {
     assert.equal(none.body.data.length, 0);
     assert.equal((await client.get('/api/partner/v1/orders?limit=101')).status, 400);
     assert.equal((await client.get('/api/partner/v1/orders?limit=0')).status, 400);
+    for (const loose of ['1e1', '0x10', '%205', '5.0', '-1']) assert.equal((await client.get(`/api/partner/v1/orders?limit=${loose}`)).status, 400, `limit=${loose}`);
     assert.equal((await client.get('/api/partner/v1/orders?status=SHIPPED')).status, 400);
     assert.equal((await client.get('/api/partner/v1/orders?from=yesterday')).status, 400);
     assert.equal((await client.get('/api/partner/v1/orders?cursor=bogus')).status, 400);

@@ -88,8 +88,9 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
       ['paid_out', -commission, 0],
     ]);
     assert.equal(c.balance_cents, 0);
-    const payouts = (await client.get<{ data: Array<{ payout_id: string; amount_cents: number; lines: Array<{ sale_id: string; amount_cents: number }> }>; total_paid_cents: number }>('/api/partner/v1/me/payouts')).body;
+    const payouts = (await client.get<{ data: Array<{ payout_id: string; amount_cents: number; lines: Array<{ sale_id: string; amount_cents: number }> }>; total_paid_cents: number; currency: string }>('/api/partner/v1/me/payouts')).body;
     assert.equal(payouts.total_paid_cents, commission);
+    assert.equal(payouts.currency, 'USD', 'a total in cents stands next to its currency');
     assert.deepEqual(payouts.data[0].lines.map((l) => [l.sale_id, l.amount_cents]), [[sale.sale_id, commission]]);
     assert.equal(c.data[2].payout_id, payouts.data[0].payout_id);
 
