@@ -23,6 +23,13 @@ describe('authentication outcomes over HTTP (CONTRACT §1)', () => {
     expectError({ status: res.status, body: await res.json(), headers: res.headers }, 401, 'missing_credentials');
   });
 
+  it('without X-Service-Key-Id the body is not looked at: an oversized or gzip body is 401 missing_credentials too', async () => {
+    const big = await fetch(getStack().baseUrl + '/api/partner/v1/quotes', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(300 * 1024) });
+    expectError({ status: big.status, body: await big.json(), headers: big.headers }, 401, 'missing_credentials');
+    const gzip = await fetch(getStack().baseUrl + '/api/partner/v1/quotes', { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, body: '{}' });
+    expectError({ status: gzip.status, body: await gzip.json(), headers: gzip.headers }, 401, 'missing_credentials');
+  });
+
   it('an unknown key id is 401 invalid_signature', async () => {
     const { secret } = await newPartner();
     const stranger = new PartnerClient(getStack().baseUrl, { keyId: 'pk_test_000000000000000000000000', secret });
