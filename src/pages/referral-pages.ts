@@ -151,6 +151,8 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
       price: money(domain.buyNowPriceCents, domain.currency),
       available: domain.status === 'listed',
       category: domain.category.replace(/-/g, ' '),
+      // The categories are a fixed English list: an article by the first letter reads right for each.
+      article: /^[aeiou]/i.test(domain.category) ? 'An' : 'A',
       registeredYear: domain.registeredYear,
       action: `/d/${encodeURIComponent(domain.name)}/buy${environment === 'sandbox' ? '?env=sandbox' : ''}`,
       csrf: csrfToken(ctx),

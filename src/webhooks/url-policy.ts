@@ -17,6 +17,21 @@ export const MAX_URL_LENGTH = 2048;
 
 const ALWAYS_FORBIDDEN = new Set(['private', 'linkLocal', 'uniqueLocal', 'carrierGradeNat', 'multicast', 'reserved', 'unspecified', 'broadcast', 'ipv4Mapped', 'rfc6145', 'rfc6052', '6to4', 'teredo', 'benchmarking', 'amt', 'as112', 'as112v6', 'orchid2', 'droneRemoteIdProtocolEntityTags', 'deprecated']);
 
+/** How a message names the common ranges (ipaddr.js names them in camel case); the rare ones by their ipaddr.js name. */
+const RANGE_WORDS: Record<string, string> = {
+  private: 'a private address',
+  linkLocal: 'a link-local address',
+  uniqueLocal: 'a unique-local address',
+  carrierGradeNat: 'a carrier-grade NAT address',
+  multicast: 'a multicast address',
+  reserved: 'a reserved address',
+  unspecified: 'an unspecified address',
+  broadcast: 'a broadcast address',
+  ipv4Mapped: 'an IPv4-mapped address',
+  benchmarking: 'a benchmarking address',
+  deprecated: 'a deprecated address',
+};
+
 /** The credential's environment and the operator's loopback switch: together they decide what is refused. */
 export interface TargetPolicy {
   environment: Environment;
@@ -31,7 +46,7 @@ export function forbiddenAddress(address: string, policy: TargetPolicy): string 
   const parsed = ipaddr.process(address); // unwraps IPv4-mapped IPv6 (::ffff:10.0.0.1)
   const range = parsed.range();
   if (range === 'loopback') return loopbackAllowed(policy) ? undefined : `a loopback address (${address})`;
-  if (ALWAYS_FORBIDDEN.has(range)) return `a ${range} address (${address})`;
+  if (ALWAYS_FORBIDDEN.has(range)) return `${RANGE_WORDS[range] ?? `an address of the ${range} range`} (${address})`;
   return undefined;
 }
 
