@@ -12,9 +12,21 @@ import { publicId } from '../ids';
 
 export const QUOTE_RESERVATION_MS = 10 * 60 * 1000;
 
-/** Answers 404 / 409 before any work when the name cannot be quoted; reserveQuote re-checks under lock. */
-export async function checkQuotable(dataSource: DataSource, environment: Environment, domain: string): Promise<void> {
-  const row = await dataSource.getRepository(Domain).findOne({ select: { id: true, status: true }, where: { environment, name: domain } });
+/**
+ * Answers 404 / 409 before any work when the name cannot be quoted; reserveQuote re-checks under
+ * lock. A partner asking again for a name its own active quote holds (its first answer lost, say)
+ * is told that quote's id in the 409, so it can still place the order with it.
+ */
+export async function checkQuotable(dataSource: DataSource, environment: Environment, domain: string, partnerId: string): Promise<void> {
+  const row = await dataSource.getRepository(Domain).findOne({ select: { id: true, status: true, reservedByQuoteId: true }, where: { environment, name: domain } });
+  if (row?.status === 'reserved' && row.reservedByQuoteId) {
+    const own = await dataSource.getRepository(Quote).findOneBy({ id: row.reservedByQuoteId, partnerId, status: 'active' });
+    if (own) {
+      throw new ApiError('conflict', `${domain} is reserved by your active quote ${own.publicId} until ${own.expiresAt.toISOString()}: place the order with that quote_id`, [
+        { field: 'domain', issue: `reserved by your quote ${own.publicId}` },
+      ]);
+    }
+  }
   quotableOrThrow(domain, row?.status);
 }
 

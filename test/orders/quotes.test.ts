@@ -36,14 +36,22 @@ describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () =
     const holder = await newPartner();
     const other = await newPartner();
     const domain = await freshDomain();
-    assert.equal((await quote(holder.client, domain.name)).status, 201);
+    const first = await quote(holder.client, domain.name);
+    assert.equal(first.status, 201);
     const availability = await other.client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain.name}`);
     assert.equal(availability.body.available, false);
     const second = await quote(other.client, domain.name);
     assert.equal(second.status, 409);
-    assert.equal((second.body as unknown as { error: { code: string } }).error.code, 'conflict');
+    const otherError = (second.body as unknown as { error: { code: string; message: string } }).error;
+    assert.equal(otherError.code, 'conflict');
+    assert.ok(!otherError.message.includes(first.body.quote_id), 'another partner is not told the holder\'s quote');
     const again = await quote(holder.client, domain.name);
     assert.equal(again.status, 409, 'one active quote per name, also for its holder');
+    // The holder whose first answer was lost learns its quote's id, and can still order with it.
+    const error = (again.body as unknown as { error: { code: string; message: string; details: Array<{ field: string; issue: string }> } }).error;
+    assert.equal(error.code, 'conflict');
+    assert.ok(error.message.includes(first.body.quote_id), error.message);
+    assert.deepEqual(error.details, [{ field: 'domain', issue: `reserved by your quote ${first.body.quote_id}` }]);
   });
 
   it('an unlisted domain is 404, a bad body 400', async () => {
