@@ -6,7 +6,8 @@
  * and English first (`cofee` → `coffee`), so a typo is searched like the word it meant.
  *
  * For each candidate name:
- *   keyword   = the KeywordSearch score of the corrected query, in [0, 1] (0 if not a keyword hit)
+ *   keyword   = the KeywordSearch score of the corrected query, in [0, 1] (0 if not a keyword hit),
+ *               halved when the query's words occur in the label only inside its words (midWordOnly)
  *   name      = cosine(query, segmented label)                    "caffeine" · "espresso bar"
  *   word      = max over the label's words of cosine(query, word)  "caffeine" · "espresso"
  *   expansion = cosine(query, w) when a word w of the label is among the query's WordNet
@@ -96,6 +97,35 @@ export function rerank(s: Signals): number {
 export function squash(raw: number): number {
   if (raw <= 0.8) return Math.max(0, raw);
   return 0.8 + 0.2 * Math.tanh((raw - 0.8) / 0.2);
+}
+
+/** What a keyword hit is worth when the query's words occur in the label only inside its words (`tea` in `byteai`). */
+const MID_WORD = 0.5;
+
+/**
+ * Whether the query's words that occur in the label all occur only in the middle of its words,
+ * never where one of the label's words starts: `tea` in `byte|ai` (but not in `tea|house` or
+ * `team|play`). False when none occurs (a hit by similarity or topic is left as it is).
+ */
+export function midWordOnly(entry: Pick<Entry, 'name' | 'words'>, queryWords: string[]): boolean {
+  const label = entry.name.slice(0, entry.name.indexOf('.'));
+  const starts = new Set<number>();
+  let at = 0;
+  for (const w of entry.words) {
+    const found = label.indexOf(w, at);
+    if (found < 0) continue;
+    starts.add(found);
+    at = found + w.length;
+  }
+  let occurs = false;
+  for (const q of queryWords) {
+    if (q.length < 3) continue;
+    for (let i = label.indexOf(q); i >= 0; i = label.indexOf(q, i + 1)) {
+      if (starts.has(i)) return false;
+      occurs = true;
+    }
+  }
+  return occurs;
 }
 
 export class HybridSearch implements DomainSearch {
@@ -245,7 +275,8 @@ export class HybridSearch implements DomainSearch {
       const hasVector = index.hasVector(slot);
       const name = hasVector ? index.vectors.dot(slot, queryVector) : 0;
       const glossName = glossVector && hasVector ? index.vectors.dot(slot, glossVector) : 0;
-      candidates.push({ entry, signals: { keyword: keywordOf.get(entry.name) ?? 0, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } });
+      const keyword = keywordOf.get(entry.name) ?? 0;
+      candidates.push({ entry, signals: { keyword: keyword && midWordOnly(entry, words) ? MID_WORD * keyword : keyword, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } });
     }
     // Words of names listed since start-up: embedded for the searches that follow.
     if (unseen.size) void Promise.all([this.wordVectors([...unseen], index.cache), this.senseVectors([...unseen], index.cache)]).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { importInventory } from '../../src/discovery/inventory';
 import { cosine, Embedder } from '../../src/search/embedder';
-import { meaningCosine, rerank, squash } from '../../src/search/hybrid-search';
+import { meaningCosine, midWordOnly, rerank, squash } from '../../src/search/hybrid-search';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
@@ -117,6 +117,15 @@ describe('hybrid semantic search', () => {
     }
     const unknown = await search(client, 'planetnosuch.com');
     assert.ok(unknown.length > 0 && unknown.every((h) => h.score < 1 && h.name !== 'planetnosuch.com'), JSON.stringify(unknown));
+  });
+
+  it('a word inside a label\'s word (tea in byte|ai) counts for less than one that starts a word (tea in team|play)', async () => {
+    assert.equal(midWordOnly({ name: 'byteai.com', words: ['byte', 'ai'] }, ['tea']), true);
+    assert.equal(midWordOnly({ name: 'teamplay.co', words: ['team', 'play'] }, ['tea']), false);
+    assert.equal(midWordOnly({ name: 'live-teahouse.com', words: ['live', 'tea', 'house'] }, ['tea']), false);
+    assert.equal(midWordOnly({ name: 'coffee.com', words: ['coffee'] }, ['tea']), false, 'no occurrence: left as it is');
+    const hits = await search(client, 'tea');
+    assert.notEqual(hits[0].name, 'byteai.com', JSON.stringify(hits));
   });
 
   it('a word found inside a name on the market is no typo: "vetbold" finds vetbold.ai, not "vetoed"', async () => {
