@@ -98,7 +98,7 @@ export interface PayoutSummary {
   currency: string;
   status: 'paid';
   paid_at: string;
-  breakdown: { service_collected_cents: number; brokerage_cents: number; referral_cents: number; currency: string };
+  breakdown: { service_collected_cents: number; brokerage_cents: number; referral_cents: number; reversed_cents: number; currency: string };
 }
 
 export interface PayoutRunInput {

@@ -102,6 +102,8 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
     .where('e.account = :payable AND l.payout_id IN (:...ids)', { payable: ACCOUNT.serviceOwesPartner, ids: payouts.map((p) => p.id) })
     .groupBy('l.payout_id')
     .addGroupBy("coalesce(p.payment_model, 'referral')")
+    // Per posting, so that the reversals it nets (a clawback of a sale refunded after it was paid) show.
+    .addGroupBy('l.posting_id')
     .getRawMany<{ payout_id: string; payment_model: string; owed: string }>();
   return payouts.map((p) => {
     const mine = rows.filter((r) => r.payout_id === p.id);
@@ -114,7 +116,13 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
       currency: p.currency,
       status: p.status,
       paid_at: p.paidAt.toISOString(),
-      breakdown: { service_collected_cents: by('service_collected'), brokerage_cents: by('brokerage'), referral_cents: by('referral'), currency: p.currency },
+      breakdown: {
+        service_collected_cents: by('service_collected'),
+        brokerage_cents: by('brokerage'),
+        referral_cents: by('referral'),
+        reversed_cents: mine.filter((r) => Number(r.owed) < 0).reduce((s, r) => s + Number(r.owed), 0),
+        currency: p.currency,
+      },
     };
   });
 }

@@ -24,6 +24,7 @@ const Transaction = z
     commission_cents: SignedCents,
     currency: Currency,
     occurred_at: z.string().openapi({ format: 'date-time' }),
+    reversed_at: z.string().nullable().openapi({ format: 'date-time', description: 'when the sale was undone: its reversal is booked in the settlement or payout period of this instant; null while the sale stands' }),
   })
   .openapi('Transaction');
 
@@ -49,7 +50,7 @@ const Payout = z
     currency: Currency,
     status: z.literal('paid'),
     paid_at: z.string().openapi({ format: 'date-time' }),
-    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents, referral_cents: SignedCents.openapi({ description: 'referral commission (also listed under /me/payouts)' }), currency: Currency }),
+    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents, referral_cents: SignedCents.openapi({ description: 'referral commission (also listed under /me/payouts)' }), reversed_cents: SignedCents.openapi({ description: 'the reversals netted in the figures above (≤ 0): commission taken back for sales undone after an earlier payout paid them' }), currency: Currency }),
   })
   .openapi('Payout');
 

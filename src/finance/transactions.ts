@@ -25,6 +25,8 @@ export interface TransactionView {
   commission_cents: number;
   currency: string;
   occurred_at: string;
+  /** When the sale was undone (the period its reversal is booked in); null while it stands. */
+  reversed_at: string | null;
 }
 
 function filtered(dataSource: DataSource, partnerId: string, environment: Environment, f: TransactionFilter): SelectQueryBuilder<SaleTransaction> {
@@ -74,6 +76,7 @@ export async function listTransactions(
       commission_cents: t.commissionCents,
       currency: t.currency,
       occurred_at: t.occurredAt.toISOString(),
+      reversed_at: t.reversedAt ? t.reversedAt.toISOString() : null,
     })),
     next: entities.length > page.limit ? { at: raw[page.limit - 1].cursor_at, id: shown[shown.length - 1].id } : null,
   };

@@ -18,7 +18,7 @@ import { admin } from '../helpers/admin';
 
 
 type TxnList = {
-  data: Array<{ transaction_id: string; order_id: string; payment_model: string; status: string; gross_cents: number; commission_cents: number; occurred_at: string }>;
+  data: Array<{ transaction_id: string; order_id: string; payment_model: string; status: string; gross_cents: number; commission_cents: number; occurred_at: string; reversed_at: string | null }>;
   next_cursor: string | null;
   totals: { count: number; gmv_cents: number; commission_cents: number; currency: string };
 };
@@ -102,6 +102,8 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', () 
     const completedGross = sales.filter((o) => o.id !== sales[3].id).reduce((sum, o) => sum + o.salePriceCents, 0);
     assert.deepEqual(totals, { count: 25, gmv_cents: completedGross, commission_cents: sales.filter((o) => o.id !== sales[3].id).reduce((sum, o) => sum + Math.floor(o.salePriceCents / 10), 0), currency: 'USD' });
     assert.equal(seen.find((t) => t.order_id === sales[3].publicId)?.status, 'reversed');
+    assert.equal(seen.find((t) => t.order_id === sales[3].publicId)?.reversed_at, '2026-06-20T00:00:00.000Z', 'when it was undone, the period its reversal is booked in');
+    assert.ok(seen.filter((t) => t.status === 'completed').every((t) => t.reversed_at === null));
 
     const service = (await client.get<TxnList>('/api/partner/v1/transactions?payment_model=service_collected&limit=2')).body;
     assert.equal(service.totals.count, 5);
@@ -177,6 +179,19 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', () 
 
     const listed = (await client.get<{ data: Array<{ payout_id: string; amount_cents: number; status: string; period_start: string; period_end: string }> }>('/api/partner/v1/payouts')).body.data;
     assert.deepEqual(listed.map((p) => [p.payout_id, p.amount_cents, p.status, p.period_start, p.period_end]), [[made[0].payout_id, 9234, 'paid', '2026-09-01', '2026-09-30']]);
+    assert.ok((await reconcile(s.dataSource)).ok);
+
+    // The 80,000 sale is refunded after its commission was paid: the next payout nets the
+    // clawback, and its breakdown says how much of it was taken back.
+    const refunded = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ partnerId, grossCents: 80_000 });
+    await s.dataSource.transaction((tx) => reverseSale(tx, refunded.id, new Date('2026-09-20T00:00:00Z')));
+    await completedSale(partnerId, '2026-09-21T10:00:00Z', { paymentModel: 'service_collected', priceCents: 100_000, commissionBps: 1000 });
+    const third = await admin('payouts', 'run', '--env', 'sandbox', '--json');
+    assert.equal(third.code, 0, third.stderr);
+    const mine = (await client.get<{ data: Array<{ amount_cents: number; breakdown: { service_collected_cents: number; reversed_cents: number } }> }>('/api/partner/v1/payouts')).body.data;
+    assert.equal(mine.length, 2);
+    assert.deepEqual([mine[0].amount_cents, mine[0].breakdown.service_collected_cents, mine[0].breakdown.reversed_cents], [2_000, 2_000, -8_000], 'the newest nets the clawback');
+    assert.equal(mine[1].breakdown.reversed_cents, 0);
     assert.ok((await reconcile(s.dataSource)).ok);
   });
 
