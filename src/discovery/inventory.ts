@@ -2,6 +2,7 @@
  * The listed inventory: loading it from CSV and reading one name. Sandbox and live are two
  * separate inventories in one table, kept apart by `environment` in every query.
  */
+import { domainToASCII } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { z } from 'zod';
 import type { DataSource } from 'typeorm';
@@ -13,7 +14,10 @@ import { runPrepared, type PreparedStatement } from '../db/prepared';
 export const DOMAIN_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 
 export function normaliseDomainName(name: string): string {
-  return name.trim().toLowerCase().replace(/\.$/, '');
+  const lower = name.trim().toLowerCase().replace(/\.$/, '');
+  // An internationalised name (`münchen.de`) stands for its ASCII form (`xn--mnchen-3ya.de`),
+  // the one registries hold; one that has none stays as written and fails isDomainName.
+  return /[^\x00-\x7f]/.test(lower) ? domainToASCII(lower) || lower : lower;
 }
 
 export function isDomainName(name: string): boolean {

@@ -72,6 +72,13 @@ describe('discovery over the sandbox inventory (CONTRACT §5)', () => {
     }
   });
 
+  it('an internationalised name is taken in its ASCII form and answered in it; one that has none is 400', async () => {
+    const res = await client.get(`/api/partner/v1/availability?domain=${encodeURIComponent('MÜNCHEN.de')}`);
+    assert.equal(res.status, 200, res.text);
+    assert.equal((res.body as { domain: string }).domain, 'xn--mnchen-3ya.de');
+    assert.equal((await client.get(`/api/partner/v1/availability?domain=${encodeURIComponent('bad name.com')}`)).status, 400);
+  });
+
   it('pricing gives buy-now and floor price, and 404 not_found for an unlisted domain', async () => {
     const ok = await client.get('/api/partner/v1/pricing?domain=academy.com');
     assert.deepEqual(ok.body, { domain: 'academy.com', buy_now_price_cents: 2300000, floor_price_cents: 1495000, currency: 'USD' });
