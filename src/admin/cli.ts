@@ -80,7 +80,8 @@ function scopesOption(value: string): Scope[] {
 /** A partner's name: printable, not blank, at most 200 characters (trimmed). */
 function nameOption(value: string): string {
   const name = value.trim();
-  if (!name || name.length > 200 || /\p{Cc}/u.test(name)) throw new InvalidArgumentError('a name of 1 to 200 printable characters');
+  // Cc: control characters; Cf: invisible format ones (zero-width space, right-to-left override) that make look-alike names.
+  if (!name || name.length > 200 || /[\p{Cc}\p{Cf}]/u.test(name)) throw new InvalidArgumentError('a name of 1 to 200 printable characters');
   return name;
 }
 
@@ -197,7 +198,7 @@ credential
   );
 credential
   .command('list')
-  .option('--partner <name>', 'only this partner')
+  .option('--partner <name>', 'only this partner', nameOption)
   .option('--json', 'JSON output')
   .action(async (o) =>
     withSession(async ({ dataSource, credentials }) => {

@@ -11,13 +11,16 @@ import { centsFromDb } from '../db/columns';
 import { Domain, type DomainStatus } from '../db/entities/domain';
 import { runPrepared, type PreparedStatement } from '../db/prepared';
 
-export const DOMAIN_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+export const DOMAIN_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
 
 export function normaliseDomainName(name: string): string {
-  const lower = name.trim().toLowerCase().replace(/\.$/, '');
+  const trimmed = name.trim();
   // An internationalised name (`münchen.de`) stands for its ASCII form (`xn--mnchen-3ya.de`),
-  // the one registries hold; one that has none stays as written and fails isDomainName.
-  return /[^\x00-\x7f]/.test(lower) ? domainToASCII(lower) || lower : lower;
+  // the one registries hold. Only letters, marks, digits, hyphens and dots (also the ideographic
+  // ones) are converted: domainToASCII reads a URL's host, and would cut `academy.com/é` down to
+  // `academy.com`. Anything else stays as written and fails isDomainName.
+  const ascii = /[^\x00-\x7f]/.test(trimmed) && /^[\p{L}\p{M}\p{N}.\-。．｡]+$/u.test(trimmed) ? domainToASCII(trimmed) || trimmed : trimmed;
+  return ascii.toLowerCase().replace(/\.$/, '');
 }
 
 export function isDomainName(name: string): boolean {

@@ -54,21 +54,17 @@ export function queryWords(query: string): string[] {
 export class KeywordSearch implements DomainSearch {
   constructor(private readonly dataSource: DataSource) {}
 
-  /**
-   * Whether the word occurs inside the label of a name on the market: such a word is no typo,
-   * whatever the speller makes of it (`vetbold` is a name, not `vetoed`). One probe of the
-   * trigram index.
-   */
-  async inLabels(environment: Environment, word: string): Promise<boolean> {
-    const found = await this.dataSource
+  /** Up to `limit` names on the market whose label holds the word (one probe of the trigram index). */
+  async namesContaining(environment: Environment, word: string, limit: number): Promise<string[]> {
+    const rows = await this.dataSource
       .getRepository(Domain)
       .createQueryBuilder('d')
-      .select('1', 'found')
+      .select('d.name', 'name')
       .where(onMarket(environment, 'd.'))
       .andWhere('d.label LIKE :pattern', { pattern: containing(word) })
-      .limit(1)
-      .getRawOne();
-    return found !== undefined;
+      .limit(limit)
+      .getRawMany<{ name: string }>();
+    return rows.map((r) => r.name);
   }
 
   /**
@@ -102,7 +98,7 @@ export class KeywordSearch implements DomainSearch {
         prefilter.push(probe(`label %> $${params.length}`));
       }
       for (const v of w === joined && words.length > 1 ? [] : variants(w)) {
-        params.push(`%${v}%`);
+        params.push(containing(v));
         prefilter.push(probe(`label LIKE $${params.length}`));
       }
     }

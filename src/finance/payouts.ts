@@ -99,12 +99,12 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
     .select('l.payout_id', 'payout_id')
     .addSelect("coalesce(p.payment_model, 'referral')", 'payment_model')
     .addSelect('-sum(e.amount_cents)', 'owed')
+    // FILTER: Postgres's per-aggregate condition, the reversals' part of the same sum.
+    .addSelect("-coalesce(sum(e.amount_cents) FILTER (WHERE p.kind IN ('reversal', 'referral_reversed')), 0)", 'reversed')
     .where('e.account = :payable AND l.payout_id IN (:...ids)', { payable: ACCOUNT.serviceOwesPartner, ids: payouts.map((p) => p.id) })
     .groupBy('l.payout_id')
     .addGroupBy("coalesce(p.payment_model, 'referral')")
-    // Per posting, so that the reversals it nets (a clawback of a sale refunded after it was paid) show.
-    .addGroupBy('l.posting_id')
-    .getRawMany<{ payout_id: string; payment_model: string; owed: string }>();
+    .getRawMany<{ payout_id: string; payment_model: string; owed: string; reversed: string }>();
   return payouts.map((p) => {
     const mine = rows.filter((r) => r.payout_id === p.id);
     const by = (model: string) => mine.filter((r) => r.payment_model === model).reduce((s, r) => s + Number(r.owed), 0);
@@ -120,7 +120,7 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
         service_collected_cents: by('service_collected'),
         brokerage_cents: by('brokerage'),
         referral_cents: by('referral'),
-        reversed_cents: mine.filter((r) => Number(r.owed) < 0).reduce((s, r) => s + Number(r.owed), 0),
+        reversed_cents: mine.reduce((s, r) => s + Number(r.reversed), 0),
         currency: p.currency,
       },
     };

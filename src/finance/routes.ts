@@ -24,7 +24,7 @@ const Transaction = z
     commission_cents: SignedCents,
     currency: Currency,
     occurred_at: z.string().openapi({ format: 'date-time' }),
-    reversed_at: z.string().nullable().openapi({ format: 'date-time', description: 'when the sale was undone: its reversal is booked in the settlement or payout period of this instant; null while the sale stands' }),
+    reversed_at: z.string().nullable().openapi({ format: 'date-time', description: 'when the sale was undone (null while it stands); its reversal is booked in the settlement of that month, or the next open one when that month is already closed' }),
   })
   .openapi('Transaction');
 
@@ -50,7 +50,7 @@ const Payout = z
     currency: Currency,
     status: z.literal('paid'),
     paid_at: z.string().openapi({ format: 'date-time' }),
-    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents, referral_cents: SignedCents.openapi({ description: 'referral commission (also listed under /me/payouts)' }), reversed_cents: SignedCents.openapi({ description: 'the reversals netted in the figures above (≤ 0): commission taken back for sales undone after an earlier payout paid them' }), currency: Currency }),
+    breakdown: z.object({ service_collected_cents: SignedCents, brokerage_cents: SignedCents, referral_cents: SignedCents.openapi({ description: 'referral commission (also listed under /me/payouts)' }), reversed_cents: SignedCents.openapi({ description: 'the part of the figures above that reverses sales (≤ 0): commission taken back for sales undone (refunds, chargebacks) booked since the previous payout, whether an earlier payout or this one paid the sale' }), currency: Currency }),
   })
   .openapi('Payout');
 

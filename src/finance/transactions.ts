@@ -25,7 +25,7 @@ export interface TransactionView {
   commission_cents: number;
   currency: string;
   occurred_at: string;
-  /** When the sale was undone (the period its reversal is booked in); null while it stands. */
+  /** When the sale was undone; null while it stands. Its reversal is booked in that month, or the next open one. */
   reversed_at: string | null;
 }
 

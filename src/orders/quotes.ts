@@ -22,9 +22,8 @@ export async function checkQuotable(dataSource: DataSource, environment: Environ
   if (row?.status === 'reserved' && row.reservedByQuoteId) {
     const own = await dataSource.getRepository(Quote).findOneBy({ id: row.reservedByQuoteId, partnerId, status: 'active' });
     if (own) {
-      throw new ApiError('conflict', `${domain} is reserved by your active quote ${own.publicId} until ${own.expiresAt.toISOString()}: place the order with that quote_id`, [
-        { field: 'domain', issue: `reserved by your quote ${own.publicId}` },
-      ]);
+      // In the message: the contract gives `details` to validation errors only.
+      throw new ApiError('conflict', `${domain} is reserved by your active quote ${own.publicId} until ${own.expiresAt.toISOString()}: place the order with that quote_id`);
     }
   }
   quotableOrThrow(domain, row?.status);

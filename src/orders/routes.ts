@@ -86,7 +86,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       tag: 'Orders',
       summary: 'A firm price and a 10-minute reservation',
       description:
-        'While the quote is active the domain is reserved for this partner: `available` is false for everyone else and their quotes are 409 `conflict`; the holder\'s own second quote is 409 too, naming the id of its active quote (message and `details`), so a lost first answer can still be ordered on. The reservation ends 10 minutes after creation (a Temporal timer) unless an order consumes the quote first.',
+        'While the quote is active the domain is reserved for this partner: `available` is false for everyone else and their quotes are 409 `conflict`; the holder\'s own second quote is 409 too, naming the id of its active quote in the message, so a lost first answer can still be ordered on. The reservation ends 10 minutes after creation (a Temporal timer) unless an order consumes the quote first.',
       body: z.object({ domain: DomainName }),
       response: { status: 201, description: 'the quote', schema: Quote },
       errors: ['validation_error', 'merchant_of_record_required', 'not_found', 'conflict'],

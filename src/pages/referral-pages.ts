@@ -151,7 +151,8 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
       price: money(domain.buyNowPriceCents, domain.currency),
       available: domain.status === 'listed',
       category: domain.category.replace(/-/g, ' '),
-      // The categories are a fixed English list: an article by the first letter reads right for each.
+      // An article by the first letter: right for the sandbox's categories; a live inventory's
+      // free-text category may read oddly (`An utilities`), never wrongly about the name.
       article: /^[aeiou]/i.test(domain.category) ? 'An' : 'A',
       registeredYear: domain.registeredYear,
       action: `/d/${encodeURIComponent(domain.name)}/buy${environment === 'sandbox' ? '?env=sandbox' : ''}`,

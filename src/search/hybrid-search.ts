@@ -31,6 +31,7 @@
 import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
+import { isDomainName, normaliseDomainName } from '../discovery/inventory';
 import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '../discovery/search';
 import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
@@ -46,8 +47,8 @@ const EXPANSIONS = 6;
 const PER_EXPANSION = 20;
 /** Below this a candidate is noise, not a weak match. */
 const MIN_SCORE = 0.18;
-/** A query that is a domain name: labels of letters, digits and inner hyphens, two or more, joined by dots. */
-const DOMAIN_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i;
+/** Names looked at to tell a run-together name from a typo (see corrected). */
+const WHOLE_WORDS_PROBE = 20;
 
 export interface Signals {
   keyword: number;
@@ -102,23 +103,37 @@ export function squash(raw: number): number {
 /** What a keyword hit is worth when the query's words occur in the label only inside its words (`tea` in `byteai`). */
 const MID_WORD = 0.5;
 
-/**
- * Whether the query's words that occur in the label all occur only in the middle of its words,
- * never where one of the label's words starts: `tea` in `byte|ai` (but not in `tea|house` or
- * `team|play`). False when none occurs (a hit by similarity or topic is left as it is).
- */
-export function midWordOnly(entry: Pick<Entry, 'name' | 'words'>, queryWords: string[]): boolean {
+/** Where the label's words start and end in the label (`live-test` → starts 0, 5; ends 4, 9). */
+function wordBounds(entry: Pick<Entry, 'name' | 'words'>): { label: string; starts: Set<number>; ends: Set<number> } {
   const label = entry.name.slice(0, entry.name.indexOf('.'));
   const starts = new Set<number>();
+  const ends = new Set<number>();
   let at = 0;
   for (const w of entry.words) {
     const found = label.indexOf(w, at);
     if (found < 0) continue;
     starts.add(found);
-    at = found + w.length;
+    ends.add((at = found + w.length));
   }
+  return { label, starts, ends };
+}
+
+/** Whether the word is one or more whole words of the label, run together (`livetest` in `live|test|one`). */
+export function spansWords(entry: Pick<Entry, 'name' | 'words'>, word: string): boolean {
+  const { label, starts, ends } = wordBounds(entry);
+  for (let i = label.indexOf(word); i >= 0; i = label.indexOf(word, i + 1)) if (starts.has(i) && ends.has(i + word.length)) return true;
+  return false;
+}
+
+/**
+ * Whether the query's words that occur in the label all occur only in the middle of its words,
+ * never where one of the label's words starts: `tea` in `byte|ai` (but not in `tea|house` or
+ * `team|play`). False when none occurs (a hit by similarity or topic is left as it is).
+ */
+export function midWordOnly(entry: Pick<Entry, 'name' | 'words'>, words: string[]): boolean {
+  const { label, starts } = wordBounds(entry);
   let occurs = false;
-  for (const q of queryWords) {
+  for (const q of words) {
     if (q.length < 3) continue;
     for (let i = label.indexOf(q); i >= 0; i = label.indexOf(q, i + 1)) {
       if (starts.has(i)) return false;
@@ -285,26 +300,39 @@ export class HybridSearch implements DomainSearch {
 
   /**
    * The query with each word spell-corrected (the speller as of the last sync is good enough; the
-   * sync runs alongside the query's embedding), except a word found inside a name on the market:
-   * a run-together label (`vetbold`, `wildshore`) is a name, not a typo of `vetoed` or `wiltshire`.
+   * sync runs alongside the query's embedding), except a word that is whole words of a name on
+   * the market: a run-together label (`vetbold`, `wildshore`, `livetest` in `live|test|one`) is a
+   * name, not a typo of `vetoed`, `wiltshire` or `lightest`. Only whole words count, so a typo
+   * inside some longer word of a large inventory (`solor` in `con|solor…`) is still corrected.
    * That costs one look-up of the trigram index, and only for a word the speller would change.
    */
   private async corrected(environment: Environment, index: InventoryIndex, query: string): Promise<string> {
-    const words = query.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
-    const fixed = await Promise.all(
-      words.map(async (w) => {
+    const words = index.speller.words(query);
+    const fixed = new Map<string, string>();
+    // Each distinct word once, and the first 8 only (as many as the keyword search looks at): a
+    // long query cannot fan out into many look-ups.
+    await Promise.all(
+      [...new Set(words)].map(async (w, i) => {
         const c = index.speller.correct(w);
-        return c !== w && (await this.keyword.inLabels(environment, w)) ? w : c;
+        if (c === w || i >= 8) return fixed.set(w, c);
+        const names = await this.keyword.namesContaining(environment, w, WHOLE_WORDS_PROBE);
+        const whole = names.some((name) => {
+          const slot = index.slot(name);
+          const entry = slot === undefined ? undefined : index.slots[slot];
+          return name.slice(0, name.indexOf('.')) === w || (entry !== undefined && spansWords(entry, w));
+        });
+        fixed.set(w, whole ? w : c);
       }),
     );
-    return fixed.join(' ');
+    return words.map((w) => fixed.get(w)!).join(' ');
   }
 
   async search(environment: Environment, query: string, limit = MAX_RESULTS): Promise<SearchHit[]> {
     // A query written as a name (`planet.com`) asks for that name: it comes first when it is on
     // the market (score 1, above any ranked hit), then the names the search finds for its label
     // (the TLD is no word of what was asked).
-    const asName = DOMAIN_NAME.test(query.trim()) ? query.trim().toLowerCase() : undefined;
+    const written = normaliseDomainName(query).replace(/^www\./, '');
+    const asName = isDomainName(written) ? written : undefined;
     const ranked = (await this.candidates(environment, asName ? asName.slice(0, asName.indexOf('.')) : query))
       .map(({ entry, signals }) => ({ entry, score: rerank(signals) }))
       .filter((c) => c.score >= MIN_SCORE && c.entry.name !== asName)

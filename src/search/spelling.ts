@@ -125,12 +125,14 @@ export class Speller {
     return found;
   }
 
-  /** The query with each word corrected; words are lower-case letters and digits. */
+  /** The query's words as the speller reads them: lower-case runs of letters and digits. */
+  words(query: string): string[] {
+    return query.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  }
+
+  /** The query with each word corrected. */
   correctQuery(query: string): string {
-    return query
-      .toLowerCase()
-      .split(/[^a-z0-9]+/)
-      .filter(Boolean)
+    return this.words(query)
       .map((w) => this.correct(w))
       .join(' ');
   }

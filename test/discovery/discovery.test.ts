@@ -76,7 +76,12 @@ describe('discovery over the sandbox inventory (CONTRACT §5)', () => {
     const res = await client.get(`/api/partner/v1/availability?domain=${encodeURIComponent('MÜNCHEN.de')}`);
     assert.equal(res.status, 200, res.text);
     assert.equal((res.body as { domain: string }).domain, 'xn--mnchen-3ya.de');
-    assert.equal((await client.get(`/api/partner/v1/availability?domain=${encodeURIComponent('bad name.com')}`)).status, 400);
+    const rf = await client.get(`/api/partner/v1/availability?domain=${encodeURIComponent('пример.рф')}`);
+    assert.equal((rf.body as { domain: string }).domain, 'xn--e1afmkfd.xn--p1ai', 'an internationalised TLD too');
+    // Not read as a URL's host: a path, query or tab after the name is no name, not the name before it.
+    for (const bad of ['bad name.com', 'academy.com/é', 'academy.com?é', 'academy.com\té']) {
+      assert.equal((await client.get(`/api/partner/v1/availability?domain=${encodeURIComponent(bad)}`)).status, 400, bad);
+    }
   });
 
   it('pricing gives buy-now and floor price, and 404 not_found for an unlisted domain', async () => {

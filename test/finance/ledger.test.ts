@@ -102,7 +102,7 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', () 
     const completedGross = sales.filter((o) => o.id !== sales[3].id).reduce((sum, o) => sum + o.salePriceCents, 0);
     assert.deepEqual(totals, { count: 25, gmv_cents: completedGross, commission_cents: sales.filter((o) => o.id !== sales[3].id).reduce((sum, o) => sum + Math.floor(o.salePriceCents / 10), 0), currency: 'USD' });
     assert.equal(seen.find((t) => t.order_id === sales[3].publicId)?.status, 'reversed');
-    assert.equal(seen.find((t) => t.order_id === sales[3].publicId)?.reversed_at, '2026-06-20T00:00:00.000Z', 'when it was undone, the period its reversal is booked in');
+    assert.equal(seen.find((t) => t.order_id === sales[3].publicId)?.reversed_at, '2026-06-20T00:00:00.000Z', 'when it was undone');
     assert.ok(seen.filter((t) => t.status === 'completed').every((t) => t.reversed_at === null));
 
     const service = (await client.get<TxnList>('/api/partner/v1/transactions?payment_model=service_collected&limit=2')).body;
@@ -182,15 +182,19 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', () 
     assert.ok((await reconcile(s.dataSource)).ok);
 
     // The 80,000 sale is refunded after its commission was paid: the next payout nets the
-    // clawback, and its breakdown says how much of it was taken back.
+    // clawback, and its breakdown says how much of it was taken back. A sale refunded before any
+    // payout paid it shows there too, netted against itself.
     const refunded = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ partnerId, grossCents: 80_000 });
     await s.dataSource.transaction((tx) => reverseSale(tx, refunded.id, new Date('2026-09-20T00:00:00Z')));
     await completedSale(partnerId, '2026-09-21T10:00:00Z', { paymentModel: 'service_collected', priceCents: 100_000, commissionBps: 1000 });
+    const undoneUnpaid = await completedSale(partnerId, '2026-09-22T10:00:00Z', { paymentModel: 'service_collected', priceCents: 30_000, commissionBps: 1000 });
+    const undoneTxn = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: undoneUnpaid.id });
+    await s.dataSource.transaction((tx) => reverseSale(tx, undoneTxn.id, new Date('2026-09-23T00:00:00Z')));
     const third = await admin('payouts', 'run', '--env', 'sandbox', '--json');
     assert.equal(third.code, 0, third.stderr);
     const mine = (await client.get<{ data: Array<{ amount_cents: number; breakdown: { service_collected_cents: number; reversed_cents: number } }> }>('/api/partner/v1/payouts')).body.data;
     assert.equal(mine.length, 2);
-    assert.deepEqual([mine[0].amount_cents, mine[0].breakdown.service_collected_cents, mine[0].breakdown.reversed_cents], [2_000, 2_000, -8_000], 'the newest nets the clawback');
+    assert.deepEqual([mine[0].amount_cents, mine[0].breakdown.service_collected_cents, mine[0].breakdown.reversed_cents], [2_000, 2_000, -8_000 - 3_000], 'the newest nets the clawbacks');
     assert.equal(mine[1].breakdown.reversed_cents, 0);
     assert.ok((await reconcile(s.dataSource)).ok);
   });

@@ -9,11 +9,16 @@ export interface ListedDomain {
 }
 
 /** A sandbox name nobody has touched yet (each call takes a different one). */
+/** Names the search tests look up by name: never sold by the helpers below. */
+export const SEARCH_TEST_NAMES = ['evnorth.com', 'wildshore.net', 'policysatoshi.shop', 'vetbold.ai'];
+
 export async function freshDomain(): Promise<ListedDomain> {
   const [row] = (await getStack().dataSource.query(
     `SELECT name, buy_now_price_cents FROM domains d
      WHERE environment = 'sandbox' AND status = 'listed' AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.domain_id = d.id)
+       AND name <> ALL($1)
      ORDER BY random() LIMIT 1`,
+    [SEARCH_TEST_NAMES],
   )) as Array<{ name: string; buy_now_price_cents: string }>;
   return { name: row.name, price: Number(row.buy_now_price_cents) };
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { importInventory } from '../../src/discovery/inventory';
 import { cosine, Embedder } from '../../src/search/embedder';
-import { meaningCosine, midWordOnly, rerank, squash } from '../../src/search/hybrid-search';
+import { meaningCosine, midWordOnly, rerank, spansWords, squash } from '../../src/search/hybrid-search';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
@@ -108,6 +108,7 @@ describe('hybrid semantic search', () => {
   });
 
   it('a query written as a name gets that name first (score 1), then names like its label; an unknown one only the latter', async () => {
+    // Kept off the order helpers (SEARCH_TEST_NAMES), so no other test sells them first.
     for (const name of ['evnorth.com', 'WildShore.net', 'policysatoshi.shop']) {
       const hits = await search(client, name);
       assert.equal(hits[0].name, name.toLowerCase(), JSON.stringify(hits));
@@ -131,6 +132,10 @@ describe('hybrid semantic search', () => {
   it('a word found inside a name on the market is no typo: "vetbold" finds vetbold.ai, not "vetoed"', async () => {
     assert.equal((await search(client, 'vetbold'))[0].name, 'vetbold.ai');
     assert.equal((await search(client, 'wildshore'))[0].name, 'wildshore.net');
+    assert.equal((await search(client, 'www.evnorth.com'))[0].name, 'evnorth.com', 'www. is no part of the name');
+    // Only whole words count: a typo found inside some longer word is still a typo.
+    assert.equal(spansWords({ name: 'livetest-one.com', words: ['live', 'test', 'one'] }, 'livetest'), true);
+    assert.equal(spansWords({ name: 'consolorama.com', words: ['con', 'solo', 'rama'] }, 'solor'), false);
   });
 
   it('literal: an exact-word name ranks first; at most 5, score descending in [0, 1]', async () => {
