@@ -23,6 +23,7 @@ import { LOCK_TAKEN, whenUnlocked } from '../db/when-unlocked';
 import { Domain } from '../db/entities/domain';
 import { Partner } from '../db/entities/partner';
 import { ReferralLink } from '../db/entities/referral';
+import { publicId } from '../ids';
 import type { DomainSearch } from '../discovery/search';
 import { ATTRIBUTION_COOKIE, ATTRIBUTION_MS, type AttributionKeys } from '../referral/attribution';
 import type { ClickRecorder } from '../referral/clicks';
@@ -73,6 +74,8 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
   return async (ctx, next) => {
     if (!ctx.path.startsWith('/r/') || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
     const code = ctx.path.slice(3);
+    // Served before the request context (no access log on this hot path), but with an id as every response has.
+    ctx.set('X-Request-Id', publicId('req'));
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.set('X-Content-Type-Options', 'nosniff');

@@ -77,6 +77,7 @@ describe('referral links and honest click counts (CONTRACT §11)', () => {
       assert.equal(res.headers.get('set-cookie'), null, 'no attribution for what is not a click');
     }
     const first = await open(link.url);
+    assert.match(first.headers.get('x-request-id') ?? '', /^req_/, 'an id, as every response has');
     const cookie = first.headers.get('set-cookie')!;
     assert.match(cookie, /^ref=/);
     assert.match(cookie, /max-age=2592000|expires=/i);
