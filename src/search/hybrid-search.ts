@@ -303,7 +303,7 @@ export class HybridSearch implements DomainSearch {
    * sync runs alongside the query's embedding), except a word that is whole words of a name on
    * the market: a run-together label (`vetbold`, `wildshore`, `livetest` in `live|test|one`) is a
    * name, not a typo of `vetoed`, `wiltshire` or `lightest`. Only whole words count, so a typo
-   * inside some longer word of a large inventory (`solor` in `con|solor…`) is still corrected.
+   * inside some longer word of a large inventory (`solor` in `con|solo|rama`) is still corrected.
    * That costs one look-up of the trigram index, and only for a word the speller would change.
    */
   private async corrected(environment: Environment, index: InventoryIndex, query: string): Promise<string> {
