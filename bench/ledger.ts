@@ -17,7 +17,7 @@
  * the run leaves its sales there and closes every past open settlement in it), BENCH_POSTINGS
  * (2000), BENCH_CONCURRENCY (16), BENCH_TRANSACTIONS (1000000), BENCH_REPS (20), BENCH_WARMUP (3).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -31,7 +31,7 @@ import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { startEmbeddedPostgres, type RunningPostgres } from '../src/db/embedded-postgres';
 import type { DomainSearch } from '../src/discovery/search';
-import { importInventory, parseInventoryCsv } from '../src/discovery/inventory';
+import { importSandboxInventory } from '../src/discovery/inventory';
 import { createLogger } from '../src/logger';
 import { advanceOrder } from '../src/orders/fulfilment';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
@@ -116,7 +116,7 @@ async function main(): Promise<void> {
   try {
     const dataSource = await openDatabase(postgres.url, { poolSize: settings.concurrency + 4 });
     cleanups.unshift(() => dataSource.destroy());
-    await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
+    await importSandboxInventory(dataSource, config.projectRoot);
     const domainId = await anyDomainId(dataSource);
 
     const part1 = await postings(dataSource, domainId);

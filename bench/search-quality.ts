@@ -19,7 +19,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { importInventory, parseInventoryCsv } from '../src/discovery/inventory';
+import { importSandboxInventory } from '../src/discovery/inventory';
 import { KeywordSearch, type DomainSearch } from '../src/discovery/search';
 import { openProjectDatabase } from '../src/main/runtime';
 import { startSearch } from '../src/main/services';
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   const keysOf = (query: LabelledQuery) => (query.split === 'dev' ? ['dev', `dev ${query.kind}`] : ['all', query.kind, query.split, `${query.split} ${query.kind}`]);
   const shown = (query: LabelledQuery) => halves.includes(query.split);
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
-  await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
+  await importSandboxInventory(dataSource, config.projectRoot);
   const rows = (await dataSource.query(`SELECT name FROM domains WHERE environment = 'sandbox' AND status IN ('listed', 'reserved')`)) as Array<{ name: string }>;
   const hybrid = await startSearch(config, dataSource, (m) => process.stderr.write(`${m}\n`), ['sandbox']);
   const idealOf = (query: LabelledQuery) => rows.map((r) => grade(r.name, query)).sort((a, b) => b - a).slice(0, 5);

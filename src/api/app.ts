@@ -32,7 +32,7 @@ import { webhookRoutes } from '../webhooks/routes';
 import type { DomainSearch } from '../discovery/search';
 import { AdmissionBatcher, type Admission } from '../auth/admission';
 import type { ListingReader } from '../discovery/listing-cache';
-import { authenticate } from './middleware/authenticate';
+import { authenticate, requireKeyId } from './middleware/authenticate';
 import { errorMapping } from './middleware/errors';
 import { rawBody } from './middleware/raw-body';
 import { requestContext } from './middleware/request-id';
@@ -139,6 +139,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
 
   for (const route of routes) {
     router.register(toRouterPath(route.path), [route.method.toUpperCase()], [
+      requireKeyId(),
       rawBody(),
       authenticate(auth, route.scopes, route.admittedRead),
       ...(route.precondition ? [precondition(route.precondition)] : []),

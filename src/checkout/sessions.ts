@@ -5,13 +5,13 @@
  * payment is taken once per session (its row lock, then a unique payment row).
  */
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
-import type { DataSource, EntityManager } from 'typeorm';
+import { LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import { CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
 import { Domain } from '../db/entities/domain';
 import { Order } from '../db/entities/order';
-import { whenUnlocked } from '../db/when-unlocked';
+import { LOCK_TAKEN, whenUnlocked } from '../db/when-unlocked';
 import { publicId } from '../ids';
 import { markWorkflowStarted, recordSale } from '../orders/orders';
 import { startOrderFulfilment, type WorkflowStarter } from '../orders/start-workflows';
@@ -122,6 +122,36 @@ export async function openSession(
       closedAt: null,
     }),
   );
+}
+
+/** The first int4 of the "Buy now" advisory locks (the admission locks are 804_201 and 804_202). */
+const BUY_NOW_LOCK_SPACE = 804_203;
+
+/**
+ * The checkout session behind a name's "Buy now" button. Anyone may press it, so an open session
+ * of the last hour for the name is reused: repeated presses (or a script) cannot open sessions and
+ * seven-day workflows without end. Presses at the same moment take turns on a per-name lock: the
+ * one holding it finds or opens the session in its transaction, the others wait outside the pool
+ * (whenUnlocked: a burst of presses opens one session and never holds every database connection).
+ */
+export async function buyNowSession(deps: CheckoutDeps, housePartnerId: string, environment: Environment, name: string): Promise<CheckoutSession> {
+  const session = await whenUnlocked(
+    () =>
+      deps.dataSource.transaction(async (tx) => {
+        // Raw SQL: a Postgres advisory lock per name, held until this transaction ends.
+        const [{ locked }] = (await tx.query('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS locked', [BUY_NOW_LOCK_SPACE, `${environment}:${name}`])) as Array<{ locked: boolean }>;
+        if (!locked) return LOCK_TAKEN;
+        const open = await tx.getRepository(CheckoutSession).findOne({
+          // A session that took its last declined card is not handed to the next buyer.
+          where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
+          order: { createdAt: 'DESC' },
+        });
+        return open ?? (await openSession(deps, { partnerId: housePartnerId, environment, domain: name }, tx));
+      }),
+    { giveUpMs: 5_000, everyMs: 100 },
+  );
+  if (!session) throw new Error(`"Buy now" for ${name}: its lock stayed taken for 5 s`);
+  return session;
 }
 
 export async function findSession(dataSource: DataSource, sessionPublicId: string): Promise<CheckoutSession | null> {

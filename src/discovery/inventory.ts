@@ -2,6 +2,8 @@
  * The listed inventory: loading it from CSV and reading one name. Sandbox and live are two
  * separate inventories in one table, kept apart by `environment` in every query.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { domainToASCII } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { z } from 'zod';
@@ -21,6 +23,11 @@ export function normaliseDomainName(name: string): string {
   // `academy.com`. Anything else stays as written and fails isDomainName.
   const ascii = /[^\x00-\x7f]/.test(trimmed) && /^[\p{L}\p{M}\p{N}.\-。．｡]+$/u.test(trimmed) ? domainToASCII(trimmed) || trimmed : trimmed;
   return ascii.toLowerCase().replace(/\.$/, '');
+}
+
+/** A name's label, what search matches against: the name up to its first dot (`coffeebar` of `coffeebar.com`). */
+export function labelOf(name: string): string {
+  return name.slice(0, name.indexOf('.'));
 }
 
 export function isDomainName(name: string): boolean {
@@ -83,7 +90,7 @@ export async function importInventory(dataSource: DataSource, environment: Envir
       const batch = rows.slice(i, i + 500);
       const values: unknown[] = [];
       const tuples = batch.map((r, j) => {
-        const label = r.name.slice(0, r.name.indexOf('.'));
+        const label = labelOf(r.name);
         const tld = r.name.slice(r.name.indexOf('.') + 1);
         values.push(environment, r.name, label, tld, r.category, r.buy_now_price_cents, r.floor_price_cents, r.currency, r.status, r.active_site, r.registered_year ?? null);
         const b = j * 11;
@@ -112,6 +119,11 @@ export async function importInventory(dataSource: DataSource, environment: Envir
   // search indexes (autovacuum would get there later).
   if (rows.length >= 1000) await dataSource.query('ANALYZE domains');
   return { environment, rows: rows.length, inserted, updated: rows.length - inserted };
+}
+
+/** The sandbox inventory the project ships (data/sandbox-domains.csv), imported as `npm start` imports it. */
+export function importSandboxInventory(dataSource: DataSource, projectRoot: string): Promise<ImportSummary> {
+  return importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
 }
 
 /** A name as the inventory knows it, or undefined when it is not in this environment's inventory at all. */

@@ -40,9 +40,17 @@ function onMarket(environment: Environment, alias = ''): string {
 /** `%word%` for LIKE, with LIKE's own characters escaped. */
 const containing = (word: string) => `%${word.replace(/[\\%_]/g, '\\$&')}%`;
 
-/** Lower-case words of the query (letters and digits), at most 8. */
+/** The query words searched by keyword, and looked up as possible names (see the hybrid search's spelling). */
+export const MAX_QUERY_WORDS = 8;
+
+/** A query's words as every part of search reads them: lower-case runs of letters and digits. */
+export function splitWords(query: string): string[] {
+  return query.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0);
+}
+
+/** The query's first MAX_QUERY_WORDS words. */
 export function queryWords(query: string): string[] {
-  return query.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0).slice(0, 8);
+  return splitWords(query).slice(0, MAX_QUERY_WORDS);
 }
 
 /**

@@ -13,7 +13,7 @@ import { loadDevStackConfig } from '../config';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
 import { SCOPES } from '../auth/scopes';
-import { importInventory, parseInventoryCsv } from '../discovery/inventory';
+import { importSandboxInventory } from '../discovery/inventory';
 import { createLogger } from '../logger';
 import { findOrCreatePartner } from '../partners/partners';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
@@ -91,8 +91,7 @@ async function main(): Promise<void> {
     step('using REDIS_URL for admission');
   }
 
-  const inventoryFile = path.join(config.projectRoot, 'data', 'sandbox-domains.csv');
-  const summary = await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(inventoryFile, 'utf8')));
+  const summary = await importSandboxInventory(dataSource, config.projectRoot);
   step(`sandbox inventory: ${summary.rows} names (${summary.inserted} new)`);
 
   // Loads the model and the indexes while Temporal and the worker start.

@@ -11,7 +11,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { findOnPath } from '../temporal/tools';
+import { findOnPath, run } from '../temporal/tools';
 
 const SNAPSHOT = 'admission.rdb';
 
@@ -32,24 +32,20 @@ export function findRedisServer(): string | undefined {
 /**
  * Installs Debian's redis-server with apt-get, as `.ci/run` does, when this process may (root,
  * apt-get on PATH); resolves with the binary, or undefined when it could not (the caller then
- * admits in Postgres). Output goes to `log`, a line at a time.
+ * admits in Postgres). A failed step's last line goes to `log`; a slow one shows a heartbeat.
  */
 export async function installRedisServer(log: (m: string) => void): Promise<string | undefined> {
   const aptGet = findOnPath('apt-get');
   if (!aptGet || process.getuid?.() !== 0) return undefined;
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const step = (args: string[]) =>
-    new Promise<boolean>((resolve) => {
-      const child = spawn(aptGet, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let tail = '';
-      child.stdout.on('data', () => undefined);
-      child.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString('utf8')).slice(-2_000)));
-      child.on('error', () => resolve(false));
-      child.on('exit', (code) => {
-        if (code !== 0 && tail.trim()) log(`apt-get ${args.join(' ')}: ${tail.trim().split('\n').at(-1)}`);
-        resolve(code === 0);
-      });
-    });
+    run(aptGet, args, { env, label: `apt-get ${args.join(' ')}` }).then(
+      () => true,
+      (err: Error) => {
+        log(`apt-get ${args.join(' ')}: ${err.message.trim().split('\n').at(-1)}`);
+        return false;
+      },
+    );
   if (!(await step(['install', '-y', '-q', 'redis-server'])) && !((await step(['update', '-q'])) && (await step(['install', '-y', '-q', 'redis-server'])))) return undefined;
   return findRedisServer();
 }

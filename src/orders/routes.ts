@@ -4,6 +4,7 @@ import { UUID_ANY, UUID_V4 } from '../ids';
 import { ApiError } from '../api/errors';
 import { Cursor, DateBound, decodeCursor, encodeCursor, Limit, isCursorTime } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
+import type { AuthContext } from '../api/state';
 import { Partner } from '../db/entities/partner';
 import { Cents, Currency, DomainName, z } from '../api/schemas';
 import { ORDER_STATUSES } from '../../workflows/messages';
@@ -77,6 +78,7 @@ async function requireMerchantOfRecord(dataSource: DataSource, partnerId: string
 
 export function orderRoutes(deps: OrderDeps): RouteSpec[] {
   const { dataSource, workflows, quoteSigner } = deps;
+  const merchantOnly = (auth: AuthContext) => requireMerchantOfRecord(dataSource, auth.partnerId);
   return [
     defineRoute({
       operationId: 'createQuote',
@@ -90,7 +92,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       body: z.object({ domain: DomainName }),
       response: { status: 201, description: 'the quote', schema: Quote },
       errors: ['validation_error', 'merchant_of_record_required', 'not_found', 'conflict'],
-      precondition: (auth) => requireMerchantOfRecord(dataSource, auth.partnerId),
+      precondition: merchantOnly,
       handler: async ({ body, auth }) => {
         await checkQuotable(dataSource, auth.environment, body.domain, auth.partnerId);
         const quotePublicId = newQuotePublicId();
@@ -142,7 +144,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       }),
       response: { status: 201, description: 'the recorded order', schema: Order },
       errors: ['validation_error', 'merchant_of_record_required', 'not_found', 'conflict', 'price_mismatch', 'quote_expired'],
-      precondition: (auth) => requireMerchantOfRecord(dataSource, auth.partnerId),
+      precondition: merchantOnly,
       handler: async ({ body, auth, headers, requestId, checked: rates }) => {
         const key = headers['idempotency-key'];
         if (typeof key !== 'string' || !UUID_V4.test(key)) {

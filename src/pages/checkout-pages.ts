@@ -81,6 +81,8 @@ const MESSAGES = {
   expired: { status: 410, title: 'This checkout has expired', text: 'Checkout links last 7 days. Go back to the site you came from to start a new purchase. You have not been charged.' },
   csrf: { status: 403, title: 'This form has expired', text: 'For your security the form could not be sent. Reload the page and try again. You have not been charged.' },
   noProcessor: { status: 503, title: 'Card payments are not available', text: 'Card payments are not available here yet. You have not been charged.' },
+  tooManyDeclines: { status: 429, title: 'This checkout takes no more cards', text: 'Several cards were declined here. Start a new checkout from the seller\u2019s site, or contact your bank.' },
+  busy: { status: 409, title: 'A payment for this checkout is in progress', text: 'Reload this page in a moment to see whether it went through. You have not been charged twice.' },
 } as const;
 
 export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: AttributionKeys): Router {
@@ -215,9 +217,9 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
       case 'no_processor':
         return message(ctx, 'noProcessor');
       case 'too_many_declines':
-        return renderPage(ctx, 'message', { title: 'This checkout takes no more cards', text: 'Several cards were declined here. Start a new checkout from the seller\u2019s site, or contact your bank.' }, 429);
+        return message(ctx, 'tooManyDeclines');
       case 'busy':
-        return renderPage(ctx, 'message', { title: 'A payment for this checkout is in progress', text: 'Reload this page in a moment to see whether it went through. You have not been charged twice.' }, 409);
+        return message(ctx, 'busy');
     }
   });
 

@@ -15,15 +15,13 @@ import type Koa from 'koa';
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
 import getRawBody from 'raw-body';
-import { LessThan, MoreThan, type DataSource } from 'typeorm';
-import { CheckoutSession } from '../db/entities/checkout-session';
+import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
-import { checkoutUrl, MAX_DECLINED_ATTEMPTS, openSession, type CheckoutDeps } from '../checkout/sessions';
-import { LOCK_TAKEN, whenUnlocked } from '../db/when-unlocked';
+import { buyNowSession, checkoutUrl, type CheckoutDeps } from '../checkout/sessions';
 import { Domain } from '../db/entities/domain';
 import { Partner } from '../db/entities/partner';
 import { ReferralLink } from '../db/entities/referral';
-import { publicId } from '../ids';
+import { newRequestId } from '../api/middleware/request-id';
 import type { DomainSearch } from '../discovery/search';
 import { ATTRIBUTION_COOKIE, ATTRIBUTION_MS, type AttributionKeys } from '../referral/attribution';
 import type { ClickRecorder } from '../referral/clicks';
@@ -75,7 +73,7 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
     if (!ctx.path.startsWith('/r/') || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
     const code = ctx.path.slice(3);
     // Served before the request context (no access log on this hot path), but with an id as every response has.
-    ctx.set('X-Request-Id', publicId('req'));
+    ctx.set('X-Request-Id', newRequestId());
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.set('X-Content-Type-Options', 'nosniff');
@@ -110,33 +108,6 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
     ctx.status = 302;
     ctx.redirect(landingPath(link));
   };
-}
-
-/**
- * The checkout session behind a name's "Buy now" button. Anyone may press it, so an open session
- * of the last hour for the name is reused: repeated presses (or a script) cannot open sessions and
- * seven-day workflows without end. Presses at the same moment take turns on a per-name lock: the
- * one holding it finds or opens the session in its transaction, the others wait outside the pool
- * (whenUnlocked: a burst of presses opens one session and never holds every database connection).
- */
-async function buyNowSession(deps: ReferralPageDeps, housePartnerId: string, environment: Environment, name: string): Promise<CheckoutSession> {
-  const session = await whenUnlocked(
-    () =>
-      deps.dataSource.transaction(async (tx) => {
-        // Raw SQL: a Postgres advisory lock per name, held until this transaction ends.
-        const [{ locked }] = (await tx.query('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [`buy-now:${environment}:${name}`])) as Array<{ locked: boolean }>;
-        if (!locked) return LOCK_TAKEN;
-        const open = await tx.getRepository(CheckoutSession).findOne({
-          // A session that took its last declined card is not handed to the next buyer.
-          where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
-          order: { createdAt: 'DESC' },
-        });
-        return open ?? (await openSession(deps.checkout, { partnerId: housePartnerId, environment, domain: name }, tx));
-      }),
-    { giveUpMs: 5_000, everyMs: 100 },
-  );
-  if (!session) throw new Error(`"Buy now" for ${name}: its lock stayed taken for 5 s`);
-  return session;
 }
 
 export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
@@ -176,7 +147,7 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
     const house = await deps.dataSource.getRepository(Partner).findOneByOrFail({ name: HOUSE_PARTNER });
     const name = ctx.params.name.toLowerCase();
     try {
-      const session = await buyNowSession(deps, house.id, environment, name);
+      const session = await buyNowSession(deps.checkout, house.id, environment, name);
       ctx.status = 303;
       ctx.redirect(checkoutUrl('', deps.checkout.pageToken.sign(session.publicId, session.expiresAt)));
     } catch (err) {

@@ -11,6 +11,9 @@ import { Payout, PayoutLine } from '../db/entities/payout';
 import { ReferralCheckout, ReferralClick, ReferralLink, ReferralSale } from '../db/entities/referral';
 import { ACCOUNT } from '../finance/ledger';
 
+/** The currency referral figures are in: the marketplace's hosted checkout sells in USD. */
+export const REFERRAL_CURRENCY = 'USD';
+
 export interface Window {
   from?: Date;
   to?: Date;
@@ -66,7 +69,7 @@ export async function linkStats(dataSource: DataSource, partnerId: string, envir
     .getRawMany<{ link_id: string; sales: string; commission: string }>();
   return links.map((link) => {
     const sold = sales.find((r) => r.link_id === link.id);
-    return { clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0), sales: Number(sold?.sales ?? 0), commission_cents: Number(sold?.commission ?? 0), currency: 'USD' };
+    return { clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0), sales: Number(sold?.sales ?? 0), commission_cents: Number(sold?.commission ?? 0), currency: REFERRAL_CURRENCY };
   });
 }
 
@@ -156,7 +159,7 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
   let balance = 0;
   const lines = steps.map((s) => {
     balance += s.delta;
-    return { ...s.line, balance_cents: balance, currency: 'USD' };
+    return { ...s.line, balance_cents: balance, currency: REFERRAL_CURRENCY };
   });
   const pending = postings.reduce((sum, p) => sum + Number(p.pending), 0);
   return { lines, balance_cents: balance, pending_cents: pending };
@@ -250,7 +253,7 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
   for (const r of checkoutRows) day(r.day).checkouts_started = Number(r.checkouts);
   for (const r of saleRows) Object.assign(day(r.day), { sales: Number(r.sales), gmv_cents: Number(r.gmv), commission_cents: Number(r.commission) });
   const rate = (sales: number, unique: number) => (unique ? Math.round((sales / unique) * 10_000) / 10_000 : 0);
-  const byDay = [...days.values()].sort((a, b) => a.date.localeCompare(b.date)).map((d) => ({ ...d, conversion_rate: rate(d.sales, d.unique_clicks), currency: 'USD' }));
+  const byDay = [...days.values()].sort((a, b) => a.date.localeCompare(b.date)).map((d) => ({ ...d, conversion_rate: rate(d.sales, d.unique_clicks), currency: REFERRAL_CURRENCY }));
   const sum = (key: 'clicks' | 'unique_clicks' | 'checkouts_started' | 'sales' | 'gmv_cents' | 'commission_cents') => byDay.reduce((total, d) => total + d[key], 0);
   return {
     clicks: sum('clicks'),
@@ -260,7 +263,7 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
     conversion_rate: rate(sum('sales'), sum('unique_clicks')),
     gmv_cents: sum('gmv_cents'),
     commission_cents: sum('commission_cents'),
-    currency: 'USD',
+    currency: REFERRAL_CURRENCY,
     by_day: byDay,
   };
 }

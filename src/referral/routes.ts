@@ -6,7 +6,7 @@ import { defineRoute, type RouteSpec } from '../api/route';
 import type { AuthContext } from '../api/state';
 import { Currency, DomainName, z } from '../api/schemas';
 import { ReferralLink } from '../db/entities/referral';
-import { analytics, clickTotals, commissionLines, linkStats, listSales, referralPayouts } from './reports';
+import { analytics, clickTotals, commissionLines, linkStats, listSales, referralPayouts, REFERRAL_CURRENCY } from './reports';
 import { createLink, linkUrl, PRODUCTS, requireAffiliate } from './links';
 import { publicOrigin as baseUrl } from '../api/public-origin';
 
@@ -190,7 +190,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
         const all = await commissionLines(dataSource, auth.partnerId, auth.environment);
-        return { body: { ...page(all.lines, query.limit, query.cursor, (line) => line.line_id), balance_cents: all.balance_cents, pending_cents: all.pending_cents, currency: 'USD' } };
+        return { body: { ...page(all.lines, query.limit, query.cursor, (line) => line.line_id), balance_cents: all.balance_cents, pending_cents: all.pending_cents, currency: REFERRAL_CURRENCY } };
       },
     }),
     defineRoute({
@@ -215,7 +215,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
         const all = await referralPayouts(dataSource, auth.partnerId, auth.environment);
-        return { body: { ...page(all.data, query.limit, query.cursor, (payout) => payout.payout_id), total_paid_cents: all.total_paid_cents, currency: 'USD' } };
+        return { body: { ...page(all.data, query.limit, query.cursor, (payout) => payout.payout_id), total_paid_cents: all.total_paid_cents, currency: REFERRAL_CURRENCY } };
       },
     }),
     defineRoute({

@@ -31,8 +31,8 @@
 import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
-import { isDomainName, normaliseDomainName } from '../discovery/inventory';
-import { KeywordSearch, MAX_RESULTS, type DomainSearch, type SearchHit } from '../discovery/search';
+import { isDomainName, labelOf, normaliseDomainName } from '../discovery/inventory';
+import { KeywordSearch, MAX_QUERY_WORDS, MAX_RESULTS, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
 import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { InventoryIndex, type Entry } from './inventory-index';
@@ -105,7 +105,7 @@ const MID_WORD = 0.5;
 
 /** Where the label's words start and end in the label (`live-test` → starts 0, 5; ends 4, 9). */
 function wordBounds(entry: Pick<Entry, 'name' | 'words'>): { label: string; starts: Set<number>; ends: Set<number> } {
-  const label = entry.name.slice(0, entry.name.indexOf('.'));
+  const label = labelOf(entry.name);
   const starts = new Set<number>();
   const ends = new Set<number>();
   let at = 0;
@@ -307,19 +307,18 @@ export class HybridSearch implements DomainSearch {
    * That costs one look-up of the trigram index, and only for a word the speller would change.
    */
   private async corrected(environment: Environment, index: InventoryIndex, query: string): Promise<string> {
-    const words = index.speller.words(query);
+    const words = splitWords(query);
     const fixed = new Map<string, string>();
-    // Each distinct word once, and the first 8 only (as many as the keyword search looks at): a
-    // long query cannot fan out into many look-ups.
+    // Each distinct word once, and the first MAX_QUERY_WORDS only (as many as the keyword search
+    // looks at): a long query cannot fan out into many look-ups.
     await Promise.all(
       [...new Set(words)].map(async (w, i) => {
         const c = index.speller.correct(w);
-        if (c === w || i >= 8) return fixed.set(w, c);
+        if (c === w || i >= MAX_QUERY_WORDS) return fixed.set(w, c);
         const names = await this.keyword.namesContaining(environment, w, WHOLE_WORDS_PROBE);
         const whole = names.some((name) => {
-          const slot = index.slot(name);
-          const entry = slot === undefined ? undefined : index.slots[slot];
-          return name.slice(0, name.indexOf('.')) === w || (entry !== undefined && spansWords(entry, w));
+          const entry = index.entry(name);
+          return labelOf(name) === w || (entry !== undefined && spansWords(entry, w));
         });
         fixed.set(w, whole ? w : c);
       }),
@@ -333,13 +332,12 @@ export class HybridSearch implements DomainSearch {
     // (the TLD is no word of what was asked).
     const written = normaliseDomainName(query).replace(/^www\./, '');
     const asName = isDomainName(written) ? written : undefined;
-    const ranked = (await this.candidates(environment, asName ? asName.slice(0, asName.indexOf('.')) : query))
+    const ranked = (await this.candidates(environment, asName ? labelOf(asName) : query))
       .map(({ entry, signals }) => ({ entry, score: rerank(signals) }))
       .filter((c) => c.score >= MIN_SCORE && c.entry.name !== asName)
       .sort((a, b) => b.score - a.score || a.entry.name.length - b.entry.name.length);
     // Looked up after the candidates, which waited for the index to catch up with the inventory.
-    const slot = asName === undefined ? undefined : this.index(environment).slot(asName);
-    const named = slot === undefined ? undefined : this.index(environment).slots[slot];
+    const named = asName === undefined ? undefined : this.index(environment).entry(asName);
     return [...(named ? [{ entry: named, score: 1 }] : []), ...ranked]
       .slice(0, limit)
       .map(({ entry, score }) => ({ name: entry.name, available: entry.available, buyNowPriceCents: entry.buyNowPriceCents, currency: entry.currency, score: Math.round(score * 10_000) / 10_000 }));

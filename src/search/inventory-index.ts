@@ -146,6 +146,12 @@ export class InventoryIndex {
     return this.slotOf.get(name);
   }
 
+  /** The entry of a name in the index, if it is there. */
+  entry(name: string): Entry | undefined {
+    const slot = this.slotOf.get(name);
+    return slot === undefined ? undefined : this.slots[slot];
+  }
+
   hasVector(slot: number): boolean {
     return this.slots[slot] !== undefined && !this.queue.has(slot);
   }

@@ -16,6 +16,7 @@ import damerauLevenshtein from 'damerau-levenshtein';
 import { distance as levenshtein } from 'fastest-levenshtein';
 import { LRUCache } from 'lru-cache';
 import nspell from 'nspell';
+import { splitWords } from '../discovery/search';
 
 const FREQUENT: string[] = JSON.parse(readFileSync(require.resolve('wordsninja/words-en.json'), 'utf8'));
 const RANK = new Map(FREQUENT.slice(0, 100_000).map((w, i) => [w, i]));
@@ -125,14 +126,9 @@ export class Speller {
     return found;
   }
 
-  /** The query's words as the speller reads them: lower-case runs of letters and digits. */
-  words(query: string): string[] {
-    return query.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
-  }
-
   /** The query with each word corrected. */
   correctQuery(query: string): string {
-    return this.words(query)
+    return splitWords(query)
       .map((w) => this.correct(w))
       .join(' ');
   }

@@ -40,7 +40,7 @@ export function findOnPath(binary: string, searchPath = process.env.PATH ?? ''):
 }
 
 /** Runs a command, echoing a heartbeat every 15 s so a slow build never looks hung. */
-function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; label: string }): Promise<void> {
+export function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; label: string }): Promise<void> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });

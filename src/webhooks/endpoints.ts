@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import type { SecretBox } from '../auth/secret-box';
-import { forbiddenAddress, urlProblems, type TargetPolicy } from './url-policy';
+import { forbiddenAddress, secretProblem, urlProblems, type TargetPolicy } from './url-policy';
 
 export interface EndpointView {
   url: string;
@@ -37,6 +37,8 @@ export async function registerEndpoint(
   options: { allowLoopback: boolean },
 ): Promise<EndpointView> {
   const policy: TargetPolicy = { environment: input.environment, allowLoopback: options.allowLoopback };
+  const weak = secretProblem(input.secret, policy);
+  if (weak) throw new ApiError('validation_error', `body.secret: ${weak}`, [{ field: 'body.secret', issue: weak }]);
   const problems = urlProblems(input.url, policy);
   if (!problems.length) problems.push(...(await resolvedAddressProblems(new URL(input.url), policy)));
   if (problems.length) {

@@ -50,9 +50,6 @@ export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
       },
       errors: ['validation_error'],
       handler: async ({ body, auth }) => {
-        if (auth.environment === 'live' && body.secret.length < MIN_LIVE_SECRET_LENGTH) {
-          throw new ApiError('validation_error', `body.secret: at least ${MIN_LIVE_SECRET_LENGTH} characters for a live endpoint`, [{ field: 'body.secret', issue: `at least ${MIN_LIVE_SECRET_LENGTH} characters for live` }]);
-        }
         const endpoint = await registerEndpoint(dataSource, secretBox, { partnerId: auth.partnerId, environment: auth.environment, url: body.url, secret: body.secret }, config.webhooks);
         await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
         return { body: endpoint };

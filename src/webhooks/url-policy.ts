@@ -50,6 +50,11 @@ export function forbiddenAddress(address: string, policy: TargetPolicy): string 
   return undefined;
 }
 
+/** Why a secret is too weak for the environment (live asks for MIN_LIVE_SECRET_LENGTH), or undefined. */
+export function secretProblem(secret: string, policy: Pick<TargetPolicy, 'environment'>): string | undefined {
+  return policy.environment === 'live' && secret.length < MIN_LIVE_SECRET_LENGTH ? `at least ${MIN_LIVE_SECRET_LENGTH} characters for live` : undefined;
+}
+
 /** Checks the URL's form; returns the problems (empty when fine). Host names are resolved later. */
 export function urlProblems(raw: string, policy: TargetPolicy): string[] {
   if (raw.length > MAX_URL_LENGTH) return [`at most ${MAX_URL_LENGTH} characters`];

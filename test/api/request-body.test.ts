@@ -8,9 +8,6 @@ import type { AppState } from '../../src/api/state';
 import { getStack, newPartner } from '../helpers/stack';
 import { rawRequest } from '../helpers/raw-request';
 
-/** A key id for the requests below: without one the body is not read at all (401 comes first). */
-const KEY_ID = { 'x-service-key-id': 'pk_test_000000000000000000000000' };
-
 /** The middleware alone, over a request stream that misbehaves in ways a socket rarely shows on demand. */
 async function readBody(req: Readable & { headers?: Record<string, string> }): Promise<unknown> {
   const ctx = { req: Object.assign(req, { headers: req.headers ?? {} }), get: () => '', state: {} } as unknown as Koa.ParameterizedContext<AppState>;
@@ -31,7 +28,7 @@ function assertValidationError(err: unknown, issue: string) {
 
 describe('request bodies that cannot be read are 400 validation_error, never 500', () => {
   it('a body shorter than its Content-Length', async () => {
-    const req = Object.assign(new PassThrough(), { headers: { ...KEY_ID, 'content-length': '10' } });
+    const req = Object.assign(new PassThrough(), { headers: { 'content-length': '10' } });
     req.end('{"a":1}');
     assertValidationError(await readBody(req), 'length mismatch');
   });
@@ -43,7 +40,7 @@ describe('request bodies that cannot be read are 400 validation_error, never 500
           this.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
         },
       }),
-      { headers: { ...KEY_ID, 'transfer-encoding': 'chunked' } },
+      { headers: { 'transfer-encoding': 'chunked' } },
     );
     assertValidationError(await readBody(req), 'unreadable');
   });

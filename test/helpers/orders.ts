@@ -8,10 +8,10 @@ export interface ListedDomain {
   price: number;
 }
 
-/** A sandbox name nobody has touched yet (each call takes a different one). */
 /** Names the search tests look up by name: never sold by the helpers below. */
 export const SEARCH_TEST_NAMES = ['evnorth.com', 'wildshore.net', 'policysatoshi.shop', 'vetbold.ai'];
 
+/** A sandbox name nobody has touched yet (each call takes a different one). */
 export async function freshDomain(): Promise<ListedDomain> {
   const [row] = (await getStack().dataSource.query(
     `SELECT name, buy_now_price_cents FROM domains d

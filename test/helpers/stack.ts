@@ -5,7 +5,7 @@
  * npm start runs it), and the API listening on a real port.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,7 +23,7 @@ import { SCOPES } from '../../src/auth/scopes';
 import { loadConfig, type Config, type Environment } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded-postgres';
-import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
+import { importSandboxInventory } from '../../src/discovery/inventory';
 import { ensureModelFiles } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
@@ -98,7 +98,7 @@ export async function bootStack(): Promise<Stack> {
   });
   const dataSource = await openDatabase(postgres.url);
   cleanups.push(() => dataSource.destroy());
-  await importInventory(dataSource, 'sandbox', parseInventoryCsv(readFileSync(path.join(config.projectRoot, 'data', 'sandbox-domains.csv'), 'utf8')));
+  await importSandboxInventory(dataSource, config.projectRoot);
 
   installTemporalRuntime('error');
   const launcher = await ensureTestServer(config.toolCacheDir);

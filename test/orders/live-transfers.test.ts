@@ -7,7 +7,7 @@ import type { PartnerClient } from '../../src/client/partner-client';
 import { orderWorkflowId, transferOutcomeUpdate } from '../../workflows/messages';
 import { BusinessStatus } from '../../workflows/search-attributes';
 import { getStack, newPartner } from '../helpers/stack';
-import { count, fulfilmentResult, order, quote, SEARCH_TEST_NAMES, type OrderBody } from '../helpers/orders';
+import { count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import { recordHistory } from '../helpers/histories';
 import { admin } from '../helpers/admin';
 
@@ -103,7 +103,7 @@ describe('live transfers: without a registrar adapter, operators record each out
 
   it('the operator Update is refused for an order that does not wait for one (a sandbox order), and nothing changes', async () => {
     const { client } = await newPartner();
-    const q = await quote(client, (await getStack().dataSource.query(`SELECT name FROM domains WHERE environment = 'sandbox' AND status = 'listed' AND name <> ALL($1) ORDER BY random() LIMIT 1`, [SEARCH_TEST_NAMES]))[0].name);
+    const q = await quote(client, (await freshDomain()).name);
     const o = (await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_stall_transfer_op', sale_price_cents: q.body.price_cents })).body;
     const res = await admin('order', 'transfer-completed', o.public_id, '--json');
     assert.notEqual(res.code, 0);

@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { DataSource } from 'typeorm';
 import { importInventory, type InventoryRow } from '../../src/discovery/inventory';
 import { Embedder } from '../../src/search/embedder';
@@ -463,7 +464,11 @@ describe('search index: embedding queue', () => {
     // In a process of its own (test/search/isolated/graph-build-loop.ts): in the suite's process
     // the main thread also runs other tests' workflow activities, whose turns (up to 12-16 ms on
     // this machine) the loop watch would count as the index's.
-    const child = spawnSync(process.execPath, [require.resolve('mocha/bin/mocha.js'), '--no-config', '--timeout', '180000', '--enable-source-maps', path.join(__dirname, 'isolated', 'graph-build-loop.js')], { encoding: 'utf8' });
+    // Asynchronously, so that this process (the stack's API, worker and timers) keeps running meanwhile.
+    const child = await promisify(execFile)(process.execPath, [require.resolve('mocha/bin/mocha.js'), '--no-config', '--timeout', '180000', '--enable-source-maps', path.join(__dirname, 'isolated', 'graph-build-loop.js')], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }).then(
+      ({ stdout, stderr }) => ({ status: 0, stdout, stderr }),
+      (err: { code: number; stdout: string; stderr: string }) => ({ status: err.code, stdout: err.stdout, stderr: err.stderr }),
+    );
     const output = `${child.stdout}${child.stderr}`;
     assert.equal(child.status, 0, output);
     for (const line of output.split('\n').filter((l) => l.includes('(during the build:'))) console.log(line);

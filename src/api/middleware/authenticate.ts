@@ -1,5 +1,6 @@
 /**
- * CONTRACT §1 in order: missing key id (401 missing_credentials); unknown or revoked key, bad
+ * CONTRACT §1 in order: missing key id (401 missing_credentials; requireKeyId, before the body is
+ * read); unknown or revoked key, bad
  * timestamp or skew, bad nonce, wrong signature (401 invalid_signature); then, in Postgres
  * (or Redis; batched per event-loop turn, see Admission), nonce replay or a timestamp older than the
  * replay store's last crash recovery (401), scope (403) and the rate limit (429). Only an
@@ -33,14 +34,25 @@ function reject(message: string): never {
   throw new ApiError('invalid_signature', message);
 }
 
+/**
+ * CONTRACT §1's first step, before the body is read: a request without a key id is refused
+ * whatever its body (an oversized or compressed one included), and its body is never read.
+ */
+export function requireKeyId(): Middleware<AppState> {
+  return async (ctx, next) => {
+    if (!ctx.req.headers[HEADER.keyId]) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
+    await next();
+  };
+}
+
 /** `scopes`: any one of them grants the route (the spec lists orders under search and buy). */
 export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: AdmittedRead): Middleware<AppState> {
   const now = deps.now ?? Date.now;
   return async (ctx, next) => {
     // Node's own header map (names lower case, as HEADER's): ctx.get lower-cases every name again.
     const headers = ctx.req.headers as Record<string, string | undefined>;
+    // Present: requireKeyId ran first.
     const keyId = headers[HEADER.keyId] ?? '';
-    if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
 
     const environment = environmentOfKeyId(keyId);
     // Held in memory (the usual case): no await.

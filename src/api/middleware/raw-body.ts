@@ -1,6 +1,5 @@
 import getRawBody from 'raw-body';
 import type { Middleware } from 'koa';
-import { HEADER } from '../../auth/signing';
 import { ApiError } from '../errors';
 import type { AppState } from '../state';
 
@@ -13,13 +12,6 @@ const EMPTY = Buffer.alloc(0);
  */
 export function rawBody(): Middleware<AppState> {
   return async (ctx, next) => {
-    const headers = ctx.req.headers;
-    // Without a key id the request is refused next (401 missing_credentials, CONTRACT §1 first),
-    // whatever its body: it is not read, so its size cannot answer first.
-    if (!headers[HEADER.keyId]) {
-      ctx.state.rawBody = EMPTY;
-      return next();
-    }
     const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
     // Decoding would break the signature over the bytes as sent; not decoding would parse gzip as JSON.
     if (encoding && encoding !== 'identity') {
@@ -27,6 +19,7 @@ export function rawBody(): Middleware<AppState> {
         { field: 'header.content-encoding', issue: 'unsupported' },
       ]);
     }
+    const headers = ctx.req.headers;
     if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
       // HTTP/1.1: without either header a request has no body (RFC 9112 §6.3); nothing to read.
       ctx.state.rawBody = EMPTY;

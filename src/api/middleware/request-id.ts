@@ -20,13 +20,18 @@ class RequestState {
   }
 }
 
+/** A request's id (`req_…`), as `X-Request-Id` and error bodies show it. */
+export function newRequestId(): string {
+  return publicId('req');
+}
+
 /**
  * Gives every request an id (`req_…`), echoed in `X-Request-Id`, and a logger bound to it (made
  * when first used: most requests log only their one access line).
  */
 export function requestContext(logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
-    const requestId = publicId('req');
+    const requestId = newRequestId();
     ctx.state = Object.assign(new RequestState(requestId, logger), ctx.state);
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
