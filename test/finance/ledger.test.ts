@@ -24,7 +24,9 @@ type TxnList = {
 };
 type SettlementList = { data: Array<{ settlement_id: string; period_start: string; period_end: string; status: string; gross_sold_cents: number; commission_retained_cents: number; amount_owed_to_service_cents: number }> };
 
-describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', () => {
+describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', function () {
+  // Its own timeout, so the file also runs alone under libfaketime (mocha --no-config).
+  this.timeout(60_000);
   it('every posting balances to zero and carries its business key; a sale books gross, what the partner owes and its commission', async () => {
     const { partnerId } = await newPartner();
     const order = await completedSale(partnerId, '2026-05-10T12:00:00Z', { priceCents: 123_457, commissionBps: 1500 });

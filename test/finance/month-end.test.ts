@@ -52,6 +52,11 @@ describe('month end on the time-skipping server: settlements close at midnight U
     await env.teardown();
   });
 
+  /** `YYYY-MM-01` of the month `monthsAhead` from the one `at` falls in (UTC). */
+  function monthStarting(at: Date, monthsAhead: number): string {
+    return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + monthsAhead, 1)).toISOString().slice(0, 10);
+  }
+
   async function skipTo(iso: string): Promise<void> {
     const gap = Date.parse(iso) - (await env.currentTimeMs());
     assert.ok(gap > 0, `the clock (${new Date(Date.parse(iso) - gap).toISOString()}) is already past ${iso}`);
@@ -63,7 +68,7 @@ describe('month end on the time-skipping server: settlements close at midnight U
    * the time-skipping server jump ahead while an activity runs (to the next timer it knows of).
    */
   async function completed<T>(workflowId: string): Promise<T> {
-    for (let i = 0; i < 400; i++) {
+    for (const deadline = Date.now() + 90_000; Date.now() < deadline; ) {
       try {
         // A plain client: the environment's own would let time skip while it reads the result.
         const handle = new Client({ connection: env.connection }).workflow.getHandle(workflowId);
@@ -84,7 +89,8 @@ describe('month end on the time-skipping server: settlements close at midnight U
     assert.equal(q.status, 201, q.text);
     const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: `pay_${randomUUID()}`, sale_price_cents: q.body.price_cents });
     assert.equal(o.status, 201, o.text);
-    for (let i = 0; i < 40; i++) {
+    // Bounded by wall-clock time, not by a count of polls: under libfaketime everything runs slower.
+    for (const deadline = Date.now() + 90_000; Date.now() < deadline; ) {
       const status = (await client.get<{ status: string }>(`/api/partner/v1/orders/${o.body.public_id}`)).body.status;
       if (status === 'TRANSFER_COMPLETED') return o.body.public_id;
       if (status === 'TRANSFER_PENDING') await env.sleep(5_000);
@@ -95,51 +101,59 @@ describe('month end on the time-skipping server: settlements close at midnight U
 
   it('books sales either side of midnight UTC into their own months; on start it closes every month left open (catch-up), then closes each month at 00:05 UTC on the first and pays what is owed', async () => {
     const { client, partnerId } = await newPartner({ baseUrl });
-    assert.ok((await env.currentTimeMs()) < Date.parse('2026-11-30T00:00:00Z'), 'this test starts before the end of November 2026');
-    // August was never closed (the worker was down at its end), and a hosted-checkout sale in November owes the partner 5,000.
-    await completedSale(partnerId, '2026-08-15T10:00:00Z', { priceCents: 9_999 });
-    await completedSale(partnerId, '2026-11-10T10:00:00Z', { paymentModel: 'service_collected', priceCents: 50_000, commissionBps: 1000 });
+    // Every date comes from this server's clock: the month after the current one is the month
+    // whose last minutes the sales straddle, so the test runs the same on any day of any year.
+    const now = new Date(await env.currentTimeMs());
+    const month = monthStarting(now, 1);
+    const next = monthStarting(now, 2);
+    const afterNext = monthStarting(now, 3);
+    const unclosed = monthStarting(now, -2);
+    const lastMinutes = (seconds: number) => new Date(Date.parse(`${next}T00:00:00Z`) - seconds * 1000).toISOString();
+    // A month two back was never closed (the worker was down at its end), and a hosted-checkout
+    // sale in the month of the midnight owes the partner 5,000.
+    await completedSale(partnerId, `${unclosed.slice(0, 8)}15T10:00:00Z`, { priceCents: 9_999 });
+    await completedSale(partnerId, `${month.slice(0, 8)}10T10:00:00Z`, { paymentModel: 'service_collected', priceCents: 50_000, commissionBps: 1000 });
 
     // Two sales through the API, completed by their workflows on this server's clock.
-    await skipTo('2026-11-30T23:58:00Z');
+    await skipTo(lastMinutes(120));
     const before = await sell(client);
-    await skipTo('2026-11-30T23:59:45Z');
+    await skipTo(lastMinutes(15));
     const after = await sell(client);
     const txns = (await client.get<Transactions>('/api/partner/v1/transactions')).body.data;
     const sale = (id: string) => txns.find((t) => t.order_id === id)!;
-    assert.ok(sale(before).occurred_at < '2026-12-01T00:00:00Z', `completed ${sale(before).occurred_at}`);
-    assert.ok(sale(after).occurred_at >= '2026-12-01T00:00:00Z', `completed ${sale(after).occurred_at}`);
+    assert.ok(sale(before).occurred_at < `${next}T00:00:00Z`, `completed ${sale(before).occurred_at}`);
+    assert.ok(sale(after).occurred_at >= `${next}T00:00:00Z`, `completed ${sale(after).occurred_at}`);
 
     // The month-end workflow starts after the month ended: it first closes what is still open.
     const monthEnd = await env.client.workflow.start(monthEndWorkflow, { workflowId: `finance:month-end:${randomUUID()}`, taskQueue });
-    assert.ok((await closeResult('2026-12-01')).closed >= 2);
+    assert.ok((await closeResult(next)).closed >= 2);
     let settlements = (await client.get<Settlements>('/api/partner/v1/settlements')).body.data;
     assert.deepEqual(settlements.map((x) => [x.period_start, x.status]), [
-      ['2026-12-01', 'open'],
-      ['2026-11-01', 'closed'],
-      ['2026-08-01', 'closed'],
+      [next, 'open'],
+      [month, 'closed'],
+      [unclosed, 'closed'],
     ]);
-    const nov = settlements[1];
-    assert.deepEqual([nov.gross_sold_cents, nov.commission_retained_cents], [sale(before).gross_cents, sale(before).commission_cents]);
-    assert.equal(nov.amount_owed_to_service_cents, nov.gross_sold_cents - nov.commission_retained_cents);
+    const closedMonth = settlements[1];
+    assert.deepEqual([closedMonth.gross_sold_cents, closedMonth.commission_retained_cents], [sale(before).gross_cents, sale(before).commission_cents]);
+    assert.equal(closedMonth.amount_owed_to_service_cents, closedMonth.gross_sold_cents - closedMonth.commission_retained_cents);
     assert.deepEqual([settlements[0].gross_sold_cents, settlements[0].commission_retained_cents], [sale(after).gross_cents, sale(after).commission_cents]);
     const payouts = (await client.get<{ data: Array<{ amount_cents: number; paid_at: string; breakdown: { service_collected_cents: number } }> }>('/api/partner/v1/payouts')).body.data;
     assert.deepEqual(payouts.map((p) => [p.amount_cents, p.breakdown.service_collected_cents]), [[5_000, 5_000]]);
 
-    // Its timer: December closes 5 minutes into January, not before.
-    await skipTo('2027-01-01T00:04:00Z');
+    // Its timer: the next month closes 5 minutes into the one after, not before.
+    await skipTo(`${afterNext}T00:04:00Z`);
     assert.equal((await client.get<Settlements>('/api/partner/v1/settlements')).body.data[0].status, 'open');
-    await skipTo('2027-01-01T00:06:00Z');
-    assert.ok((await closeResult('2027-01-01')).closed >= 1);
+    await skipTo(`${afterNext}T00:06:00Z`);
+    assert.ok((await closeResult(afterNext)).closed >= 1);
     settlements = (await client.get<Settlements>('/api/partner/v1/settlements')).body.data;
     assert.deepEqual(settlements.map((x) => [x.period_start, x.status]), [
-      ['2026-12-01', 'closed'],
-      ['2026-11-01', 'closed'],
-      ['2026-08-01', 'closed'],
+      [next, 'closed'],
+      [month, 'closed'],
+      [unclosed, 'closed'],
     ]);
     assert.equal(settlements[0].gross_sold_cents, sale(after).gross_cents);
     await recordHistory(monthEnd.workflowId, 'month-end', { client: env.client });
-    await recordHistory(monthCloseWorkflowId('2027-01-01'), 'month-close', { client: env.client });
+    await recordHistory(monthCloseWorkflowId(afterNext), 'month-close', { client: env.client });
     await monthEnd.cancel();
     // An operator's payout run (what `admin payouts run` starts).
     const run = await env.client.workflow.start(payoutRunWorkflow, { workflowId: `finance:payouts:sandbox:${randomUUID()}`, taskQueue, args: [{ environment: 'sandbox' }] });
