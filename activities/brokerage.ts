@@ -2,7 +2,7 @@
 import { log } from '@temporalio/activity';
 import type { DataSource } from 'typeorm';
 import { applyCaseMove, recordFollowUp, type CaseMoveInput } from '../src/brokerage/moves';
-import type { WorkflowStarter } from '../src/orders/start-workflows';
+import type { WorkflowStarter } from '../src/temporal/start';
 import { notifyEventsAppended } from '../src/webhooks/notify';
 import type { CaseStatus } from '../workflows/brokerage-messages';
 

@@ -14,7 +14,8 @@ import { grantRefund, RefundNotAllowed, type RefundView } from '../src/orders/re
 import { expireQuote } from '../src/orders/quotes';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder, type TransferState } from '../src/orders/registrar';
-import { startOrderFulfilment, type WorkflowStarter } from '../src/orders/start-workflows';
+import { startOrderFulfilment } from '../src/orders/start-workflows';
+import type { WorkflowStarter } from '../src/temporal/start';
 import { SecretBox } from '../src/auth/secret-box';
 import type { Environment } from '../src/config';
 import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
@@ -206,12 +207,23 @@ export function createActivities(deps: ActivityDeps) {
       await markDeliveryFailed(delivery, input.partnerId, input.environment, input.eventId, input.error);
     },
 
-    /** Wakes the delivery of every endpoint that is behind its events; returns how many. */
+    /**
+     * Wakes the delivery of every endpoint that is behind its events; returns how many were woken.
+     * One partner's failure (a refused start or signal) is logged and skipped: it never stops the
+     * others, and the next round tries that partner again.
+     */
     async wakeLateDeliveries(): Promise<number> {
       if (!deps.workflows) return 0;
-      const late = await lateDeliveries(deps.dataSource);
-      for (const { partnerId, environment } of late) await wakeDelivery(deps.workflows, partnerId, environment);
-      return late.length;
+      let woken = 0;
+      for (const late of await lateDeliveries(deps.dataSource)) {
+        try {
+          await wakeDelivery(deps.workflows, late.partnerId, late.environment, late.idle);
+          woken++;
+        } catch (err) {
+          log.warn('recovery sweep: could not wake a delivery', { partner_id: late.partnerId, environment: late.environment, error: (err as Error).message });
+        }
+      }
+      return woken;
     },
 
     /** The checkout session's 7 days are over: an open session expires. */
@@ -242,7 +254,13 @@ export function createActivities(deps: ActivityDeps) {
         order: { occurredAt: 'ASC' },
         take: 100,
       });
-      for (const sale of sales) await startReferralCommission(deps.workflows, deps.dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment);
+      for (const sale of sales) {
+        try {
+          await startReferralCommission(deps.workflows, deps.dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment);
+        } catch (err) {
+          log.warn('recovery sweep: could not start a referral window', { sale_id: sale.publicId, error: (err as Error).message });
+        }
+      }
       return sales.length;
     },
 
@@ -256,8 +274,12 @@ export function createActivities(deps: ActivityDeps) {
         take: 100,
       });
       for (const row of rows) {
-        await startOrderFulfilment(deps.workflows, { orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
-        await markWorkflowStarted(deps.dataSource, row.id);
+        try {
+          await startOrderFulfilment(deps.workflows, { orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
+          await markWorkflowStarted(deps.dataSource, row.id);
+        } catch (err) {
+          log.warn('recovery sweep: could not start a fulfilment', { order_id: row.publicId, error: (err as Error).message });
+        }
       }
       return rows.length;
     },

@@ -18,7 +18,7 @@
  *   - any open status: 30 days without a move closes the case ("no activity for 30 days").
  * BusinessStatus is the case's status.
  */
-import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
   caseNotOpenedSignal,
@@ -33,7 +33,7 @@ import {
   type CaseState,
   type CaseStatus,
 } from './brokerage-messages';
-import { BusinessStatus } from './search-attributes';
+import { showBusinessStatus } from './business-status';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const FOLLOW_UP_AFTER_DAYS = [3, 7, 14] as const;
@@ -96,7 +96,7 @@ export async function brokerageCaseWorkflow(input: BrokerageCaseInput): Promise<
       priceCents = applied.priceCents;
       lastMoveAt = Date.parse(at);
       if (status === 'owner_contacted') followUpsSent = 0;
-      upsertSearchAttributes([{ key: BusinessStatus, value: status }]);
+      showBusinessStatus(status);
     } finally {
       applying = false;
     }
@@ -121,7 +121,7 @@ export async function brokerageCaseWorkflow(input: BrokerageCaseInput): Promise<
     },
   );
 
-  upsertSearchAttributes([{ key: BusinessStatus, value: status }]);
+  showBusinessStatus(status);
   while (!FINAL_CASE_STATUSES.includes(status) && !notOpened && !absent) {
     const timer = nextTimer()!;
     const seen = moves;

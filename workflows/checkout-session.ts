@@ -5,10 +5,10 @@
  * expiry step finds the session complete and leaves it alone, so the session's row lock, not the
  * signal, decides a payment racing the last second. BusinessStatus: open, complete or expired.
  */
-import { condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { checkoutPaidSignal, type CheckoutSessionInput } from './messages';
-import { BusinessStatus } from './search-attributes';
+import { showBusinessStatus } from './business-status';
 
 export const CHECKOUT_SESSION_LIFETIME = '7 days';
 
@@ -22,12 +22,12 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
   setHandler(checkoutPaidSignal, () => {
     paid = true;
   });
-  upsertSearchAttributes([{ key: BusinessStatus, value: 'open' }]);
+  showBusinessStatus('open');
   if (await condition(() => paid, CHECKOUT_SESSION_LIFETIME)) {
-    upsertSearchAttributes([{ key: BusinessStatus, value: 'complete' }]);
+    showBusinessStatus('complete');
     return 'complete';
   }
   const outcome = await expireCheckoutSession({ sessionPublicId: input.sessionPublicId });
-  upsertSearchAttributes([{ key: BusinessStatus, value: outcome }]);
+  showBusinessStatus(outcome);
   return outcome;
 }

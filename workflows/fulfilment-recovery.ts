@@ -3,10 +3,15 @@
  * any order recorded more than 30 s ago whose workflow was never started (the API process died
  * between committing the order and starting it, and the partner did not retry), and wakes the
  * webhook delivery of any endpoint that is behind its events, and starts the 30-day window of any
- * referred sale whose workflow was never started. Continues as new every 240 rounds
- * (four hours), or sooner when the server suggests it.
+ * referred sale whose workflow was never started. Continues as new every 180 rounds
+ * (three hours), or sooner when the server suggests it.
+ *
+ * The three steps fail independently: each is tried a few times, then given up until the next
+ * round, so a step that keeps failing never holds back the others; inside a step one partner's
+ * or one row's failure is logged and skipped (activities/index.ts).
  */
-import { continueAsNew, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, isCancellation, log, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { PATCHES } from './patches';
 import type { Activities } from '../activities';
 
 export const FULFILMENT_RECOVERY_WORKFLOW_ID = 'maintenance:fulfilment-recovery';
@@ -20,18 +25,28 @@ export const ROUNDS_PER_RUN = 180;
 
 const { startUnstartedFulfilments, startUnstartedReferralWindows, wakeLateDeliveries } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '5 seconds', maximumInterval: '1 minute' },
+  retry: { initialInterval: '5 seconds', maximumInterval: '20 seconds', maximumAttempts: 3 },
 });
+
+/** One step of a round; its failure is logged and the round goes on (the next round retries it). */
+async function step(name: string, run: () => Promise<number>): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.warn('recovery sweep: a step failed; the next round tries it again', { step: name, error: (err as Error).message });
+  }
+}
 
 export async function fulfilmentRecoveryWorkflow(): Promise<void> {
   // Referral windows were added after runs of this workflow were in flight: patched() keeps their
   // histories replaying (old runs: 240 rounds of two activities; new ones: fewer, longer rounds).
-  const withReferrals = patched('start-unstarted-referral-windows');
+  const withReferrals = patched(PATCHES.recoveryReferralWindows.patchId);
   const rounds = withReferrals ? ROUNDS_PER_RUN : 240;
   for (let round = 0; round < rounds && !workflowInfo().continueAsNewSuggested; round++) {
-    await startUnstartedFulfilments({ olderThanSeconds: 30 });
-    if (withReferrals) await startUnstartedReferralWindows({ olderThanSeconds: 60 });
-    await wakeLateDeliveries();
+    await step('late fulfilments', () => startUnstartedFulfilments({ olderThanSeconds: 30 }));
+    if (withReferrals) await step('referral windows', () => startUnstartedReferralWindows({ olderThanSeconds: 60 }));
+    await step('late deliveries', () => wakeLateDeliveries());
     await sleep('1 minute');
   }
   await continueAsNew<typeof fulfilmentRecoveryWorkflow>();

@@ -1,15 +1,15 @@
 /**
- * Month end (id `finance:month-end`, one per namespace): sleeps until 5 minutes after the next
- * month starts (UTC), then runs that month's close as the child workflow
- * `finance:month-close:<YYYY-MM-01>`: every settlement of an earlier month still open is closed
- * (its figures frozen), then what is payable is paid out in each environment. Continues as new
- * every 12 closes.
+ * Month end. In production a Temporal Schedule (`finance:month-end`, src/temporal/maintenance.ts)
+ * starts `monthCloseWorkflow` at 00:05 UTC on the first of every month; operators pause, trigger
+ * and backfill it in the UI. The close closes every settlement of an earlier month still open
+ * (their figures frozen), then pays out what is payable in each environment. A missed close is
+ * caught up: the schedule's catch-up window runs it when the server is back, and each close also
+ * closes whatever earlier month is still open. Closing and paying are idempotent, so a trigger or
+ * backfill on top of the scheduled run changes nothing twice.
  *
- * Why a sleeping workflow and not a Temporal Schedule: the time-skipping test server runs no
- * Schedules, and this way the month end the tests skip to is the same code that runs in
- * production. A missed close is caught up: a timer that came due while no worker ran fires when
- * one returns, and each run first closes whatever earlier month is still open. A month's close
- * runs once (its child id is never reused).
+ * `monthEndWorkflow` is the sleeping workflow that did this before the Schedule: kept registered
+ * so that runs started by earlier releases finish (ensureMaintenanceWorkflows cancels a running
+ * one once the Schedule exists); nothing starts it any more.
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { continueAsNew, executeChild, proxyActivities, sleep, WorkflowIdReusePolicy } from '@temporalio/workflow';
@@ -52,9 +52,14 @@ export async function monthEndWorkflow(): Promise<void> {
   await continueAsNew<typeof monthEndWorkflow>();
 }
 
-/** One month's close: settlements of months before `before` closed, then the payout run. */
-export async function monthCloseWorkflow(input: { before: string }): Promise<MonthCloseResult> {
-  const closed = await finance.closeSettlements({ before: input.before });
+/**
+ * One month's close: settlements of months before `before` closed, then the payout run. The
+ * Schedule gives no input: `before` is then the first of the month the run started in (the
+ * Schedule's own time, as the workflow's clock).
+ */
+export async function monthCloseWorkflow(input: { before?: string } = {}): Promise<MonthCloseResult> {
+  const before = input.before ?? monthStart(new Date());
+  const closed = await finance.closeSettlements({ before });
   const paid: PayoutRunResult[] = [];
   for (const environment of ['sandbox', 'live'] as const) paid.push(await payoutRunWorkflowBody({ environment }));
   return { closed, payouts: paid.flatMap((p) => p.payouts) };

@@ -30,8 +30,8 @@ import {
   setCurrentDetails,
   setHandler,
   sleep,
-  upsertSearchAttributes,
 } from '@temporalio/workflow';
+import { PATCHES } from './patches';
 import type { Activities } from '../activities';
 import {
   fulfilmentStateQuery,
@@ -48,7 +48,7 @@ import {
   type TransferMode,
   type TransferOutcome,
 } from './messages';
-import { BusinessStatus } from './search-attributes';
+import { showBusinessStatus } from './business-status';
 
 export const TRANSFER_DEADLINE_MS = 5 * 24 * 60 * 60 * 1000;
 const FIRST_POLL_MS = 15_000;
@@ -127,7 +127,7 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     },
   );
 
-  const show = (businessStatus: string) => upsertSearchAttributes([{ key: BusinessStatus, value: businessStatus }]);
+  const show = showBusinessStatus;
 
   /** Takes the status an activity left the order in, and shows it. */
   const settle = (result: { status: OrderStatus }): OrderStatus => {
@@ -219,7 +219,7 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
   const run = async (): Promise<OrderFulfilmentResult> => {
     // Runs started before this change record each step as its own activity; since, a registrar
     // call and the statuses it leads to are one activity (half the activities and workflow tasks).
-    const joinedSteps = patched('fulfilment-joined-steps');
+    const joinedSteps = patched(PATCHES.fulfilmentJoinedSteps.patchId);
     mode = await orders.transferMode({ orderId });
     if (refundPending()) return grant();
     if (mode === 'operator') return byOperator();

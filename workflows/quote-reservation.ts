@@ -4,11 +4,13 @@
  * that time, the quote expires and its domain is listed again. An order ends the wait early with
  * the quoteConsumed signal; without the signal the expiry step finds the quote consumed and
  * leaves it alone, so the database row lock — not this signal — decides a race at minute ten.
+ * A quote that lost its race before it was written is cancelled by the API: the run ends with
+ * BusinessStatus not_taken.
  */
-import { condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { quoteConsumedSignal, type QuoteReservationInput } from './messages';
-import { BusinessStatus } from './search-attributes';
+import { showBusinessStatus } from './business-status';
 
 export const QUOTE_RESERVATION = '10 minutes';
 
@@ -22,12 +24,22 @@ export async function quoteReservationWorkflow(input: QuoteReservationInput): Pr
   setHandler(quoteConsumedSignal, () => {
     consumed = true;
   });
-  upsertSearchAttributes([{ key: BusinessStatus, value: 'active' }]);
-  if (await condition(() => consumed, QUOTE_RESERVATION)) {
-    upsertSearchAttributes([{ key: BusinessStatus, value: 'consumed' }]);
+  showBusinessStatus('active');
+  let ended: boolean;
+  try {
+    ended = await condition(() => consumed, QUOTE_RESERVATION, { summary: 'the 10-minute reservation' });
+  } catch (err) {
+    // The API cancels a reservation whose quote lost a race and was never written: an ordinary
+    // end (BusinessStatus not_taken), not an incident as a termination would read.
+    if (!isCancellation(err)) throw err;
+    showBusinessStatus('not_taken');
+    return 'absent';
+  }
+  if (ended) {
+    showBusinessStatus('consumed');
     return 'consumed';
   }
   const outcome = await expireQuote({ quotePublicId: input.quotePublicId });
-  upsertSearchAttributes([{ key: BusinessStatus, value: outcome }]);
+  showBusinessStatus(outcome);
   return outcome;
 }

@@ -4,10 +4,10 @@
  * refunded meanwhile (the refund voided it) or its transfer failed. BusinessStatus: pending,
  * then accrued or reversed.
  */
-import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ReferralCommissionInput } from './messages';
-import { BusinessStatus } from './search-attributes';
+import { showBusinessStatus } from './business-status';
 
 export const REFERRAL_REFUND_WINDOW = '30 days';
 
@@ -17,9 +17,9 @@ const { accrueReferralCommission } = proxyActivities<Activities>({
 });
 
 export async function referralCommissionWorkflow(input: ReferralCommissionInput): Promise<'accrued' | 'reversed' | 'absent'> {
-  upsertSearchAttributes([{ key: BusinessStatus, value: 'pending' }]);
+  showBusinessStatus('pending');
   await sleep(REFERRAL_REFUND_WINDOW);
   const outcome = await accrueReferralCommission({ salePublicId: input.salePublicId, at: new Date().toISOString() });
-  upsertSearchAttributes([{ key: BusinessStatus, value: outcome }]);
+  showBusinessStatus(outcome);
   return outcome;
 }

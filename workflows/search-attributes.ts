@@ -9,5 +9,10 @@ export const PartnerId = defineSearchAttributeKey('PartnerId', SearchAttributeTy
 export const Domain = defineSearchAttributeKey('Domain', SearchAttributeType.KEYWORD);
 export const Environment = defineSearchAttributeKey('Environment', SearchAttributeType.KEYWORD);
 export const BusinessStatus = defineSearchAttributeKey('BusinessStatus', SearchAttributeType.KEYWORD);
+/**
+ * When BusinessStatus last changed, so "orders in TRANSFER_PENDING for more than an hour" is one
+ * query: `BusinessStatus = "TRANSFER_PENDING" AND BusinessStatusSince < "<an hour ago>"`.
+ */
+export const BusinessStatusSince = defineSearchAttributeKey('BusinessStatusSince', SearchAttributeType.DATETIME);
 
-export const ALL_SEARCH_ATTRIBUTES = [PartnerId, Domain, Environment, BusinessStatus];
+export const ALL_SEARCH_ATTRIBUTES = [PartnerId, Domain, Environment, BusinessStatus, BusinessStatusSince];

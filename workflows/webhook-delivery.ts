@@ -7,14 +7,18 @@
  * 3 days from when its turn comes; the Temporal UI shows its attempt count and last error as a
  * pending activity. After 3 days the delivery is marked failed and the next event goes. When
  * caught up the workflow waits up to 10 minutes for the eventsAppended signal, then ends; the
- * next event starts it again (signal-with-start). Continues as new every 200 events.
+ * next event starts it again (signal-with-start). A wake-up signals only a delivery waiting for
+ * events (the endpoint's `delivery_idle`, kept by nextEventsToDeliver); a busy one is left alone,
+ * so a partner's outage adds nothing to its history while an event is retried for days.
+ * Continues as new every 200 events and wake-ups, or sooner when the server suggests it.
  *
  * An operator's cancel stops delivery and nothing else: the run ends cancelled, the event being
  * delivered keeps its pending record and the endpoint stays enabled. The next event (or the
  * recovery sweep, within a minute, for an endpoint behind its events) starts delivery again
  * with that same event.
  */
-import { ActivityFailure, condition, continueAsNew, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { PATCHES } from './patches';
 import type { Activities } from '../activities';
 import { eventsAppendedSignal, type WebhookDeliveryInput } from './messages';
 
@@ -32,12 +36,20 @@ const pushing = proxyActivities<Activities>({
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '1 hour' },
 });
 
+/** Events handled plus wake-ups received in one run before it continues as new. */
+export const STEPS_PER_RUN = 200;
+
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<void> {
   let woken = false;
+  let wakeUps = 0;
   setHandler(eventsAppendedSignal, () => {
     woken = true;
+    wakeUps++;
   });
-  for (let handled = 0; handled < 200; ) {
+  // Runs started before this patch counted events only, and ignored the server's suggestion.
+  const boundedByHistory = patched(PATCHES.deliveryWakeUpsCount.patchId);
+  const more = (handled: number) => (boundedByHistory ? handled + wakeUps < STEPS_PER_RUN && !workflowInfo().continueAsNewSuggested : handled < STEPS_PER_RUN);
+  for (let handled = 0; more(handled); ) {
     woken = false;
     const batch = await bookkeeping.nextEventsToDeliver({ ...input, limit: 20 });
     if (batch.length === 0) {

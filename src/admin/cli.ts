@@ -19,6 +19,7 @@ import { runPayoutsNow } from './finance';
 import { moveCase, revokeCaseLink } from './brokerage';
 import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages';
 import { reconcile } from '../finance/reconcile';
+import { patchUse, withTemporal } from './temporal';
 
 interface Session {
   dataSource: DataSource;
@@ -313,6 +314,16 @@ program
   .action(async (o) => {
     const payouts = await runPayoutsNow(loadConfig(), o.env);
     output(o.json, payouts, payouts.map((p) => `${p.payout_id}\t${p.amount_cents} ${p.currency}`).join('\n') || '(nothing payable)');
+  });
+
+const workflowsCommand = program.command('workflows').description('the Temporal workflows behind the service');
+workflowsCommand
+  .command('patches')
+  .description("per workflow type and patch id, the open runs that started before the patch (from visibility); retire a patch only at 0")
+  .option('--json', 'JSON output: an array of { workflow_type, patch_id, open_runs, open_runs_patched, open_runs_before_patch, retirable }')
+  .action(async (o) => {
+    const uses = await withTemporal(loadConfig(), patchUse);
+    output(o.json, uses, uses.map((u) => `${u.workflow_type}\t${u.patch_id}\t${u.open_runs_before_patch} of ${u.open_runs} open runs before it${u.retirable ? ' (retirable)' : ''}`).join('\n'));
   });
 
 program

@@ -4,6 +4,7 @@ import type { Config, Environment } from '../config';
 import { payoutRunWorkflow } from '../../workflows';
 import type { PayoutSummary } from '../../workflows/messages';
 import { withTemporal } from './temporal';
+import { startWorkflow } from '../temporal/start';
 
 /**
  * Pays now what is payable, exactly as the month-end run does, as the workflow
@@ -11,11 +12,12 @@ import { withTemporal } from './temporal';
  */
 export async function runPayoutsNow(config: Config, environment: Environment): Promise<PayoutSummary[]> {
   return withTemporal(config, async (client) => {
-    const result = await client.workflow.execute(payoutRunWorkflow, {
+    const handle = await startWorkflow({ client, taskQueue: config.temporal.taskQueue }, payoutRunWorkflow, {
       workflowId: `finance:payouts:${environment}:${new Date().toISOString()}:${randomUUID().slice(0, 8)}`,
-      taskQueue: config.temporal.taskQueue,
       args: [{ environment }],
+      mode: 'fresh',
+      summary: `Payout run (${environment}), started by an operator`,
     });
-    return result.payouts;
+    return (await handle!.result()).payouts;
   });
 }

@@ -1,6 +1,7 @@
 /** The admin CLI's Temporal client: TEMPORAL_ADDRESS, else the dev stack's server on this machine. */
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../config';
+import { PATCHES } from '../../workflows/patches';
 
 export async function withTemporal<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
   const connection = await Connection.connect({ address: config.temporal.address ?? `127.0.0.1:${config.temporal.devServerPort}` });
@@ -9,4 +10,31 @@ export async function withTemporal<T>(config: Config, work: (client: Client) => 
   } finally {
     await connection.close();
   }
+}
+
+export interface PatchUse {
+  workflow_type: string;
+  patch_id: string;
+  /** Open runs of the type. */
+  open_runs: number;
+  /** Open runs that took the patch's new branch (TemporalChangeVersion holds its id). */
+  open_runs_patched: number;
+  /**
+   * Open runs without it: started before the patch was deployed (they need the old branch), or
+   * new runs not yet at the patched() call. The patch may be retired only at 0.
+   */
+  open_runs_before_patch: number;
+  retirable: boolean;
+}
+
+/** Per workflow type and patch id, the open runs that still need the old branch, from visibility. */
+export async function patchUse(client: Client): Promise<PatchUse[]> {
+  const uses: PatchUse[] = [];
+  for (const { workflowType, patchId } of Object.values(PATCHES)) {
+    const open = `WorkflowType = '${workflowType}' AND ExecutionStatus = 'Running'`;
+    const openRuns = (await client.workflow.count(open)).count;
+    const patched = (await client.workflow.count(`${open} AND TemporalChangeVersion = '${patchId}'`)).count;
+    uses.push({ workflow_type: workflowType, patch_id: patchId, open_runs: openRuns, open_runs_patched: patched, open_runs_before_patch: openRuns - patched, retirable: openRuns === patched });
+  }
+  return uses;
 }

@@ -26,7 +26,7 @@ import { AttributionKeys } from '../referral/attribution';
 import { ClickRecorder } from '../referral/clicks';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import { orderRoutes } from '../orders/routes';
-import type { WorkflowStarter } from '../orders/start-workflows';
+import type { WorkflowStarter } from '../temporal/start';
 import type { SecretBox } from '../auth/secret-box';
 import { webhookRoutes } from '../webhooks/routes';
 import type { DomainSearch } from '../discovery/search';

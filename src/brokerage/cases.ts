@@ -12,7 +12,6 @@
  * `managed` 15 % of the deal price, `self_serve` 8 %.
  */
 import { randomUUID } from 'node:crypto';
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import { QueryFailedError, type DataSource, type EntityManager } from 'typeorm';
 import { ApiError } from '../api/errors';
 import type { Environment } from '../config';
@@ -21,11 +20,10 @@ import { Domain } from '../db/entities/domain';
 import { Partner } from '../db/entities/partner';
 import { appendEvent, BROKERAGE_EVENT } from '../events/outbox';
 import { publicId } from '../ids';
-import type { WorkflowStarter } from '../orders/start-workflows';
+import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { brokerageCaseWorkflow } from '../../workflows';
 import { caseNotOpenedSignal, caseWorkflowId, type CaseStatus, type CaseTier } from '../../workflows/brokerage-messages';
-import { BusinessStatus, Domain as DomainAttr, Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
 import { progressUrl, type ProgressLinkToken } from './progress-token';
 
 export const TIER_FEE_BPS: Record<CaseTier, number> = { managed: 1500, self_serve: 800 };
@@ -97,19 +95,14 @@ export async function openCase(
 
   const caseId = randomUUID();
   const casePublicId = publicId('brk');
-  const handle = await deps.workflows.client.workflow.start(brokerageCaseWorkflow, {
+  const handle = (await startWorkflow(deps.workflows, brokerageCaseWorkflow, {
     workflowId: caseWorkflowId(casePublicId),
-    taskQueue: deps.workflows.taskQueue,
     args: [{ caseId, casePublicId, tier: input.tier }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    typedSearchAttributes: [
-      { key: PartnerId, value: input.partnerId },
-      { key: DomainAttr, value: input.domain },
-      { key: EnvironmentAttr, value: input.environment },
-      { key: BusinessStatus, value: 'requested' },
-    ],
-  });
+    mode: 'fresh',
+    summary: `Brokerage ${casePublicId} ${input.domain} (${input.tier}) for partner ${input.partnerId} (${input.environment})`,
+    details: `Move the case with the Update \`move\` ({"to": "researching"}) or \`npm run --silent admin -- brokerage move ${casePublicId} --to <status> --json\`.`,
+    attributes: { partnerId: input.partnerId, domain: input.domain, environment: input.environment, businessStatus: 'requested' },
+  }))!;
   try {
     const opened = await deps.dataSource.transaction(async (tx) => {
       const partner = await tx.getRepository(Partner).findOneOrFail({ select: { id: true, commissionBrokerageBps: true }, where: { id: input.partnerId } });

@@ -4,7 +4,6 @@
  * name must still be listed at the price the session showed, the session must be open, and the
  * payment is taken once per session (its row lock, then a unique payment row).
  */
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import { LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
@@ -14,13 +13,13 @@ import { Order } from '../db/entities/order';
 import { LOCK_TAKEN, whenUnlocked } from '../db/when-unlocked';
 import { publicId } from '../ids';
 import { markWorkflowStarted, recordSale } from '../orders/orders';
-import { startOrderFulfilment, type WorkflowStarter } from '../orders/start-workflows';
+import { startOrderFulfilment } from '../orders/start-workflows';
+import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { checkoutSessionWorkflow, referralCommissionWorkflow } from '../../workflows';
 import { recordReferredSale } from '../referral/commissions';
 import { ReferralSale } from '../db/entities/referral';
 import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId } from '../../workflows/messages';
-import { BusinessStatus, Domain as DomainAttr, Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
 import type { CheckoutPageToken } from './page-token';
 import type { CardPayment, PaymentPort } from './payments';
 
@@ -87,18 +86,13 @@ export async function openSession(
 
   const sessionPublicId = publicId('cs');
   // The timer exists before the session does, so no session outlives its seven days.
-  await deps.workflows.client.workflow.start(checkoutSessionWorkflow, {
+  await startWorkflow(deps.workflows, checkoutSessionWorkflow, {
     workflowId: checkoutWorkflowId(sessionPublicId),
-    taskQueue: deps.workflows.taskQueue,
     args: [{ sessionPublicId }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    typedSearchAttributes: [
-      { key: PartnerId, value: input.partnerId },
-      { key: DomainAttr, value: domain.name },
-      { key: EnvironmentAttr, value: input.environment },
-      { key: BusinessStatus, value: 'open' },
-    ],
+    mode: 'fresh',
+    summary: `Checkout ${sessionPublicId} ${domain.name} for partner ${input.partnerId} (${input.environment})`,
+    details: 'A hosted checkout session: open for 7 days, then expired unless the buyer paid.',
+    attributes: { partnerId: input.partnerId, domain: domain.name, environment: input.environment, businessStatus: 'open' },
   });
   const sessions = manager.getRepository(CheckoutSession);
   const now = new Date();
@@ -292,21 +286,13 @@ export async function payForSession(
  * running), then marked started; the recovery sweep starts any that a crash left unstarted.
  */
 export async function startReferralCommission(w: WorkflowStarter, dataSource: DataSource, salePublicId: string, referrerPartnerId: string, domain: string, environment: Environment): Promise<void> {
-  await w.client.workflow
-    .start(referralCommissionWorkflow, {
-      workflowId: referralWorkflowId(salePublicId),
-      taskQueue: w.taskQueue,
-      args: [{ salePublicId }],
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      typedSearchAttributes: [
-        { key: PartnerId, value: referrerPartnerId },
-        { key: DomainAttr, value: domain },
-        { key: EnvironmentAttr, value: environment },
-      ],
-    })
-    .catch((err: unknown) => {
-      if (!(err instanceof Error && err.name === 'WorkflowExecutionAlreadyStartedError')) throw err;
-    });
+  await startWorkflow(w, referralCommissionWorkflow, {
+    workflowId: referralWorkflowId(salePublicId),
+    args: [{ salePublicId }],
+    mode: 'once',
+    summary: `Referral ${salePublicId} ${domain} for partner ${referrerPartnerId} (${environment})`,
+    details: "A referred sale's 30-day refund window: its commission is pending, then accrues unless the sale was refunded.",
+    attributes: { partnerId: referrerPartnerId, domain, environment, businessStatus: 'pending' },
+  });
   await dataSource.getRepository(ReferralSale).update({ publicId: salePublicId, workflowStarted: false }, { workflowStarted: true });
 }

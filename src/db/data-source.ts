@@ -41,6 +41,7 @@ import { AdmissionStore1795001500000 } from './migrations/1795001500000-admissio
 import { ListingNotifySize1795001600000 } from './migrations/1795001600000-listing-notify-size';
 import { IdempotentReplayBytes1795001700000 } from './migrations/1795001700000-idempotent-replay-bytes';
 import { CheckoutDeclines1795001800000 } from './migrations/1795001800000-checkout-declines';
+import { DeliveryIdle1795001900000 } from './migrations/1795001900000-delivery-idle';
 
 export const entities = [
   Partner,
@@ -96,6 +97,7 @@ export const migrations = [
   ListingNotifySize1795001600000,
   IdempotentReplayBytes1795001700000,
   CheckoutDeclines1795001800000,
+  DeliveryIdle1795001900000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

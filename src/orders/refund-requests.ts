@@ -21,7 +21,8 @@ import { notifyEventsAppended } from '../webhooks/notify';
 import { fulfilmentStateQuery, ORDER_ENDED, orderWorkflowId, REFUND_NOT_ALLOWED, REFUND_UPDATE_ID, refundUpdate, type RefundDecision } from '../../workflows/messages';
 import { findOrderRow, markWorkflowStarted } from './orders';
 import { findRefund, grantRefund, refundCompletedSale, RefundNotAllowed, refundView, type RefundView } from './refunds';
-import { startOrderFulfilment, type WorkflowStarter } from './start-workflows';
+import { startOrderFulfilment } from './start-workflows';
+import type { WorkflowStarter } from '../temporal/start';
 
 /** How long POST /refunds waits for the workflow's decision before answering 202 `pending`. */
 export const REFUND_DECISION_WAIT_MS = 20_000;

@@ -13,7 +13,8 @@ import { checkQuotable, newQuotePublicId, reserveQuote } from './quotes';
 import type { QuoteTokenSigner } from './quote-token';
 import { REFUND_DECISION_WAIT_MS, requestRefund } from './refund-requests';
 import { notifyEventsAppended } from '../webhooks/notify';
-import { cancelQuoteReservation, signalQuoteConsumed, startOrderFulfilment, startQuoteReservation, type WorkflowStarter } from './start-workflows';
+import { cancelQuoteReservation, signalQuoteConsumed, startOrderFulfilment, startQuoteReservation } from './start-workflows';
+import type { WorkflowStarter } from '../temporal/start';
 
 
 const Quote = z

@@ -1,51 +1,26 @@
 /** Starting the workflows behind quotes and orders, idempotently (workflow ids from business ids). */
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import type { Environment } from '../config';
 import { orderFulfilmentWorkflow, quoteReservationWorkflow } from '../../workflows';
 import { orderWorkflowId, quoteConsumedSignal, quoteWorkflowId } from '../../workflows/messages';
-import { BusinessStatus, Domain, Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
-
-export interface WorkflowStarter {
-  client: Client;
-  taskQueue: string;
-}
-
-/**
- * A workflow id runs once: a running one is reused, a closed one is never started again (so a
- * retried order cannot start a second fulfilment).
- */
-const ONCE = {
-  workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-  workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-} as const;
-
-async function once(start: () => Promise<unknown>): Promise<void> {
-  try {
-    await start();
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
-}
+import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 
 export async function startQuoteReservation(
   w: WorkflowStarter,
   quote: { quotePublicId: string; partnerId: string; environment: Environment; domain: string },
 ): Promise<void> {
-  await once(() => w.client.workflow.start(quoteReservationWorkflow, {
+  await startWorkflow(w, quoteReservationWorkflow, {
     workflowId: quoteWorkflowId(quote.quotePublicId),
-    taskQueue: w.taskQueue,
     args: [{ quotePublicId: quote.quotePublicId }],
-    ...ONCE,
-    typedSearchAttributes: [
-      { key: PartnerId, value: quote.partnerId },
-      { key: Domain, value: quote.domain },
-      { key: EnvironmentAttr, value: quote.environment },
-    ],
-  }));
+    mode: 'once',
+    summary: `Quote ${quote.quotePublicId} ${quote.domain} for partner ${quote.partnerId} (${quote.environment})`,
+    details: `The name is reserved for 10 minutes unless an order consumes the quote first.`,
+    attributes: { partnerId: quote.partnerId, domain: quote.domain, environment: quote.environment },
+  });
 }
 
+/** Ends the reservation of a quote that lost its race and was never written (a cancel, not a termination). */
 export async function cancelQuoteReservation(w: WorkflowStarter, quotePublicId: string): Promise<void> {
-  await w.client.workflow.getHandle(quoteWorkflowId(quotePublicId)).terminate('the reservation was not taken');
+  await w.client.workflow.getHandle(quoteWorkflowId(quotePublicId)).cancel();
 }
 
 /** Tells the quote's workflow that an order consumed it; best effort (its timer would find it consumed anyway). */
@@ -57,16 +32,15 @@ export async function startOrderFulfilment(
   w: WorkflowStarter,
   order: { orderId: string; orderPublicId: string; partnerId: string; environment: Environment; domain: string },
 ): Promise<void> {
-  await once(() => w.client.workflow.start(orderFulfilmentWorkflow, {
+  await startWorkflow(w, orderFulfilmentWorkflow, {
     workflowId: orderWorkflowId(order.orderPublicId),
-    taskQueue: w.taskQueue,
     args: [{ orderId: order.orderId, orderPublicId: order.orderPublicId }],
-    ...ONCE,
-    typedSearchAttributes: [
-      { key: PartnerId, value: order.partnerId },
-      { key: Domain, value: order.domain },
-      { key: EnvironmentAttr, value: order.environment },
-      { key: BusinessStatus, value: 'PAYMENT_RECORDED' },
-    ],
-  }));
+    mode: 'once',
+    summary: `Order ${order.orderPublicId} ${order.domain} for partner ${order.partnerId} (${order.environment})`,
+    details: [
+      `Transfers ${order.domain} to the buyer; BusinessStatus is the order's status.`,
+      `A live transfer waiting for an operator: \`npm run --silent admin -- order transfer-completed|transfer-failed ${order.orderPublicId} --json\`.`,
+    ].join('\n\n'),
+    attributes: { partnerId: order.partnerId, domain: order.domain, environment: order.environment, businessStatus: 'PAYMENT_RECORDED' },
+  });
 }

@@ -1,25 +1,59 @@
-import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { NONCE_RETENTION_WORKFLOW_ID } from '../../workflows/nonce-retention';
 import { fulfilmentRecoveryWorkflow, nonceRetentionWorkflow } from '../../workflows';
 import { FULFILMENT_RECOVERY_WORKFLOW_ID } from '../../workflows/fulfilment-recovery';
-import { monthEndWorkflow, MONTH_END_WORKFLOW_ID } from '../../workflows/month-end';
+import { monthCloseWorkflow, MONTH_END_WORKFLOW_ID } from '../../workflows/month-end';
+import { startWorkflow } from './start';
 
 /** Starts the long-running maintenance workflows once per namespace; a second call is a no-op. */
 export async function ensureMaintenanceWorkflows(client: Client, taskQueue: string): Promise<void> {
-  await client.workflow.start(nonceRetentionWorkflow, {
+  const w = { client, taskQueue };
+  await startWorkflow(w, nonceRetentionWorkflow, {
     workflowId: NONCE_RETENTION_WORKFLOW_ID,
-    taskQueue,
     args: [{ prunedTotal: 0 }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    mode: 'singleton',
+    summary: 'Prunes request nonces older than 15 minutes, every 5 minutes',
   });
-  await client.workflow.start(fulfilmentRecoveryWorkflow, {
+  await startWorkflow(w, fulfilmentRecoveryWorkflow, {
     workflowId: FULFILMENT_RECOVERY_WORKFLOW_ID,
-    taskQueue,
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    args: [],
+    mode: 'singleton',
+    summary: 'Recovery sweep: unstarted fulfilments and referral windows, late webhook deliveries, every minute',
   });
-  await client.workflow.start(monthEndWorkflow, {
-    workflowId: MONTH_END_WORKFLOW_ID,
-    taskQueue,
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-  });
+  await ensureMonthEndSchedule(client, taskQueue);
+}
+
+/** The Schedule that runs the month's close; operators pause, trigger and backfill it in the UI. */
+export const MONTH_END_SCHEDULE_ID = 'finance:month-end';
+
+/**
+ * Creates the month-end Schedule (00:05 UTC on the first; a close missed while the cluster was
+ * down runs when it is back, within 31 days), then cancels the sleeping month-end workflow of
+ * earlier releases if one still runs, so one thing closes months.
+ */
+export async function ensureMonthEndSchedule(client: Client, taskQueue: string): Promise<void> {
+  try {
+    await client.schedule.create({
+      scheduleId: MONTH_END_SCHEDULE_ID,
+      spec: { calendars: [{ dayOfMonth: 1, hour: 0, minute: 5 }], timezone: 'UTC' },
+      action: {
+        type: 'startWorkflow',
+        workflowType: monthCloseWorkflow,
+        workflowId: 'finance:month-close',
+        taskQueue,
+        args: [{}],
+        staticSummary: 'Month close: settlements of earlier months closed, then payouts',
+      },
+      policies: { overlap: ScheduleOverlapPolicy.BUFFER_ONE, catchupWindow: '31 days' },
+      state: { note: 'Closes every earlier month still open and pays out; idempotent, so a trigger or backfill is safe.' },
+    });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  try {
+    const sleeping = client.workflow.getHandle(MONTH_END_WORKFLOW_ID);
+    if ((await sleeping.describe()).status.name === 'RUNNING') await sleeping.cancel();
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
 }

@@ -4,6 +4,7 @@ import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
 const INDEXED_VALUE_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   KEYWORD: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  DATETIME: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
 };
 
 /** Registers the project's search attributes on a server that lacks them (the time-skipping server, a fresh cluster). */

@@ -19,11 +19,31 @@ export interface DeliveryContext {
   allowLoopback: boolean;
 }
 
-/** The next events to push, oldest first; none when the partner has no enabled endpoint. */
+/**
+ * The next events to push, oldest first; none when the partner has no enabled endpoint. Keeps the
+ * endpoint's `delivery_idle` flag: before answering "none" it commits the flag, then looks again
+ * in a new snapshot, so an event committed by a notifier that read "busy" (and did not signal) is
+ * found by this second look.
+ */
 export async function nextEventsToDeliver(ctx: DeliveryContext, partnerId: string, environment: Environment, limit: number): Promise<StoredEvent[]> {
   const target = await deliveryTarget(ctx.dataSource, ctx.secretBox, partnerId, environment);
   if (!target) return [];
-  return eventsAfter(ctx.dataSource, partnerId, environment, target.deliveredThroughSeq, limit);
+  const batch = await eventsAfter(ctx.dataSource, partnerId, environment, target.deliveredThroughSeq, limit);
+  await markIdle(ctx.dataSource, partnerId, environment, batch.length === 0);
+  if (batch.length) return batch;
+  const again = await eventsAfter(ctx.dataSource, partnerId, environment, target.deliveredThroughSeq, limit);
+  if (again.length) await markIdle(ctx.dataSource, partnerId, environment, false);
+  return again;
+}
+
+async function markIdle(dataSource: DataSource, partnerId: string, environment: Environment, idle: boolean): Promise<void> {
+  await dataSource
+    .getRepository(WebhookEndpoint)
+    .createQueryBuilder()
+    .update()
+    .set({ deliveryIdle: idle })
+    .where('partner_id = :partnerId AND environment = :environment AND delivery_idle <> :idle', { partnerId, environment, idle })
+    .execute();
 }
 
 async function finish(ctx: DeliveryContext, event: { id: string; partnerId: string; environment: Environment; seq: number }, status: 'delivered' | 'failed', error?: string) {

@@ -1,26 +1,39 @@
 /** Waking a partner's delivery workflow after its events are committed (signal-with-start). */
-import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { EventCounter } from '../db/entities/partner-event';
 import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
 import { webhookDeliveryWorkflow } from '../../workflows';
-import { eventsAppendedSignal, webhookWorkflowId } from '../../workflows/messages';
-import { Environment as EnvironmentAttr, PartnerId } from '../../workflows/search-attributes';
-import type { WorkflowStarter } from '../orders/start-workflows';
+import { eventsAppendedSignal, webhookWorkflowId, type WebhookDeliveryInput } from '../../workflows/messages';
+import { searchAttributes, startWorkflow, type WorkflowStarter } from '../temporal/start';
 
-export async function wakeDelivery(w: WorkflowStarter, partnerId: string, environment: Environment): Promise<void> {
-  await w.client.workflow.signalWithStart(webhookDeliveryWorkflow, {
+/**
+ * Wakes a partner's delivery without growing a busy one's history: a delivery waiting for events
+ * (`idle`) is signalled (and started when none runs); a busy one is only started when none runs,
+ * a start that finds it running (USE_EXISTING) writes nothing to its history.
+ */
+export async function wakeDelivery(w: WorkflowStarter, partnerId: string, environment: Environment, idle: boolean): Promise<void> {
+  const spec = {
     workflowId: webhookWorkflowId(partnerId, environment),
+    args: [{ partnerId, environment }] as [WebhookDeliveryInput],
+    mode: 'singleton' as const,
+    summary: `Webhook delivery for partner ${partnerId} (${environment})`,
+    details: `Pushes the partner's events in order; the event being delivered is the pending activity \`deliverEvent\`. \`npm run --silent admin -- webhooks deliveries --partner <name> --env ${environment} --json\` lists recent attempts.`,
+    attributes: { partnerId, environment },
+  };
+  if (!idle) {
+    await startWorkflow(w, webhookDeliveryWorkflow, spec);
+    return;
+  }
+  await w.client.workflow.signalWithStart(webhookDeliveryWorkflow, {
+    workflowId: spec.workflowId,
     taskQueue: w.taskQueue,
-    args: [{ partnerId, environment }],
+    args: spec.args,
     signal: eventsAppendedSignal,
     signalArgs: [],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-    typedSearchAttributes: [
-      { key: PartnerId, value: partnerId },
-      { key: EnvironmentAttr, value: environment },
-    ],
+    staticSummary: spec.summary,
+    staticDetails: spec.details,
+    typedSearchAttributes: searchAttributes(spec.attributes),
   });
 }
 
@@ -30,21 +43,28 @@ export async function wakeDelivery(w: WorkflowStarter, partnerId: string, enviro
  */
 export async function notifyEventsAppended(dataSource: DataSource, w: WorkflowStarter, partnerId: string, environment: Environment): Promise<void> {
   try {
-    if (await dataSource.getRepository(WebhookEndpoint).existsBy({ partnerId, environment, enabled: true })) await wakeDelivery(w, partnerId, environment);
+    const endpoint = await dataSource.getRepository(WebhookEndpoint).findOne({ select: { enabled: true, deliveryIdle: true }, where: { partnerId, environment } });
+    if (endpoint?.enabled) await wakeDelivery(w, partnerId, environment, endpoint.deliveryIdle);
   } catch {
     // The sweep (maintenance:fulfilment-recovery) catches up within a minute.
   }
 }
 
+export interface LateDelivery {
+  partnerId: string;
+  environment: Environment;
+  idle: boolean;
+}
+
 /** Endpoints whose delivery position is behind their partner's last event. */
-export async function lateDeliveries(dataSource: DataSource): Promise<Array<{ partnerId: string; environment: Environment }>> {
+export async function lateDeliveries(dataSource: DataSource): Promise<LateDelivery[]> {
   const rows = await dataSource
     .getRepository(WebhookEndpoint)
     .createQueryBuilder('w')
-    .innerJoin(EventCounter, 'c', 'c.partner_id = w.partner_id AND c.environment = w.environment')
-    .where('w.enabled AND c.last_seq > w.delivered_through_seq')
-    .select(['w.partnerId', 'w.environment'])
+    .innerJoin(EventCounter, 'c', 'c.partnerId = w.partnerId AND c.environment = w.environment')
+    .where('w.enabled AND c.lastSeq > w.deliveredThroughSeq')
+    .select(['w.partnerId', 'w.environment', 'w.deliveryIdle'])
     .limit(500)
     .getMany();
-  return rows.map((r) => ({ partnerId: r.partnerId, environment: r.environment }));
+  return rows.map((r) => ({ partnerId: r.partnerId, environment: r.environment, idle: r.deliveryIdle }));
 }

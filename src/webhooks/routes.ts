@@ -6,7 +6,7 @@ import { Cursor, decodeCursor, encodeCursor, Limit } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
 import { z } from '../api/schemas';
 import type { SecretBox } from '../auth/secret-box';
-import type { WorkflowStarter } from '../orders/start-workflows';
+import type { WorkflowStarter } from '../temporal/start';
 import { registerEndpoint } from './endpoints';
 import { eventsAfter, eventView } from './events';
 import { notifyEventsAppended } from './notify';

@@ -7,10 +7,15 @@ import { getStack } from './stack';
 const run = promisify(execFile);
 
 export async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return adminWith({}, ...args);
+}
+
+/** The same, with some of its environment replaced (another Temporal server, say). */
+export async function adminWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const s = getStack();
   try {
     const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
-      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue },
+      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue, ...env },
     });
     return { code: 0, stdout, stderr };
   } catch (err) {

@@ -146,7 +146,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       const handle = s.env.client.workflow.getHandle(webhookWorkflowId(partnerId, 'sandbox'));
       await worker.runUntil(async () => {
         await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: {}, dedupeKey: `cancel-test:${partnerId}` }));
-        await wakeDelivery(workflows, partnerId, 'sandbox');
+        await wakeDelivery(workflows, partnerId, 'sandbox', true);
         await waitUntil(() => receiver.received.length >= 1, 30_000, 'a first attempt');
         await s.env.sleep('1 hour');
         assert.ok(receiver.received.length >= 3, `retrying (${receiver.received.length} attempts)`);

@@ -2,10 +2,17 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { WorkflowContinuedAsNewError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
+import { DefaultLogger, Worker } from '@temporalio/worker';
 import { fulfilmentRecoveryWorkflow } from '../../workflows';
 import { ROUNDS_PER_RUN } from '../../workflows/fulfilment-recovery';
-import { getStack } from '../helpers/stack';
+import { getStack, newPartner } from '../helpers/stack';
+import type { Client } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities } from '../../activities';
+import { appendEvent } from '../../src/events/outbox';
+import { registerEndpoint } from '../../src/webhooks/endpoints';
+import { SecretBox } from '../../src/auth/secret-box';
+import { webhookWorkflowId } from '../../workflows/messages';
 import { waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
 
@@ -54,5 +61,76 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
       await waitUntil(async () => ((await nextRun.fetchHistory()).events ?? []).some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED), 30_000, 'the next run asleep');
       await nextRun.terminate('test done');
     });
+  });
+
+  it("its steps fail independently: a step that keeps failing never holds back the others' rounds", async function () {
+    this.timeout(2 * 60_000);
+    const s = getStack();
+    const taskQueue = `recovery-steps-${randomUUID()}`;
+    const calls = { fulfilments: 0, referrals: 0, deliveries: 0 };
+    const worker = await Worker.create({
+      connection: s.env.nativeConnection,
+      taskQueue,
+      workflowBundle: s.workflowBundle,
+      activities: {
+        startUnstartedFulfilments: async () => {
+          calls.fulfilments++;
+          throw new Error('the database refused');
+        },
+        startUnstartedReferralWindows: async () => {
+          calls.referrals++;
+          return 0;
+        },
+        wakeLateDeliveries: async () => {
+          calls.deliveries++;
+          return 0;
+        },
+      },
+    });
+    const workflowId = `recovery-steps-${randomUUID()}`;
+    await worker.runUntil(async () => {
+      const handle = await s.env.client.workflow.start(fulfilmentRecoveryWorkflow, { workflowId, taskQueue });
+      await waitUntil(async () => {
+        await s.env.sleep('1 minute');
+        return calls.deliveries >= 3;
+      }, 60_000, 'three rounds');
+      assert.ok(calls.referrals >= 3 && calls.fulfilments >= 9, `${JSON.stringify(calls)}: the failing step was tried 3 times a round, the others still ran`);
+      await waitUntil(async () => ((await handle.fetchHistory()).events ?? []).at(-1)?.eventType === EventType.EVENT_TYPE_TIMER_STARTED, 30_000, 'asleep');
+      await handle.terminate('test done');
+    });
+  });
+
+  it("one partner's refused wake-up never stops the sweep from waking the others", async () => {
+    const s = getStack();
+    const refused = await lateEndpoint();
+    const served = await lateEndpoint();
+    const woken: string[] = [];
+    // A client whose every start or signal for `refused` fails, as a server refusing it would; the
+    // other wake-ups are recorded, not sent (no worker serves this test's queue).
+    const client = {
+      workflow: {
+        start: async (_: unknown, options: { workflowId: string }) => wake(options.workflowId),
+        signalWithStart: async (_: unknown, options: { workflowId: string }) => wake(options.workflowId),
+      },
+    };
+    function wake(workflowId: string) {
+      if (workflowId === webhookWorkflowId(refused, 'sandbox')) throw new Error('signal refused: too many signals');
+      woken.push(workflowId);
+    }
+    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: client as unknown as Client, taskQueue: 'unused' } });
+    const warnings: string[] = [];
+    const logger = new DefaultLogger('WARN', (entry) => warnings.push(entry.message));
+    const count = await new MockActivityEnvironment(undefined, { logger }).run(activities.wakeLateDeliveries);
+    assert.ok(warnings.some((w) => w.includes('could not wake a delivery')), 'the refusal is logged');
+    assert.ok(woken.includes(webhookWorkflowId(served, 'sandbox')), 'the partner after the refused one was woken');
+    assert.ok(!woken.includes(webhookWorkflowId(refused, 'sandbox')));
+    assert.equal(count, woken.length);
+
+    async function lateEndpoint(): Promise<string> {
+      const { partnerId } = await newPartner();
+      await registerEndpoint(s.dataSource, new SecretBox(s.masterKey), { partnerId, environment: 'sandbox', url: 'http://127.0.0.1:9/hooks', secret: 'whsec_test_0123456789abcdef' }, { allowLoopback: true });
+      await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: {}, dedupeKey: `sweep-test:${randomUUID()}` }));
+      return partnerId;
+    }
   });
 });

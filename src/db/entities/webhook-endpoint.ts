@@ -24,6 +24,13 @@ export class WebhookEndpoint {
   @Column({ name: 'delivered_through_seq', type: 'bigint', default: 0 })
   deliveredThroughSeq: string;
 
+  /**
+   * The delivery workflow found nothing left to push and waits for a wake-up signal; false while
+   * it pushes. Wake-ups signal only a waiting delivery (src/webhooks/notify.ts).
+   */
+  @Column({ name: 'delivery_idle', type: 'boolean', default: true })
+  deliveryIdle: boolean;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;
 
