@@ -29,6 +29,8 @@ const EnvSchema = z.object({
   TEMPORAL_PORT: z.coerce.number().int().default(7233),
   TEMPORAL_UI_PORT: z.coerce.number().int().default(8233),
   TEMPORAL_CLI_PATH: z.string().optional(),
+  TEMPORAL_WORKER_VERSIONING: flag.default(false),
+  TEMPORAL_BUILD_ID: z.string().optional(),
   DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
   TOOL_CACHE_DIR: z.string().default(path.join(projectRoot, '.tools')),
   MASTER_KEY: z.string().optional(),
@@ -60,6 +62,13 @@ export interface Config {
     devServerPort: number;
     uiPort: number;
     cliPath?: string;
+    /**
+     * Worker Versioning (worker deployments): on, the worker announces `partner-api` and its build
+     * id and makes that version current once it polls. npm start turns it on for its own dev server.
+     */
+    workerVersioning: boolean;
+    /** TEMPORAL_BUILD_ID; otherwise `<package version>+<commit>` from git. */
+    buildId?: string;
   };
   dataDir: string;
   toolCacheDir: string;
@@ -119,6 +128,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       devServerPort: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
       cliPath: e.TEMPORAL_CLI_PATH || undefined,
+      workerVersioning: e.TEMPORAL_WORKER_VERSIONING,
+      buildId: e.TEMPORAL_BUILD_ID || undefined,
     },
     dataDir: path.resolve(e.DATA_DIR),
     toolCacheDir: path.resolve(e.TOOL_CACHE_DIR),
@@ -141,8 +152,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /**
  * `npm start` on one machine: the developer's webhook receiver is on the same machine, so sandbox
- * webhooks may go to loopback unless WEBHOOK_ALLOW_LOOPBACK says otherwise.
+ * webhooks may go to loopback unless WEBHOOK_ALLOW_LOOPBACK says otherwise; Worker Versioning is on
+ * with the dev server it starts.
  */
 export function loadDevStackConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true', ...env });
+  // Its own dev server supports worker deployments; a server named by TEMPORAL_ADDRESS may not.
+  return loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true', TEMPORAL_WORKER_VERSIONING: env.TEMPORAL_ADDRESS ? 'false' : 'true', ...env });
 }

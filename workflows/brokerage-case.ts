@@ -18,7 +18,8 @@
  *   - any open status: 30 days without a move closes the case ("no activity for 30 days").
  * BusinessStatus is the case's status.
  */
-import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import {
   caseNotOpenedSignal,
@@ -125,7 +126,7 @@ export async function brokerageCaseWorkflow(input: BrokerageCaseInput): Promise<
   while (!FINAL_CASE_STATUSES.includes(status) && !notOpened && !absent) {
     const timer = nextTimer()!;
     const seen = moves;
-    const woken = await condition(() => moves !== seen || notOpened || absent, Math.max(1, Date.parse(timer.at) - Date.now()));
+    const woken = await condition(() => moves !== seen || notOpened || absent, Math.max(1, Date.parse(timer.at) - Date.now()), { summary: `${timer.action} at ${timer.at}` });
     if (woken || applying) continue;
     if (timer.action === 'follow_up') {
       followUpsSent++;
@@ -146,3 +147,6 @@ export async function brokerageCaseWorkflow(input: BrokerageCaseInput): Promise<
   if (absent) return { status: 'absent' };
   return { status };
 }
+
+// Worker Versioning: runs long: it moves to the current worker version, patched() keeps it replaying (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('AUTO_UPGRADE'), brokerageCaseWorkflow);

@@ -5,7 +5,8 @@
  * expiry step finds the session complete and leaves it alone, so the session's row lock, not the
  * signal, decides a payment racing the last second. BusinessStatus: open, complete or expired.
  */
-import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import { checkoutPaidSignal, type CheckoutSessionInput } from './messages';
 import { showBusinessStatus } from './business-status';
@@ -23,7 +24,7 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
     paid = true;
   });
   showBusinessStatus('open');
-  if (await condition(() => paid, CHECKOUT_SESSION_LIFETIME)) {
+  if (await condition(() => paid, CHECKOUT_SESSION_LIFETIME, { summary: 'the 7-day session' })) {
     showBusinessStatus('complete');
     return 'complete';
   }
@@ -31,3 +32,6 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
   showBusinessStatus(outcome);
   return outcome;
 }
+
+// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('PINNED'), checkoutSessionWorkflow);

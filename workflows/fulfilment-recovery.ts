@@ -10,7 +10,8 @@
  * round, so a step that keeps failing never holds back the others; inside a step one partner's
  * or one row's failure is logged and skipped (activities/index.ts).
  */
-import { continueAsNew, isCancellation, log, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, isCancellation, log, patched, proxyActivities, setWorkflowOptions, sleep, workflowInfo } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
 import type { Activities } from '../activities';
 
@@ -47,7 +48,10 @@ export async function fulfilmentRecoveryWorkflow(): Promise<void> {
     await step('late fulfilments', () => startUnstartedFulfilments({ olderThanSeconds: 30 }));
     if (withReferrals) await step('referral windows', () => startUnstartedReferralWindows({ olderThanSeconds: 60 }));
     await step('late deliveries', () => wakeLateDeliveries());
-    await sleep('1 minute');
+    await sleep('1 minute', { summary: 'until the next round' });
   }
   await continueAsNew<typeof fulfilmentRecoveryWorkflow>();
 }
+
+// Worker Versioning: runs long: it moves to the current worker version, patched() keeps it replaying (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('AUTO_UPGRADE'), fulfilmentRecoveryWorkflow);

@@ -12,7 +12,8 @@
  * one once the Schedule exists); nothing starts it any more.
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { continueAsNew, executeChild, proxyActivities, sleep, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { continueAsNew, executeChild, proxyActivities, setWorkflowOptions, sleep, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import type { MonthCloseResult, PayoutRunInput, PayoutRunResult } from './messages';
 
@@ -73,3 +74,10 @@ async function payoutRunWorkflowBody(input: PayoutRunInput): Promise<PayoutRunRe
 export async function payoutRunWorkflow(input: PayoutRunInput): Promise<PayoutRunResult> {
   return payoutRunWorkflowBody(input);
 }
+
+// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('PINNED'), monthCloseWorkflow);
+// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('PINNED'), payoutRunWorkflow);
+// Worker Versioning: runs long: it moves to the current worker version, patched() keeps it replaying (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('AUTO_UPGRADE'), monthEndWorkflow);

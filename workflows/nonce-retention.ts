@@ -4,7 +4,8 @@
  * workflow runs forever, one per namespace (id `maintenance:nonce-retention`): prune, sleep
  * 5 minutes, and continue-as-new every 288 rounds (a day) to keep its history short.
  */
-import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 
 export const NONCE_RETENTION_WORKFLOW_ID = 'maintenance:nonce-retention';
@@ -27,7 +28,10 @@ export async function nonceRetentionWorkflow(state: NonceRetentionState = { prun
     // Workflow time, so the cut-off follows the one clock Temporal keeps (and skips in tests).
     const seenBefore = new Date(Date.now() - NONCE_RETENTION_MS).toISOString();
     prunedTotal += await pruneNonces({ seenBefore });
-    await sleep(NONCE_PRUNE_INTERVAL);
+    await sleep(NONCE_PRUNE_INTERVAL, { summary: 'until the next prune' });
   }
   await continueAsNew<typeof nonceRetentionWorkflow>({ prunedTotal });
 }
+
+// Worker Versioning: runs long: it moves to the current worker version, patched() keeps it replaying (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('AUTO_UPGRADE'), nonceRetentionWorkflow);

@@ -20,17 +20,8 @@
  * refused. Registrar calls are retried with back-off (attempts show in the Temporal UI); a
  * rejection is final.
  */
-import {
-  ActivityFailure,
-  allHandlersFinished,
-  ApplicationFailure,
-  condition,
-  patched,
-  proxyActivities,
-  setCurrentDetails,
-  setHandler,
-  sleep,
-} from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, setCurrentDetails, setHandler, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
 import type { Activities } from '../activities';
 import {
@@ -164,7 +155,7 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     if (mode !== 'registrar' || !locked) return false;
     let state = await registrar.cancelTransfer({ orderId });
     for (let pollMs = FIRST_POLL_MS; state === 'pending'; pollMs = Math.min(pollMs * 2, MAX_POLL_MS)) {
-      await sleep(pollMs);
+      await sleep(pollMs, { summary: 'until the next transfer check' });
       state = await registrar.checkTransfer({ orderId });
     }
     return state === 'completed';
@@ -191,7 +182,7 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
         `Waiting for an operator to record this transfer's outcome (Update recordTransferOutcome, or npm run admin -- order transfer-completed|transfer-failed ${orderPublicId}).` +
           (refundPending() ? ' A refund was requested: if the transfer was stopped, record transfer-failed and the refund is granted.' : ''),
       );
-      const woken = await condition(() => operatorOutcome !== undefined || (refundPending() && !refundAnnounced), reminders === 0 ? FIRST_OPERATOR_REMINDER_MS : OPERATOR_REMINDER_EVERY_MS);
+      const woken = await condition(() => operatorOutcome !== undefined || (refundPending() && !refundAnnounced), reminders === 0 ? FIRST_OPERATOR_REMINDER_MS : OPERATOR_REMINDER_EVERY_MS, { summary: 'waiting for an operator: the next reminder' });
       if (operatorOutcome) break;
       if (woken) refundAnnounced = true;
       else reminders++;
@@ -245,7 +236,7 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     const deadline = Date.now() + TRANSFER_DEADLINE_MS;
     let pollMs = FIRST_POLL_MS;
     for (let polls = 0; ; polls++) {
-      if (await condition(refundPending, pollMs)) return stopForRefund();
+      if (await condition(refundPending, pollMs, { summary: 'until the next transfer check' })) return stopForRefund();
       const state = await registrar.checkTransfer({ orderId });
       if (state === 'completed') return complete();
       if (state === 'rejected' || state === 'cancelled') return fail(`the registry reported the transfer ${state}`);
@@ -262,3 +253,6 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     throw err;
   }
 }
+
+// Worker Versioning: runs long: it moves to the current worker version, patched() keeps it replaying (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('AUTO_UPGRADE'), orderFulfilmentWorkflow);

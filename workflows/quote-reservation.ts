@@ -7,7 +7,8 @@
  * A quote that lost its race before it was written is cancelled by the API: the run ends with
  * BusinessStatus not_taken.
  */
-import { condition, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, isCancellation, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import { quoteConsumedSignal, type QuoteReservationInput } from './messages';
 import { showBusinessStatus } from './business-status';
@@ -43,3 +44,6 @@ export async function quoteReservationWorkflow(input: QuoteReservationInput): Pr
   showBusinessStatus(outcome);
   return outcome;
 }
+
+// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('PINNED'), quoteReservationWorkflow);

@@ -4,7 +4,8 @@
  * refunded meanwhile (the refund voided it) or its transfer failed. BusinessStatus: pending,
  * then accrued or reversed.
  */
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import type { ReferralCommissionInput } from './messages';
 import { showBusinessStatus } from './business-status';
@@ -18,8 +19,11 @@ const { accrueReferralCommission } = proxyActivities<Activities>({
 
 export async function referralCommissionWorkflow(input: ReferralCommissionInput): Promise<'accrued' | 'reversed' | 'absent'> {
   showBusinessStatus('pending');
-  await sleep(REFERRAL_REFUND_WINDOW);
+  await sleep(REFERRAL_REFUND_WINDOW, { summary: 'the 30-day refund window' });
   const outcome = await accrueReferralCommission({ salePublicId: input.salePublicId, at: new Date().toISOString() });
   showBusinessStatus(outcome);
   return outcome;
 }
+
+// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('PINNED'), referralCommissionWorkflow);

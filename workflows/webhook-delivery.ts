@@ -17,7 +17,8 @@
  * recovery sweep, within a minute, for an endpoint behind its events) starts delivery again
  * with that same event.
  */
-import { ActivityFailure, condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
+import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
 import type { Activities } from '../activities';
 import { eventsAppendedSignal, type WebhookDeliveryInput } from './messages';
@@ -53,12 +54,12 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     woken = false;
     const batch = await bookkeeping.nextEventsToDeliver({ ...input, limit: 20 });
     if (batch.length === 0) {
-      if (await condition(() => woken, '10 minutes')) continue;
+      if (await condition(() => woken, '10 minutes', { summary: 'caught up: waiting for new events' })) continue;
       return;
     }
     for (const event of batch) {
       try {
-        await pushing.deliverEvent({ ...input, eventId: event.id });
+        await pushing.deliverEvent.executeWithOptions({ summary: `event ${event.id} (#${event.seq})` }, [{ ...input, eventId: event.id }]);
       } catch (err) {
         // Not the receiver's failure: giving up here would fail the event and disable its endpoint.
         if (isCancellation(err)) throw err;
@@ -70,3 +71,6 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
   }
   await continueAsNew<typeof webhookDeliveryWorkflow>(input);
 }
+
+// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
+setWorkflowOptions(onVersionedWorker('PINNED'), webhookDeliveryWorkflow);

@@ -20,6 +20,7 @@ import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { ensureTemporalCli } from '../temporal/tools';
 import { createWorker, installTemporalRuntime } from '../temporal/worker';
+import { DEPLOYMENT_NAME, makeCurrentVersion, workerBuildId } from '../temporal/versioning';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from './runtime';
 import { SearchClient } from '../search/search-client';
 import { startSearchProcess } from '../search/search-process';
@@ -123,7 +124,8 @@ async function main(): Promise<void> {
   const temporal = await connectTemporal(address, config.temporal.namespace);
   stops.push(['Temporal connections', () => temporal.close()]);
 
-  step('bundling workflows and starting the worker');
+  const version = config.temporal.workerVersioning ? { deploymentName: DEPLOYMENT_NAME, buildId: workerBuildId(config.projectRoot, config.temporal.buildId) } : undefined;
+  step(`bundling workflows and starting the worker${version ? ` (worker deployment ${version.deploymentName}, build ${version.buildId})` : ''}`);
   const worker = await createWorker({
     connection: temporal.nativeConnection,
     namespace: config.temporal.namespace,
@@ -132,12 +134,14 @@ async function main(): Promise<void> {
     client: temporal.client,
     masterKey,
     allowLoopbackWebhooks: config.webhooks.allowLoopback,
+    version,
   });
   const workerRun = worker.run();
   stops.push(['worker', async () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await workerRun;
   }]);
+  if (version) await makeCurrentVersion(temporal.client, config.temporal.namespace, version);
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
 
   step('waiting for the search process');

@@ -2,6 +2,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type W
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
+import { deploymentOptions, type WorkerVersion } from './versioning';
 
 /** The compiled workflows entry point; the worker bundles it (webpack + swc) at start. */
 export const WORKFLOWS_PATH = require.resolve('../../workflows');
@@ -18,6 +19,8 @@ export interface WorkerDeps {
   client: Client;
   /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Worker Versioning: the version this worker serves; absent for an unversioned worker. */
+  version?: WorkerVersion;
 }
 
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
@@ -32,6 +35,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       workflows: { client: deps.client, taskQueue: deps.taskQueue },
     }),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(deps.version ? { workerDeploymentOptions: deploymentOptions(deps.version) } : {}),
+    // A deploy's SIGTERM lets activities under way finish (or see their cancellation) this long.
+    shutdownGraceTime: '20 seconds',
   });
 }
 

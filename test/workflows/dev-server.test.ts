@@ -7,7 +7,11 @@ import { createApp } from '../../src/api/app';
 import { ensureTemporalCli } from '../../src/temporal/tools';
 import { ensureMonthEndSchedule, MONTH_END_SCHEDULE_ID } from '../../src/temporal/maintenance';
 import { stuckQuery } from '../../src/temporal/operator-queries';
-import { cancelQuoteReservation, startQuoteReservation } from '../../src/orders/start-workflows';
+import { cancelQuoteReservation, signalQuoteConsumed, startQuoteReservation } from '../../src/orders/start-workflows';
+import { createWorker } from '../../src/temporal/worker';
+import { makeCurrentVersion } from '../../src/temporal/versioning';
+import { temporal } from '@temporalio/proto';
+import { nonceRetentionWorkflow } from '../../workflows';
 import { quoteWorkflowId, webhookWorkflowId } from '../../workflows/messages';
 import { MONTH_END_WORKFLOW_ID, monthEndWorkflow } from '../../workflows/month-end';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
@@ -18,6 +22,20 @@ import { adminWith } from '../helpers/admin';
 import { wakeDelivery } from '../../src/webhooks/notify';
 import type { PatchUse } from '../../src/admin/temporal';
 import { recordHistory } from '../helpers/histories';
+import { launchBrowser, screenshotsDir } from '../helpers/browser';
+import net from 'node:net';
+import path from 'node:path';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 /**
  * What only a full server shows: visibility queries, Schedules and the UI's summaries. The
@@ -31,12 +49,14 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
   let running: Promise<void>;
   let taskQueue: string;
   let baseUrl: string;
+  let uiPort: number;
 
   before(async () => {
     const s = getStack();
     const cli = await ensureTemporalCli(s.config.toolCacheDir, s.config.temporal.cliPath);
     if (!cli) throw new Error('no Temporal CLI and no Go to build one');
-    env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: cli }, searchAttributes: ALL_SEARCH_ATTRIBUTES } });
+    uiPort = await freePort();
+    env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: cli }, searchAttributes: ALL_SEARCH_ATTRIBUTES, ui: true, uiPort } });
     taskQueue = `dev-server-${randomUUID()}`;
     const workflows = { client: env.client, taskQueue };
     worker = await Worker.create({
@@ -84,6 +104,20 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     const older: string[] = [];
     for await (const run of env.client.workflow.list({ query: `${anHourAgo} AND PartnerId = '${partnerId}'` })) older.push(run.workflowId);
     assert.deepEqual(older, [], 'not pending for an hour yet');
+
+    // What an operator sees: the run's summary at the top of its page in the Temporal UI.
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.goto(`http://127.0.0.1:${uiPort}/namespaces/default/workflows/${encodeURIComponent(stuck[0])}`);
+      await page.getByText(`Order ${o.public_id} ${o.domain} for partner`).first().waitFor({ timeout: 30_000 });
+      await page.getByText('User Metadata').first().click({ timeout: 30_000 });
+      await page.getByText('Events with Metadata').first().waitFor({ timeout: 30_000 });
+      await page.getByText('until the next transfer check').first().waitFor({ timeout: 30_000 });
+      await page.screenshot({ path: path.join(screenshotsDir(), 'temporal-ui-order-summary.png') });
+    } finally {
+      await browser.close();
+    }
   });
 
   it('a quote that lost its race is cancelled, not terminated: the run completes with BusinessStatus not_taken', async () => {
@@ -129,5 +163,51 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     assert.ok(delivery.open_runs >= 1 && delivery.open_runs_patched >= 1, JSON.stringify(delivery));
     assert.equal(delivery.open_runs_before_patch, delivery.open_runs - delivery.open_runs_patched);
     await handle.cancel();
+  });
+
+  it('two worker versions side by side: a pinned quote stays on the version that started it, an auto-upgrading workflow moves to the new current version', async () => {
+    const s = getStack();
+    const queue = `versions-${randomUUID()}`;
+    const deploymentName = `partner-api-test-${randomUUID().slice(0, 8)}`;
+    const workflows = { client: env.client, taskQueue: queue };
+    const versionedWorker = (buildId: string) =>
+      createWorker({ connection: env.nativeConnection, namespace: 'default', taskQueue: queue, dataSource: s.dataSource, client: env.client, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflowBundle: s.workflowBundle, version: { deploymentName, buildId } });
+    const versionOf = async (workflowId: string) => {
+      const info = (await env.client.workflow.getHandle(workflowId).describe()).raw.workflowExecutionInfo?.versioningInfo;
+      return { behavior: info?.behavior, buildId: info?.deploymentVersion?.buildId };
+    };
+    const PINNED = temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED;
+    const AUTO_UPGRADE = temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE;
+
+    const v1 = await versionedWorker('0.1.0+one');
+    const v1Run = v1.run();
+    await makeCurrentVersion(env.client, 'default', { deploymentName, buildId: '0.1.0+one' });
+    const oldQuote = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+    await startQuoteReservation(workflows, { quotePublicId: oldQuote, partnerId: randomUUID(), environment: 'sandbox', domain: 'pinned-one.com' });
+    const retention = await env.client.workflow.start(nonceRetentionWorkflow, { workflowId: `nonce-retention-${randomUUID()}`, taskQueue: queue, args: [{ prunedTotal: 0 }] });
+    await waitUntil(async () => (await versionOf(quoteWorkflowId(oldQuote))).buildId === '0.1.0+one' && (await versionOf(retention.workflowId)).buildId === '0.1.0+one', 30_000, 'both on version one');
+    assert.equal((await versionOf(quoteWorkflowId(oldQuote))).behavior, PINNED);
+    assert.equal((await versionOf(retention.workflowId)).behavior, AUTO_UPGRADE);
+
+    const v2 = await versionedWorker('0.2.0+two');
+    const v2Run = v2.run();
+    try {
+      await makeCurrentVersion(env.client, 'default', { deploymentName, buildId: '0.2.0+two' });
+      const newQuote = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      await startQuoteReservation(workflows, { quotePublicId: newQuote, partnerId: randomUUID(), environment: 'sandbox', domain: 'pinned-two.com' });
+      await waitUntil(async () => (await versionOf(quoteWorkflowId(newQuote))).buildId === '0.2.0+two', 30_000, 'a new quote on version two');
+      // The old quote's next task (the order's signal) is served by version one, which still runs.
+      await signalQuoteConsumed(workflows, oldQuote);
+      assert.equal(await env.client.workflow.getHandle(quoteWorkflowId(oldQuote)).result(), 'consumed');
+      assert.equal((await versionOf(quoteWorkflowId(oldQuote))).buildId, '0.1.0+one', 'pinned: finished on the version that started it');
+      // The auto-upgrading run's next task goes to the current version.
+      await retention.signal('wake');
+      await waitUntil(async () => (await versionOf(retention.workflowId)).buildId === '0.2.0+two', 30_000, 'the auto-upgrading run on version two');
+      for (const id of [quoteWorkflowId(newQuote), retention.workflowId]) await env.client.workflow.getHandle(id).terminate('test done');
+    } finally {
+      v1.shutdown();
+      v2.shutdown();
+      await Promise.all([v1Run, v2Run]);
+    }
   });
 });

@@ -1,0 +1,58 @@
+/**
+ * Worker Versioning (Temporal worker deployments). Each worker announces its version: the
+ * deployment `partner-api` and a build id made of the package version and the commit. Short
+ * workflows are PINNED to the version that started them (a quote, a checkout session, a referral
+ * window, a webhook delivery run, a month close, a payout run: they end within days, and old
+ * workers keep serving them until they do); long ones AUTO_UPGRADE to the current version and
+ * keep replay safety with `patched()` (fulfilment, brokerage, the maintenance loops). The
+ * time-skipping test server has no worker deployments, so tests run unversioned workers except
+ * the dev-server test of two versions side by side.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { WorkerOptions } from '@temporalio/worker';
+
+export const DEPLOYMENT_NAME = 'partner-api';
+
+export interface WorkerVersion {
+  deploymentName: string;
+  buildId: string;
+}
+
+/** `<package version>+<commit>`: TEMPORAL_BUILD_ID when given (an image has no .git), else from git. */
+export function workerBuildId(projectRoot: string, override?: string): string {
+  if (override) return override;
+  const version = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  } catch {
+    // Not a checkout: the build id says so.
+  }
+  return `${version}+${commit}`;
+}
+
+export function deploymentOptions(version: WorkerVersion): NonNullable<WorkerOptions['workerDeploymentOptions']> {
+  return { version, useWorkerVersioning: true, defaultVersioningBehavior: 'AUTO_UPGRADE' };
+}
+
+/**
+ * Makes `version` the deployment's current version, so new workflows start on it and
+ * auto-upgrading ones move to it. The server knows a version only once one of its workers has
+ * polled, so this retries for up to `timeoutMs`. A rollout that ramps instead uses
+ * `temporal worker deployment set-ramping-version` (docs/operators).
+ */
+export async function makeCurrentVersion(client: Client, namespace: string, version: WorkerVersion, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, identity: `partner-api ${version.buildId}` });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`could not make ${version.deploymentName} ${version.buildId} the current version: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
