@@ -3,7 +3,7 @@
  * `Activities`, so no database or network code can reach the workflow sandbox.
  */
 import { Context, log } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import { REFUND_NOT_ALLOWED, type OrderStatus, type TransferMode } from '../workflows/messages';
 import { LessThan } from 'typeorm';
@@ -27,6 +27,17 @@ import { accrueCommission } from '../src/referral/commissions';
 import { runPayouts } from '../src/finance/payouts';
 import type { PayoutSummary } from '../workflows/messages';
 import { createBrokerageActivities } from './brokerage';
+
+/**
+ * Between the items of an activity that can run past a minute: tells the server it is alive (its
+ * heartbeat timeout then notices a dead worker in seconds, not at the start-to-close timeout) and
+ * stops at once when the activity was cancelled (cancellation arrives with a heartbeat's answer).
+ */
+export function heartbeatOrStop(): void {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  if (ctx.cancellationSignal.aborted) throw new CancelledFailure('the activity was cancelled');
+}
 
 export interface ActivityDeps {
   dataSource: DataSource;
@@ -216,6 +227,7 @@ export function createActivities(deps: ActivityDeps) {
       if (!deps.workflows) return 0;
       let woken = 0;
       for (const late of await lateDeliveries(deps.dataSource)) {
+        heartbeatOrStop();
         try {
           await wakeDelivery(deps.workflows, late.partnerId, late.environment, late.idle);
           woken++;
@@ -238,12 +250,12 @@ export function createActivities(deps: ActivityDeps) {
 
     /** Closes every open settlement of a month before `before` (YYYY-MM-01); returns how many. */
     async closeSettlements(input: { before: string }): Promise<number> {
-      return closeSettlements(deps.dataSource, input.before);
+      return closeSettlements(deps.dataSource, input.before, heartbeatOrStop);
     },
 
     /** Pays out what is payable in the environment; a retry pays nothing twice (one payout line per posting). */
     async runPayouts(input: { environment: Environment; at: string }): Promise<PayoutSummary[]> {
-      return runPayouts(deps.dataSource, input.environment, new Date(input.at));
+      return runPayouts(deps.dataSource, input.environment, new Date(input.at), heartbeatOrStop);
     },
 
     /** Starts the 30-day window of referred sales whose workflow was never started; returns how many. */
@@ -255,6 +267,7 @@ export function createActivities(deps: ActivityDeps) {
         take: 100,
       });
       for (const sale of sales) {
+        heartbeatOrStop();
         try {
           await startReferralCommission(deps.workflows, deps.dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment);
         } catch (err) {
@@ -274,6 +287,7 @@ export function createActivities(deps: ActivityDeps) {
         take: 100,
       });
       for (const row of rows) {
+        heartbeatOrStop();
         try {
           await startOrderFulfilment(deps.workflows, { orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
           await markWorkflowStarted(deps.dataSource, row.id);

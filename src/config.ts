@@ -29,6 +29,7 @@ const EnvSchema = z.object({
   TEMPORAL_PORT: z.coerce.number().int().default(7233),
   TEMPORAL_UI_PORT: z.coerce.number().int().default(8233),
   TEMPORAL_CLI_PATH: z.string().optional(),
+  TEMPORAL_WEBHOOK_TASK_QUEUE: z.string().optional(),
   TEMPORAL_WORKER_VERSIONING: flag.default(false),
   TEMPORAL_BUILD_ID: z.string().optional(),
   DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
@@ -59,6 +60,8 @@ export interface Config {
     address?: string;
     namespace: string;
     taskQueue: string;
+    /** Webhook deliveries' own task queue, served by a second worker in the worker process. */
+    webhookTaskQueue: string;
     devServerPort: number;
     uiPort: number;
     cliPath?: string;
@@ -125,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       address: e.TEMPORAL_ADDRESS || undefined,
       namespace: e.TEMPORAL_NAMESPACE,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
+      webhookTaskQueue: e.TEMPORAL_WEBHOOK_TASK_QUEUE || `${e.TEMPORAL_TASK_QUEUE}-webhooks`,
       devServerPort: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
       cliPath: e.TEMPORAL_CLI_PATH || undefined,

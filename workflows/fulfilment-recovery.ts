@@ -26,6 +26,8 @@ export const ROUNDS_PER_RUN = 180;
 
 const { startUnstartedFulfilments, startUnstartedReferralWindows, wakeLateDeliveries } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
+  // Each step heartbeats between its items (activities/index.ts).
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '5 seconds', maximumInterval: '20 seconds', maximumAttempts: 3 },
 });
 

@@ -23,6 +23,8 @@ export const monthCloseWorkflowId = (before: string) => `finance:month-close:${b
 
 const finance = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
+  // Closing and paying heartbeat per settlement and per partner.
+  heartbeatTimeout: '1 minute',
   retry: { initialInterval: '5 seconds', maximumInterval: '5 minutes' },
 });
 

@@ -20,7 +20,8 @@
  * refused. Registrar calls are retried with back-off (attempts show in the Temporal UI); a
  * rejection is final.
  */
-import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, setCurrentDetails, setHandler, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, setCurrentDetails, setHandler, setWorkflowOptions, sleep, TimeoutFailure } from '@temporalio/workflow';
+import { RetryState, TimeoutType } from '@temporalio/common';
 import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
 import type { Activities } from '../activities';
@@ -49,12 +50,25 @@ export const OPERATOR_REMINDER_EVERY_MS = 24 * 60 * 60 * 1000;
 
 const registrar = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
+  // A registrar call is retried no longer than the transfer may take; then the order fails (or,
+  // stopping a transfer, an operator decides).
+  scheduleToCloseTimeout: TRANSFER_DEADLINE_MS,
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes', nonRetryableErrorTypes: ['TransferRejected'] },
 });
 const orders = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: [REFUND_NOT_ALLOWED] },
 });
+
+/**
+ * A registrar call that kept failing until its 5-day schedule-to-close timeout: the server then
+ * gives up retrying (retry state TIMEOUT, the last attempt's error as the cause), or the last
+ * attempt itself ran out of time.
+ */
+function registrarSilent(err: unknown): boolean {
+  if (!(err instanceof ActivityFailure)) return false;
+  return err.retryState === RetryState.TIMEOUT || (err.cause instanceof TimeoutFailure && err.cause.timeoutType === TimeoutType.SCHEDULE_TO_CLOSE);
+}
 
 function rejection(err: unknown): string | undefined {
   if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'TransferRejected') return err.cause.message;
@@ -153,12 +167,26 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
    */
   const registryCompletedFirst = async (): Promise<boolean> => {
     if (mode !== 'registrar' || !locked) return false;
-    let state = await registrar.cancelTransfer({ orderId });
-    for (let pollMs = FIRST_POLL_MS; state === 'pending'; pollMs = Math.min(pollMs * 2, MAX_POLL_MS)) {
-      await sleep(pollMs, { summary: 'until the next transfer check' });
-      state = await registrar.checkTransfer({ orderId });
+    // Bounded since this patch: a registry that neither stops nor completes the transfer within
+    // 5 days of the cancel (or a registrar that stops answering) is handed to an operator.
+    const bounded = patched(PATCHES.boundedCancelPolling.patchId);
+    const deadline = Date.now() + TRANSFER_DEADLINE_MS;
+    const operatorDecides = async (why: string): Promise<boolean> => {
+      if (!operatorOutcome) await waitForOperator(why);
+      return operatorOutcome!.outcome === 'completed';
+    };
+    try {
+      let state = await registrar.cancelTransfer({ orderId });
+      for (let pollMs = FIRST_POLL_MS; state === 'pending'; pollMs = Math.min(pollMs * 2, MAX_POLL_MS)) {
+        if (bounded && Date.now() >= deadline) return operatorDecides('The registry neither stopped nor completed this transfer within 5 days of the cancel: find out where it stands and record its outcome');
+        await sleep(pollMs, { summary: 'until the next transfer check' });
+        state = await registrar.checkTransfer({ orderId });
+      }
+      return state === 'completed';
+    } catch (err) {
+      if (!bounded || !registrarSilent(err)) throw err;
+      return operatorDecides('The registrar did not answer the cancel for 5 days: find out where the transfer stands and record its outcome');
     }
-    return state === 'completed';
   };
 
   /** The transfer cannot go on: only once the registry confirms it stopped is the name released. */
@@ -173,13 +201,24 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
   /** No registrar adapter: operators carry the transfer out by hand and record its outcome. */
   const byOperator = async (): Promise<OrderFulfilmentResult> => {
     await advance('TRANSFER_PENDING', "carried out by the service's operators");
+    await waitForOperator('Waiting for an operator to record this transfer\'s outcome');
+    if (operatorOutcome!.outcome === 'completed') return complete();
+    if (refundPending()) return grant();
+    return fail(operatorOutcome!.reason ?? 'the operators recorded the transfer as failed');
+  };
+
+  /**
+   * Waits, with reminders, for an operator's recordTransferOutcome: the transfer is carried out by
+   * hand, or the registrar stopped answering and only a person can find out where it stands.
+   */
+  const waitForOperator = async (why: string): Promise<void> => {
     awaitingOperator = true;
     show('AWAITING_OPERATOR');
     let reminders = 0;
     let refundAnnounced = false;
     for (;;) {
       setCurrentDetails(
-        `Waiting for an operator to record this transfer's outcome (Update recordTransferOutcome, or npm run admin -- order transfer-completed|transfer-failed ${orderPublicId}).` +
+        `${why} (Update recordTransferOutcome, or npm run admin -- order transfer-completed|transfer-failed ${orderPublicId}).` +
           (refundPending() ? ' A refund was requested: if the transfer was stopped, record transfer-failed and the refund is granted.' : ''),
       );
       const woken = await condition(() => operatorOutcome !== undefined || (refundPending() && !refundAnnounced), reminders === 0 ? FIRST_OPERATOR_REMINDER_MS : OPERATOR_REMINDER_EVERY_MS, { summary: 'waiting for an operator: the next reminder' });
@@ -190,9 +229,6 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     }
     awaitingOperator = false;
     setCurrentDetails('');
-    if (operatorOutcome!.outcome === 'completed') return complete();
-    if (refundPending()) return grant();
-    return fail(operatorOutcome!.reason ?? 'the operators recorded the transfer as failed');
   };
 
   /** Every path ends here: a refund still waiting is decided by how the transfer ended. */
@@ -248,7 +284,7 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
   try {
     return await finish(await run());
   } catch (err) {
-    const reason = rejection(err);
+    const reason = rejection(err) ?? (registrarSilent(err) ? 'the registrar did not answer for 5 days' : undefined);
     if (reason) return finish(await fail(reason));
     throw err;
   }

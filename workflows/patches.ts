@@ -8,4 +8,5 @@ export const PATCHES = {
   fulfilmentJoinedSteps: { workflowType: 'orderFulfilmentWorkflow', patchId: 'fulfilment-joined-steps' },
   recoveryReferralWindows: { workflowType: 'fulfilmentRecoveryWorkflow', patchId: 'start-unstarted-referral-windows' },
   deliveryWakeUpsCount: { workflowType: 'webhookDeliveryWorkflow', patchId: 'delivery-wake-ups-count' },
+  boundedCancelPolling: { workflowType: 'orderFulfilmentWorkflow', patchId: 'bounded-cancel-polling' },
 } as const;

@@ -1,4 +1,5 @@
 /** Operators' commands on orders: the outcome of a live transfer carried out by hand (CONTRACT §12). */
+import { configuredStarter } from '../temporal/start';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
@@ -42,7 +43,7 @@ export async function refundByService(config: Config, dataSource: DataSource, pu
   if (!order) throw new Error(`no order ${publicId}`);
   return withTemporal(config, async (client) => {
     try {
-      const answer = await refundOrder({ dataSource, workflows: { client, taskQueue: config.temporal.taskQueue } }, order, reason, 'service');
+      const answer = await refundOrder({ dataSource, workflows: configuredStarter(client, config.temporal) }, order, reason, 'service');
       return { ...answer.refund, http_status: answer.status };
     } catch (err) {
       if (err instanceof ApiError) throw new Error(err.message);

@@ -40,11 +40,13 @@ async function unpaid(manager: EntityManager, environment: Environment, partnerI
 /**
  * Pays every partner of the environment what is payable now. A partner whose net payable is not
  * positive (clawbacks above commissions) is carried to the next run. Returns the payouts made.
+ * `onEach` runs before each partner (the activity heartbeats there, and may stop).
  */
-export async function runPayouts(dataSource: DataSource, environment: Environment, at: Date): Promise<PayoutView[]> {
+export async function runPayouts(dataSource: DataSource, environment: Environment, at: Date, onEach: () => void = () => undefined): Promise<PayoutView[]> {
   const partnerIds = [...new Set((await unpaid(dataSource.manager, environment)).map((r) => r.partner_id))];
   const made: PayoutView[] = [];
   for (const partnerId of partnerIds) {
+    onEach();
     const payout = await dataSource.transaction(async (tx) => {
       // One run per partner at a time: the partner's row lock.
       await tx.getRepository(Partner).createQueryBuilder('p').setLock('pessimistic_write').where('p.id = :partnerId', { partnerId }).getOneOrFail();

@@ -77,11 +77,13 @@ export async function listSettlements(
 /**
  * Closes every open settlement of a period before `before` (a month start): the month-end run,
  * and its catch-up after a worker was down over a month end. Returns how many it closed.
+ * `onEach` runs before each settlement (the activity heartbeats there, and may stop).
  */
-export async function closeSettlements(dataSource: DataSource, before: string): Promise<number> {
+export async function closeSettlements(dataSource: DataSource, before: string, onEach: () => void = () => undefined): Promise<number> {
   const due = await dataSource.getRepository(Settlement).find({ select: { id: true }, where: { status: 'open', periodStart: LessThan(before) }, order: { periodStart: 'ASC' } });
   let closed = 0;
   for (const { id } of due) {
+    onEach();
     const done = await dataSource.transaction(async (tx) => {
       const s = await tx.getRepository(Settlement).createQueryBuilder('s').setLock('pessimistic_write').where('s.id = :id', { id }).getOneOrFail();
       if (s.status !== 'open' || s.periodStart >= before) return false;

@@ -19,7 +19,7 @@ import { findOrCreatePartner } from '../partners/partners';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { ensureTemporalCli } from '../temporal/tools';
-import { createWorker, installTemporalRuntime } from '../temporal/worker';
+import { createServiceWorkers, installTemporalRuntime } from '../temporal/worker';
 import { DEPLOYMENT_NAME, makeCurrentVersion, workerBuildId } from '../temporal/versioning';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from './runtime';
 import { SearchClient } from '../search/search-client';
@@ -126,10 +126,11 @@ async function main(): Promise<void> {
 
   const version = config.temporal.workerVersioning ? { deploymentName: DEPLOYMENT_NAME, buildId: workerBuildId(config.projectRoot, config.temporal.buildId) } : undefined;
   step(`bundling workflows and starting the worker${version ? ` (worker deployment ${version.deploymentName}, build ${version.buildId})` : ''}`);
-  const worker = await createWorker({
+  const worker = await createServiceWorkers({
     connection: temporal.nativeConnection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
+    webhookTaskQueue: config.temporal.webhookTaskQueue,
     dataSource,
     client: temporal.client,
     masterKey,
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
   });
   const workerRun = worker.run();
   stops.push(['worker', async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
+    worker.shutdown();
     await workerRun;
   }]);
   if (version) await makeCurrentVersion(temporal.client, config.temporal.namespace, version);

@@ -1,4 +1,5 @@
 /** Wiring shared by the entry points: Temporal connections and the API server. */
+import { configuredStarter } from '../temporal/start';
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
@@ -123,7 +124,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     listings: parts.listings,
     secretBox,
     search: deps.search,
-    workflows: { client: deps.temporal.client, taskQueue: deps.config.temporal.taskQueue },
+    workflows: configuredStarter(deps.temporal.client, deps.config.temporal),
     quoteSigner: deps.quoteSigner,
     logger: deps.logger,
     temporalReady: temporalReadiness(deps.temporal.connection),

@@ -2,7 +2,7 @@
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import { loadConfig } from '../config';
 import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
-import { createWorker, installTemporalRuntime } from '../temporal/worker';
+import { createServiceWorkers, installTemporalRuntime } from '../temporal/worker';
 import { DEPLOYMENT_NAME, makeCurrentVersion, workerBuildId } from '../temporal/versioning';
 import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
 import { connectTemporal } from './services';
@@ -15,12 +15,22 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
   const version = config.temporal.workerVersioning ? { deploymentName: DEPLOYMENT_NAME, buildId: workerBuildId(config.projectRoot, config.temporal.buildId) } : undefined;
-  const worker = await createWorker({ connection: temporal.nativeConnection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, dataSource, client: temporal.client, masterKey, allowLoopbackWebhooks: config.webhooks.allowLoopback, version });
+  const worker = await createServiceWorkers({
+    connection: temporal.nativeConnection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    webhookTaskQueue: config.temporal.webhookTaskQueue,
+    dataSource,
+    client: temporal.client,
+    masterKey,
+    allowLoopbackWebhooks: config.webhooks.allowLoopback,
+    version,
+  });
   const run = worker.run();
   if (version) await makeCurrentVersion(temporal.client, config.temporal.namespace, version);
   await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
   const stop = () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
+    worker.shutdown();
   };
   ownShutdownSignals();
   process.once('SIGINT', stop);

@@ -15,10 +15,20 @@ import {
 import type { SearchAttributePair } from '@temporalio/common';
 import { BusinessStatus, BusinessStatusSince, Domain, Environment, PartnerId } from '../../workflows/search-attributes';
 
-/** A client and the task queue its workflows run on. */
+/** A client and the task queues its workflows run on. */
 export interface WorkflowStarter {
   client: Client;
   taskQueue: string;
+  /**
+   * Webhook deliveries' own task queue (their own worker and slots), so a slow partner endpoint
+   * never takes the slots of registrar and database steps; absent means `taskQueue`.
+   */
+  webhookTaskQueue?: string;
+}
+
+/** The starter for a process configured with TEMPORAL_TASK_QUEUE and TEMPORAL_WEBHOOK_TASK_QUEUE. */
+export function configuredStarter(client: Client, temporal: { taskQueue: string; webhookTaskQueue: string }): WorkflowStarter {
+  return { client, taskQueue: temporal.taskQueue, webhookTaskQueue: temporal.webhookTaskQueue };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
@@ -21,6 +21,10 @@ export interface WorkerDeps {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Worker Versioning: the version this worker serves; absent for an unversioned worker. */
   version?: WorkerVersion;
+  /** Where webhook deliveries run (createServiceWorkers serves it with a second worker). */
+  webhookTaskQueue?: string;
+  /** Activity slots of this worker (the SDK's default when absent). */
+  maxConcurrentActivityTaskExecutions?: number;
 }
 
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
@@ -32,13 +36,44 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       dataSource: deps.dataSource,
       masterKey: deps.masterKey,
       allowLoopbackWebhooks: deps.allowLoopbackWebhooks,
-      workflows: { client: deps.client, taskQueue: deps.taskQueue },
+      workflows: { client: deps.client, taskQueue: deps.taskQueue, webhookTaskQueue: deps.webhookTaskQueue },
     }),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     ...(deps.version ? { workerDeploymentOptions: deploymentOptions(deps.version) } : {}),
+    ...(deps.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: deps.maxConcurrentActivityTaskExecutions } : {}),
     // A deploy's SIGTERM lets activities under way finish (or see their cancellation) this long.
     shutdownGraceTime: '20 seconds',
   });
+}
+
+/** The worker process's workers: one for the service's task queue, one for webhook deliveries. */
+export interface ServiceWorkers {
+  run(): Promise<void>;
+  shutdown(): void;
+  readonly running: boolean;
+}
+
+/**
+ * Both workers of the worker process. Webhook deliveries (workflow and activities) run on their
+ * own task queue with their own slots: a partner endpoint that takes 10 s to fail can hold only
+ * delivery slots, never those of registrar and database steps. Both poll the same bundle.
+ */
+export async function createServiceWorkers(deps: WorkerDeps & { webhookTaskQueue: string }): Promise<ServiceWorkers> {
+  const bundle = deps.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') }));
+  const main = await createWorker({ ...deps, workflowBundle: bundle });
+  const webhooks = await createWorker({ ...deps, workflowBundle: bundle, taskQueue: deps.webhookTaskQueue, maxConcurrentActivityTaskExecutions: 50 });
+  const workers = [main, webhooks];
+  return {
+    run: async () => {
+      await Promise.all(workers.map((w) => w.run()));
+    },
+    shutdown: () => {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    },
+    get running() {
+      return workers.some((w) => w.getState() === 'RUNNING');
+    },
+  };
 }
 
 /**

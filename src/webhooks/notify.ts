@@ -21,13 +21,14 @@ export async function wakeDelivery(w: WorkflowStarter, partnerId: string, enviro
     details: `Pushes the partner's events in order; the event being delivered is the pending activity \`deliverEvent\`. \`npm run --silent admin -- webhooks deliveries --partner <name> --env ${environment} --json\` lists recent attempts.`,
     attributes: { partnerId, environment },
   };
+  const taskQueue = w.webhookTaskQueue ?? w.taskQueue;
   if (!idle) {
-    await startWorkflow(w, webhookDeliveryWorkflow, spec);
+    await startWorkflow({ client: w.client, taskQueue }, webhookDeliveryWorkflow, spec);
     return;
   }
   await w.client.workflow.signalWithStart(webhookDeliveryWorkflow, {
     workflowId: spec.workflowId,
-    taskQueue: w.taskQueue,
+    taskQueue,
     args: spec.args,
     signal: eventsAppendedSignal,
     signalArgs: [],

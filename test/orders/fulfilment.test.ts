@@ -173,7 +173,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
 
     await s.dataSource.query(`UPDATE orders SET created_at = created_at - interval '1 minute' WHERE public_id = $1`, [orphan.public_id]);
     const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: s.env.client, taskQueue: s.taskQueue } });
-    assert.ok((await activities.startUnstartedFulfilments({ olderThanSeconds: 30 })) >= 1);
+    assert.ok(((await new MockActivityEnvironment().run(activities.startUnstartedFulfilments, { olderThanSeconds: 30 })) as number) >= 1);
     assert.equal((await fulfilmentResult(orphan.public_id)).status, 'TRANSFER_COMPLETED');
     assert.equal(await count('SELECT 1 FROM orders WHERE public_id = $1 AND workflow_started', [orphan.public_id]), 1);
   });

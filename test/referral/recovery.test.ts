@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities';
 import { ReferralLink, ReferralSale } from '../../src/db/entities/referral';
 import { referralWorkflowId } from '../../workflows/messages';
@@ -21,10 +22,10 @@ describe('the recovery sweep and referred sales', () => {
     ))!;
     assert.equal(sale.workflowStarted, false);
     const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: s.env.client, taskQueue: s.taskQueue } });
-    assert.ok((await activities.startUnstartedReferralWindows({ olderThanSeconds: 60 })) >= 1);
+    assert.ok(((await new MockActivityEnvironment().run(activities.startUnstartedReferralWindows, { olderThanSeconds: 60 })) as number) >= 1);
     assert.equal((await s.env.client.workflow.getHandle(referralWorkflowId(sale.publicId)).describe()).status.name, 'RUNNING');
     assert.equal((await s.dataSource.getRepository(ReferralSale).findOneByOrFail({ id: sale.id })).workflowStarted, true);
-    assert.equal(await activities.startUnstartedReferralWindows({ olderThanSeconds: 60 }), 0, 'nothing left to start');
+    assert.equal(await new MockActivityEnvironment().run(activities.startUnstartedReferralWindows, { olderThanSeconds: 60 }), 0, 'nothing left to start');
     assert.ok((await reconcile(s.dataSource)).ok);
   });
 });

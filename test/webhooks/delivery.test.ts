@@ -13,6 +13,7 @@ import { getStack, listen, newPartner } from '../helpers/stack';
 import { buy, fulfilmentResult } from '../helpers/orders';
 import { startReceiver, waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
+import { createServiceWorkers } from '../../src/temporal/worker';
 
 const SECRET = 'whsec_test_0123456789abcdef';
 type Page = { data: Array<{ id: string; type: string }>; next_cursor: string };
@@ -175,5 +176,48 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
     assert.throws(() => verifyWebhook(body, headers, 'whsec_other_secret_value'), WebhookVerificationError);
     const old = String(Number(ts) - 301);
     assert.throws(() => verifyWebhook(body, { ...headers, 'x-service-timestamp': old, 'x-service-signature': signWebhook(SECRET, old, body) }, SECRET), /tolerance/);
+  });
+
+  it('deliveries run on their own task queue and worker: while a partner endpoint hangs, orders on the service queue complete', async function () {
+    this.timeout(2 * 60_000);
+    const s = getStack();
+    const taskQueue = `service-${randomUUID()}`;
+    const webhookTaskQueue = `${taskQueue}-webhooks`;
+    const workflows = { client: s.env.client, taskQueue, webhookTaskQueue };
+    const workers = await createServiceWorkers({
+      connection: s.env.nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      webhookTaskQueue,
+      dataSource: s.dataSource,
+      client: s.env.client,
+      masterKey: s.masterKey,
+      allowLoopbackWebhooks: true,
+      workflowBundle: s.workflowBundle,
+    });
+    const running = workers.run();
+    let release = false;
+    const receiver = await startReceiver(() => (release ? 200 : 'hang'));
+    try {
+      const baseUrl = await listen(createApp({ ...s.appDeps, workflows }));
+      const { client, partnerId } = await newPartner({ baseUrl });
+      await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
+      const o = await buy(client);
+      await waitUntil(() => receiver.received.length >= 1, 30_000, 'a delivery hanging');
+      const delivery = s.env.client.workflow.getHandle(webhookWorkflowId(partnerId, 'sandbox'));
+      assert.equal((await delivery.describe()).taskQueue, webhookTaskQueue);
+      const order = s.env.client.workflow.getHandle(`order:${o.public_id}`);
+      assert.equal((await order.describe()).taskQueue, taskQueue);
+      assert.deepEqual(await order.result(), { status: 'TRANSFER_COMPLETED' });
+      release = true;
+      const ids = await historyIds(client);
+      await waitUntil(() => ids.every((id) => receiver.accepted.some((r) => r.headers['x-service-event-id'] === id)), 60_000, 'every event delivered once the endpoint answers');
+      await delivery.cancel();
+      await delivery.result().catch(() => undefined);
+    } finally {
+      workers.shutdown();
+      await running;
+      await receiver.close();
+    }
   });
 });

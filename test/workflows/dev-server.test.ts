@@ -22,6 +22,7 @@ import { adminWith } from '../helpers/admin';
 import { wakeDelivery } from '../../src/webhooks/notify';
 import type { PatchUse } from '../../src/admin/temporal';
 import { recordHistory } from '../helpers/histories';
+import { PATCHES } from '../../workflows/patches';
 import { launchBrowser, screenshotsDir } from '../helpers/browser';
 import net from 'node:net';
 import path from 'node:path';
@@ -158,7 +159,7 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     const res = await adminWith({ TEMPORAL_ADDRESS: env.address }, 'workflows', 'patches', '--json');
     assert.equal(res.code, 0, res.stderr);
     const uses = JSON.parse(res.stdout) as PatchUse[];
-    assert.deepEqual(uses.map((u) => `${u.workflow_type}/${u.patch_id}`).sort(), ['fulfilmentRecoveryWorkflow/start-unstarted-referral-windows', 'orderFulfilmentWorkflow/fulfilment-joined-steps', 'webhookDeliveryWorkflow/delivery-wake-ups-count']);
+    assert.deepEqual(uses.map((u) => `${u.workflow_type}/${u.patch_id}`).sort(), Object.values(PATCHES).map((p) => `${p.workflowType}/${p.patchId}`).sort());
     const delivery = uses.find((u) => u.patch_id === 'delivery-wake-ups-count')!;
     assert.ok(delivery.open_runs >= 1 && delivery.open_runs_patched >= 1, JSON.stringify(delivery));
     assert.equal(delivery.open_runs_before_patch, delivery.open_runs - delivery.open_runs_patched);
