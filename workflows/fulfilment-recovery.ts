@@ -15,7 +15,7 @@ import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
 import type { Activities } from '../activities';
 
-export const FULFILMENT_RECOVERY_WORKFLOW_ID = 'maintenance:fulfilment-recovery';
+export { FULFILMENT_RECOVERY_WORKFLOW_ID } from './messages';
 
 /**
  * A round was 17 history events with two activities (240 rounds, about 4,100 events); with the

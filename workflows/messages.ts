@@ -3,6 +3,7 @@
  * sides, so it holds no I/O and nothing from src/.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { BrokerageCaseInput } from './brokerage-messages';
 
 /**
  * Order statuses in their order. An order starts at PAYMENT_RECORDED (the partner has charged its
@@ -128,3 +129,32 @@ export const referralWorkflowId = (salePublicId: string) => `referral:${salePubl
 export interface ReferralCommissionInput {
   salePublicId: string;
 }
+
+export const NONCE_RETENTION_WORKFLOW_ID = 'maintenance:nonce-retention';
+export const FULFILMENT_RECOVERY_WORKFLOW_ID = 'maintenance:fulfilment-recovery';
+export const MONTH_END_WORKFLOW_ID = 'finance:month-end';
+
+export interface NonceRetentionState {
+  prunedTotal: number;
+}
+
+/**
+ * Every workflow type the worker registers, by name, with its arguments. The API and activities
+ * start workflows by name (src/temporal/start.ts) and never import workflow code, so no import
+ * circle runs from workflows through activities and back; test/workflows/catalog.test.ts checks
+ * this table against the functions workflows/index.ts exports.
+ */
+export interface WorkflowArgs {
+  quoteReservationWorkflow: [QuoteReservationInput];
+  orderFulfilmentWorkflow: [OrderFulfilmentInput];
+  webhookDeliveryWorkflow: [WebhookDeliveryInput];
+  checkoutSessionWorkflow: [CheckoutSessionInput];
+  referralCommissionWorkflow: [ReferralCommissionInput];
+  brokerageCaseWorkflow: [BrokerageCaseInput];
+  nonceRetentionWorkflow: [NonceRetentionState];
+  fulfilmentRecoveryWorkflow: [];
+  monthEndWorkflow: [];
+  monthCloseWorkflow: [{ before?: string }];
+  payoutRunWorkflow: [PayoutRunInput];
+}
+export type WorkflowType = keyof WorkflowArgs;

@@ -17,7 +17,7 @@ import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import type { MonthCloseResult, PayoutRunInput, PayoutRunResult } from './messages';
 
-export const MONTH_END_WORKFLOW_ID = 'finance:month-end';
+export { MONTH_END_WORKFLOW_ID } from './messages';
 export const CLOSE_GRACE_MS = 5 * 60 * 1000;
 export const monthCloseWorkflowId = (before: string) => `finance:month-close:${before}`;
 

@@ -5,10 +5,11 @@
  * 5 minutes, and continue-as-new every 288 rounds (a day) to keep its history short.
  */
 import { continueAsNew, proxyActivities, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import type { NonceRetentionState } from './messages';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 
-export const NONCE_RETENTION_WORKFLOW_ID = 'maintenance:nonce-retention';
+export { NONCE_RETENTION_WORKFLOW_ID } from './messages';
 export const NONCE_RETENTION_MS = 15 * 60 * 1000;
 export const NONCE_PRUNE_INTERVAL = '5 minutes';
 const ROUNDS_PER_RUN = 288;
@@ -17,10 +18,6 @@ const { pruneNonces } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '5 seconds', maximumInterval: '1 minute' },
 });
-
-export interface NonceRetentionState {
-  prunedTotal: number;
-}
 
 export async function nonceRetentionWorkflow(state: NonceRetentionState = { prunedTotal: 0 }): Promise<void> {
   let prunedTotal = state.prunedTotal;

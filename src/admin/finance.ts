@@ -1,8 +1,7 @@
 /** Operators' money commands (CONTRACT §12): a payout run now, and reconcile. */
 import { randomUUID } from 'node:crypto';
 import type { Config, Environment } from '../config';
-import { payoutRunWorkflow } from '../../workflows';
-import type { PayoutSummary } from '../../workflows/messages';
+import type { PayoutRunResult, PayoutSummary } from '../../workflows/messages';
 import { withTemporal } from './temporal';
 import { startWorkflow } from '../temporal/start';
 
@@ -12,12 +11,12 @@ import { startWorkflow } from '../temporal/start';
  */
 export async function runPayoutsNow(config: Config, environment: Environment): Promise<PayoutSummary[]> {
   return withTemporal(config, async (client) => {
-    const handle = await startWorkflow({ client, taskQueue: config.temporal.taskQueue }, payoutRunWorkflow, {
+    const handle = await startWorkflow({ client, taskQueue: config.temporal.taskQueue }, 'payoutRunWorkflow', {
       workflowId: `finance:payouts:${environment}:${new Date().toISOString()}:${randomUUID().slice(0, 8)}`,
       args: [{ environment }],
       mode: 'fresh',
       summary: `Payout run (${environment}), started by an operator`,
     });
-    return (await handle!.result()).payouts;
+    return ((await handle!.result()) as PayoutRunResult).payouts;
   });
 }

@@ -22,7 +22,6 @@ import { appendEvent, BROKERAGE_EVENT } from '../events/outbox';
 import { publicId } from '../ids';
 import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 import { notifyEventsAppended } from '../webhooks/notify';
-import { brokerageCaseWorkflow } from '../../workflows';
 import { caseNotOpenedSignal, caseWorkflowId, type CaseStatus, type CaseTier } from '../../workflows/brokerage-messages';
 import { progressUrl, type ProgressLinkToken } from './progress-token';
 
@@ -95,7 +94,7 @@ export async function openCase(
 
   const caseId = randomUUID();
   const casePublicId = publicId('brk');
-  const handle = (await startWorkflow(deps.workflows, brokerageCaseWorkflow, {
+  const handle = (await startWorkflow(deps.workflows, 'brokerageCaseWorkflow', {
     workflowId: caseWorkflowId(casePublicId),
     args: [{ caseId, casePublicId, tier: input.tier }],
     mode: 'fresh',

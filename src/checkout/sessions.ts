@@ -16,7 +16,6 @@ import { markWorkflowStarted, recordSale } from '../orders/orders';
 import { startOrderFulfilment } from '../orders/start-workflows';
 import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 import { notifyEventsAppended } from '../webhooks/notify';
-import { checkoutSessionWorkflow, referralCommissionWorkflow } from '../../workflows';
 import { recordReferredSale } from '../referral/commissions';
 import { ReferralSale } from '../db/entities/referral';
 import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId } from '../../workflows/messages';
@@ -86,7 +85,7 @@ export async function openSession(
 
   const sessionPublicId = publicId('cs');
   // The timer exists before the session does, so no session outlives its seven days.
-  await startWorkflow(deps.workflows, checkoutSessionWorkflow, {
+  await startWorkflow(deps.workflows, 'checkoutSessionWorkflow', {
     workflowId: checkoutWorkflowId(sessionPublicId),
     args: [{ sessionPublicId }],
     mode: 'fresh',
@@ -286,7 +285,7 @@ export async function payForSession(
  * running), then marked started; the recovery sweep starts any that a crash left unstarted.
  */
 export async function startReferralCommission(w: WorkflowStarter, dataSource: DataSource, salePublicId: string, referrerPartnerId: string, domain: string, environment: Environment): Promise<void> {
-  await startWorkflow(w, referralCommissionWorkflow, {
+  await startWorkflow(w, 'referralCommissionWorkflow', {
     workflowId: referralWorkflowId(salePublicId),
     args: [{ salePublicId }],
     mode: 'once',

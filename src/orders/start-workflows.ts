@@ -1,6 +1,5 @@
 /** Starting the workflows behind quotes and orders, idempotently (workflow ids from business ids). */
 import type { Environment } from '../config';
-import { orderFulfilmentWorkflow, quoteReservationWorkflow } from '../../workflows';
 import { orderWorkflowId, quoteConsumedSignal, quoteWorkflowId } from '../../workflows/messages';
 import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 
@@ -8,7 +7,7 @@ export async function startQuoteReservation(
   w: WorkflowStarter,
   quote: { quotePublicId: string; partnerId: string; environment: Environment; domain: string },
 ): Promise<void> {
-  await startWorkflow(w, quoteReservationWorkflow, {
+  await startWorkflow(w, 'quoteReservationWorkflow', {
     workflowId: quoteWorkflowId(quote.quotePublicId),
     args: [{ quotePublicId: quote.quotePublicId }],
     mode: 'once',
@@ -32,7 +31,7 @@ export async function startOrderFulfilment(
   w: WorkflowStarter,
   order: { orderId: string; orderPublicId: string; partnerId: string; environment: Environment; domain: string },
 ): Promise<void> {
-  await startWorkflow(w, orderFulfilmentWorkflow, {
+  await startWorkflow(w, 'orderFulfilmentWorkflow', {
     workflowId: orderWorkflowId(order.orderPublicId),
     args: [{ orderId: order.orderId, orderPublicId: order.orderPublicId }],
     mode: 'once',

@@ -1,20 +1,17 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { NONCE_RETENTION_WORKFLOW_ID } from '../../workflows/nonce-retention';
-import { fulfilmentRecoveryWorkflow, nonceRetentionWorkflow } from '../../workflows';
-import { FULFILMENT_RECOVERY_WORKFLOW_ID } from '../../workflows/fulfilment-recovery';
-import { monthCloseWorkflow, MONTH_END_WORKFLOW_ID } from '../../workflows/month-end';
+import { FULFILMENT_RECOVERY_WORKFLOW_ID, MONTH_END_WORKFLOW_ID, NONCE_RETENTION_WORKFLOW_ID } from '../../workflows/messages';
 import { startWorkflow } from './start';
 
 /** Starts the long-running maintenance workflows once per namespace; a second call is a no-op. */
 export async function ensureMaintenanceWorkflows(client: Client, taskQueue: string): Promise<void> {
   const w = { client, taskQueue };
-  await startWorkflow(w, nonceRetentionWorkflow, {
+  await startWorkflow(w, 'nonceRetentionWorkflow', {
     workflowId: NONCE_RETENTION_WORKFLOW_ID,
     args: [{ prunedTotal: 0 }],
     mode: 'singleton',
     summary: 'Prunes request nonces older than 15 minutes, every 5 minutes',
   });
-  await startWorkflow(w, fulfilmentRecoveryWorkflow, {
+  await startWorkflow(w, 'fulfilmentRecoveryWorkflow', {
     workflowId: FULFILMENT_RECOVERY_WORKFLOW_ID,
     args: [],
     mode: 'singleton',
@@ -38,7 +35,7 @@ export async function ensureMonthEndSchedule(client: Client, taskQueue: string):
       spec: { calendars: [{ dayOfMonth: 1, hour: 0, minute: 5 }], timezone: 'UTC' },
       action: {
         type: 'startWorkflow',
-        workflowType: monthCloseWorkflow,
+        workflowType: 'monthCloseWorkflow',
         workflowId: 'finance:month-close',
         taskQueue,
         args: [{}],

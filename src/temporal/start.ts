@@ -3,15 +3,8 @@
  * search attributes operators filter by, and the summary and details the Temporal UI shows at
  * the top of the run ("Order ord_… bakery.co for partner …").
  */
-import {
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowIdConflictPolicy,
-  WorkflowIdReusePolicy,
-  type Client,
-  type Workflow,
-  type WorkflowHandle,
-  type WorkflowStartOptions,
-} from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import type { WorkflowArgs, WorkflowType } from '../../workflows/messages';
 import type { SearchAttributePair } from '@temporalio/common';
 import { BusinessStatus, BusinessStatusSince, Domain, Environment, PartnerId } from '../../workflows/search-attributes';
 
@@ -63,9 +56,9 @@ export function searchAttributes(attributes: RunAttributes, now = new Date()): S
   return pairs;
 }
 
-export interface StartSpec<W extends Workflow> {
+export interface StartSpec<K extends WorkflowType> {
   workflowId: string;
-  args: Parameters<W>;
+  args: WorkflowArgs[K];
   mode: StartMode;
   /** One line: what the run is and for whom. */
   summary: string;
@@ -75,11 +68,12 @@ export interface StartSpec<W extends Workflow> {
 }
 
 /**
- * Starts `workflow` as `spec` says. Returns its handle, or undefined when a `once` start found the
- * id already used (closed or, for a signal-less start, running: either way nothing to do).
+ * Starts the workflow type named `workflowType` as `spec` says: by name, so that nothing here
+ * imports workflow code. Returns its handle, or undefined when a `once` start found the id
+ * already used (closed or, for a signal-less start, running: either way nothing to do).
  */
-export async function startWorkflow<W extends Workflow>(w: WorkflowStarter, workflow: W, spec: StartSpec<W>): Promise<WorkflowHandle<W> | undefined> {
-  const options = {
+export async function startWorkflow<K extends WorkflowType>(w: WorkflowStarter, workflowType: K, spec: StartSpec<K>): Promise<WorkflowHandle | undefined> {
+  const options: WorkflowStartOptions = {
     workflowId: spec.workflowId,
     taskQueue: w.taskQueue,
     args: spec.args,
@@ -87,9 +81,9 @@ export async function startWorkflow<W extends Workflow>(w: WorkflowStarter, work
     staticSummary: spec.summary,
     staticDetails: spec.details,
     typedSearchAttributes: searchAttributes(spec.attributes ?? {}),
-  } as unknown as WorkflowStartOptions<W>;
+  };
   try {
-    return await w.client.workflow.start(workflow, options);
+    return await w.client.workflow.start(workflowType, options);
   } catch (err) {
     if (spec.mode === 'once' && err instanceof WorkflowExecutionAlreadyStartedError) return undefined;
     throw err;

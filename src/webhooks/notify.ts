@@ -3,7 +3,6 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { EventCounter } from '../db/entities/partner-event';
 import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
-import { webhookDeliveryWorkflow } from '../../workflows';
 import { eventsAppendedSignal, webhookWorkflowId, type WebhookDeliveryInput } from '../../workflows/messages';
 import { searchAttributes, startWorkflow, type WorkflowStarter } from '../temporal/start';
 
@@ -23,10 +22,10 @@ export async function wakeDelivery(w: WorkflowStarter, partnerId: string, enviro
   };
   const taskQueue = w.webhookTaskQueue ?? w.taskQueue;
   if (!idle) {
-    await startWorkflow({ client: w.client, taskQueue }, webhookDeliveryWorkflow, spec);
+    await startWorkflow({ client: w.client, taskQueue }, 'webhookDeliveryWorkflow', spec);
     return;
   }
-  await w.client.workflow.signalWithStart(webhookDeliveryWorkflow, {
+  await w.client.workflow.signalWithStart('webhookDeliveryWorkflow', {
     workflowId: spec.workflowId,
     taskQueue,
     args: spec.args,

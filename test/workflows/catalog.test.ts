@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import * as workflows from '../../workflows';
+import type { WorkflowArgs } from '../../workflows/messages';
+import { getStack } from '../helpers/stack';
+
+// Compiles only while every name in the table is a registered workflow taking exactly those arguments.
+const registered: { [K in keyof WorkflowArgs]: (...args: WorkflowArgs[K]) => Promise<unknown> } = workflows;
+
+/** Modules of workflows/ that hold names and types only, which the API and activities may import. */
+const SHARED = ['messages', 'brokerage-messages', 'search-attributes', 'patches'];
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const file = path.join(dir, name);
+    return statSync(file).isDirectory() ? sources(file) : name.endsWith('.ts') ? [file] : [];
+  });
+}
+
+describe('workflows are started by name from one catalog, and no import circle runs through them', () => {
+  it('the catalog (WorkflowArgs) names every workflow the worker registers, and nothing else', () => {
+    assert.deepEqual(Object.keys(registered).sort(), Object.keys(workflows).sort());
+  });
+
+  it('src/ and activities/ import only the shared names and types of workflows/, never workflow code', () => {
+    const root = getStack().config.projectRoot;
+    const offenders: string[] = [];
+    for (const file of [...sources(path.join(root, 'src')), ...sources(path.join(root, 'activities'))]) {
+      for (const [, target] of readFileSync(file, 'utf8').matchAll(/from '((?:\.\.\/)+workflows(?:\/[\w-]+)?)'/g)) {
+        const module = target.split('/').at(-1)!;
+        if (!SHARED.includes(module)) offenders.push(`${path.relative(root, file)} imports ${target}`);
+      }
+    }
+    assert.deepEqual(offenders, []);
+  });
+});
