@@ -1,0 +1,25 @@
+/** The webhook delivery's I/O: the next events to push, one attempt, giving up. */
+import { ApplicationFailure } from '@temporalio/common';
+import { SecretBox } from '../src/auth/secret-box';
+import type { Environment } from '../src/config';
+import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
+import type { ActivityDeps } from './deps';
+
+export function createWebhookActivities(deps: ActivityDeps) {
+  const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey), allowLoopback: deps.allowLoopbackWebhooks ?? false };
+  return {
+    async nextEventsToDeliver(input: { partnerId: string; environment: Environment; limit: number }): Promise<Array<{ id: string; seq: number }>> {
+      return (await nextEventsToDeliver(delivery, input.partnerId, input.environment, input.limit)).map((e) => ({ id: e.id, seq: e.seq }));
+    },
+
+    /** One delivery attempt; throws (so Temporal retries with back-off) unless the endpoint answered 2xx. */
+    async deliverEvent(input: { partnerId: string; environment: Environment; eventId: string }): Promise<void> {
+      const result = await attemptDelivery(delivery, input.partnerId, input.environment, input.eventId);
+      if (!result.ok) throw ApplicationFailure.retryable(`delivery of ${input.eventId} failed: ${result.error}`, 'DeliveryFailed');
+    },
+
+    async markDeliveryFailed(input: { partnerId: string; environment: Environment; eventId: string; error: string }): Promise<void> {
+      await markDeliveryFailed(delivery, input.partnerId, input.environment, input.eventId, input.error);
+    },
+  };
+}
