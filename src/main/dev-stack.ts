@@ -17,10 +17,9 @@ import { importSandboxInventory } from '../discovery/inventory';
 import { createLogger } from '../logger';
 import { findOrCreatePartner } from '../partners/partners';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
-import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
 import { ensureTemporalCli } from '../temporal/tools';
-import { createServiceWorkers, installTemporalRuntime } from '../temporal/worker';
-import { DEPLOYMENT_NAME, makeCurrentVersion, workerBuildId } from '../temporal/versioning';
+import { installTemporalRuntime, runServiceWorkers } from '../temporal/worker';
+import { configuredVersion } from '../temporal/versioning';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from './runtime';
 import { SearchClient } from '../search/search-client';
 import { startSearchProcess } from '../search/search-process';
@@ -124,26 +123,13 @@ async function main(): Promise<void> {
   const temporal = await connectTemporal(address, config.temporal.namespace);
   stops.push(['Temporal connections', () => temporal.close()]);
 
-  const version = config.temporal.workerVersioning ? { deploymentName: DEPLOYMENT_NAME, buildId: workerBuildId(config.projectRoot, config.temporal.buildId) } : undefined;
+  const version = configuredVersion(config);
   step(`bundling workflows and starting the worker${version ? ` (worker deployment ${version.deploymentName}, build ${version.buildId})` : ''}`);
-  const worker = await createServiceWorkers({
-    connection: temporal.nativeConnection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    webhookTaskQueue: config.temporal.webhookTaskQueue,
-    dataSource,
-    client: temporal.client,
-    masterKey,
-    allowLoopbackWebhooks: config.webhooks.allowLoopback,
-    version,
-  });
-  const workerRun = worker.run();
+  const { workers: worker, running: workerRun } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey });
   stops.push(['worker', async () => {
     worker.shutdown();
     await workerRun;
   }]);
-  if (version) await makeCurrentVersion(temporal.client, config.temporal.namespace, version);
-  await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
 
   step('waiting for the search process');
   const searchProcess = await searchStarting;

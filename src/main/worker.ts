@@ -1,9 +1,7 @@
 /** The Temporal worker process alone (production, docker-compose). */
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import { loadConfig } from '../config';
-import { ensureMaintenanceWorkflows } from '../temporal/maintenance';
-import { createServiceWorkers, installTemporalRuntime } from '../temporal/worker';
-import { DEPLOYMENT_NAME, makeCurrentVersion, workerBuildId } from '../temporal/versioning';
+import { installTemporalRuntime, runServiceWorkers } from '../temporal/worker';
 import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
 import { connectTemporal } from './services';
 
@@ -14,21 +12,7 @@ async function main(): Promise<void> {
   installTemporalRuntime(config.logLevel);
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
-  const version = config.temporal.workerVersioning ? { deploymentName: DEPLOYMENT_NAME, buildId: workerBuildId(config.projectRoot, config.temporal.buildId) } : undefined;
-  const worker = await createServiceWorkers({
-    connection: temporal.nativeConnection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    webhookTaskQueue: config.temporal.webhookTaskQueue,
-    dataSource,
-    client: temporal.client,
-    masterKey,
-    allowLoopbackWebhooks: config.webhooks.allowLoopback,
-    version,
-  });
-  const run = worker.run();
-  if (version) await makeCurrentVersion(temporal.client, config.temporal.namespace, version);
-  await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
+  const { workers: worker, running: run } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey });
   const stop = () => {
     worker.shutdown();
   };

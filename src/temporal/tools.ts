@@ -162,7 +162,8 @@ async function dumpClassArchive(java: string, args: string[], archive: string): 
   if (!existsSync(archive)) progress('no class-data archive was written; the test server starts without one');
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 just now. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);

@@ -34,6 +34,11 @@ export function workerBuildId(projectRoot: string, override?: string): string {
   return `${version}+${commit}`;
 }
 
+/** This process's worker version, or undefined when Worker Versioning is off. */
+export function configuredVersion(config: { projectRoot: string; temporal: { workerVersioning: boolean; buildId?: string } }): WorkerVersion | undefined {
+  return config.temporal.workerVersioning ? { deploymentName: DEPLOYMENT_NAME, buildId: workerBuildId(config.projectRoot, config.temporal.buildId) } : undefined;
+}
+
 export function deploymentOptions(version: WorkerVersion): NonNullable<WorkerOptions['workerDeploymentOptions']> {
   return { version, useWorkerVersioning: true, defaultVersioningBehavior: 'AUTO_UPGRADE' };
 }

@@ -2,7 +2,9 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, t
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
-import { deploymentOptions, type WorkerVersion } from './versioning';
+import { configuredVersion, deploymentOptions, makeCurrentVersion, type WorkerVersion } from './versioning';
+import { ensureMaintenanceWorkflows } from './maintenance';
+import type { Config } from '../config';
 
 /** The compiled workflows entry point; the worker bundles it (webpack + swc) at start. */
 export const WORKFLOWS_PATH = require.resolve('../../workflows');
@@ -74,6 +76,29 @@ export async function createServiceWorkers(deps: WorkerDeps & { webhookTaskQueue
       return workers.some((w) => w.getState() === 'RUNNING');
     },
   };
+}
+
+/**
+ * The worker process's part, as configured: both workers running, this version made current
+ * (Worker Versioning), then the maintenance workflows and the month-end Schedule ensured.
+ */
+export async function runServiceWorkers(
+  config: Config,
+  parts: { connection: NativeConnection; client: Client; dataSource: DataSource; masterKey: Buffer },
+): Promise<{ workers: ServiceWorkers; running: Promise<void> }> {
+  const version = configuredVersion(config);
+  const workers = await createServiceWorkers({
+    ...parts,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    webhookTaskQueue: config.temporal.webhookTaskQueue,
+    allowLoopbackWebhooks: config.webhooks.allowLoopback,
+    version,
+  });
+  const running = workers.run();
+  if (version) await makeCurrentVersion(parts.client, config.temporal.namespace, version);
+  await ensureMaintenanceWorkflows(parts.client, config.temporal.taskQueue);
+  return { workers, running };
 }
 
 /**

@@ -4,7 +4,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
-import { ensureTemporalCli } from '../../src/temporal/tools';
+import { ensureTemporalCli, freePort } from '../../src/temporal/tools';
 import { ensureMonthEndSchedule, MONTH_END_SCHEDULE_ID } from '../../src/temporal/maintenance';
 import { stuckQuery } from '../../src/temporal/operator-queries';
 import { cancelQuoteReservation, signalQuoteConsumed, startQuoteReservation } from '../../src/orders/start-workflows';
@@ -24,19 +24,7 @@ import type { PatchUse } from '../../src/admin/temporal';
 import { recordHistory } from '../helpers/histories';
 import { PATCHES } from '../../workflows/patches';
 import { launchBrowser, screenshotsDir } from '../helpers/browser';
-import net from 'node:net';
 import path from 'node:path';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * What only a full server shows: visibility queries, Schedules and the UI's summaries. The
