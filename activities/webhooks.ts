@@ -1,5 +1,6 @@
 /** The webhook delivery's I/O: the next events to push, one attempt, giving up. */
-import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { SecretBox } from '../src/auth/secret-box';
 import type { Environment } from '../src/config';
 import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
@@ -14,7 +15,11 @@ export function createWebhookActivities(deps: ActivityDeps) {
 
     /** One delivery attempt; throws (so Temporal retries with back-off) unless the endpoint answered 2xx. */
     async deliverEvent(input: { partnerId: string; environment: Environment; eventId: string }): Promise<void> {
-      const result = await attemptDelivery(delivery, input.partnerId, input.environment, input.eventId);
+      // Cancelled (the delivery cancelled, or the worker stopping past its grace period): the
+      // request is cut and the activity ends cancelled, so the event is neither failed nor lost.
+      const signal = Context.current().cancellationSignal;
+      const result = await attemptDelivery(delivery, input.partnerId, input.environment, input.eventId, signal);
+      if (signal.aborted) throw new CancelledFailure(`delivery of ${input.eventId} cancelled`);
       if (!result.ok) throw ApplicationFailure.retryable(`delivery of ${input.eventId} failed: ${result.error}`, 'DeliveryFailed');
     },
 

@@ -67,11 +67,11 @@ async function finish(ctx: DeliveryContext, event: { id: string; partnerId: stri
 }
 
 /** One attempt; records it, and on success marks the event delivered and moves the position past it. */
-export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string): Promise<AttemptResult> {
+export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string, signal?: AbortSignal): Promise<AttemptResult> {
   const target = await deliveryTarget(ctx.dataSource, ctx.secretBox, partnerId, environment);
   if (!target) return { ok: false, error: 'no enabled webhook endpoint' };
   const event = storedEvent(await ctx.dataSource.getRepository(PartnerEvent).findOneByOrFail({ id: eventId, partnerId }));
-  const result = await postEvent(target.url, target.secret, eventView(event), { environment, allowLoopback: ctx.allowLoopback });
+  const result = await postEvent(target.url, target.secret, eventView(event), { environment, allowLoopback: ctx.allowLoopback }, signal);
   const deliveries = ctx.dataSource.getRepository(WebhookDelivery);
   await deliveries.createQueryBuilder().insert().values({ eventId: event.id, partnerId, environment, status: 'pending', attempts: 0 }).orIgnore().execute();
   await deliveries.update(

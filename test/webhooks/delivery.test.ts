@@ -14,6 +14,11 @@ import { buy, fulfilmentResult } from '../helpers/orders';
 import { startReceiver, waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
 import { createServiceWorkers } from '../../src/temporal/worker';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { registerEndpoint } from '../../src/webhooks/endpoints';
+import { SecretBox } from '../../src/auth/secret-box';
+import { PartnerEvent } from '../../src/db/entities/partner-event';
+import { WebhookDelivery } from '../../src/db/entities/webhook-delivery';
 
 const SECRET = 'whsec_test_0123456789abcdef';
 type Page = { data: Array<{ id: string; type: string }>; next_cursor: string };
@@ -217,6 +222,28 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
     } finally {
       workers.shutdown();
       await running;
+      await receiver.close();
+    }
+  });
+
+  it('a delivery attempt honours cancellation: a hanging request is cut and the activity ends cancelled, the event still pending (not failed)', async () => {
+    const s = getStack();
+    const receiver = await startReceiver(() => 'hang');
+    try {
+      const { partnerId } = await newPartner();
+      await registerEndpoint(s.dataSource, new SecretBox(s.masterKey), { partnerId, environment: 'sandbox', url: receiver.url, secret: SECRET }, { allowLoopback: true });
+      await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: {}, dedupeKey: `cancel-attempt:${partnerId}` }));
+      const [{ id: eventId }] = await s.dataSource.getRepository(PartnerEvent).find({ where: { partnerId }, select: { id: true } });
+      const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true });
+      const env = new MockActivityEnvironment();
+      const attempt = env.run(activities.deliverEvent, { partnerId, environment: 'sandbox' as const, eventId });
+      await waitUntil(() => receiver.received.length >= 1, 10_000, 'the request under way');
+      env.cancel();
+      await assert.rejects(attempt, (err) => err instanceof CancelledFailure);
+      const [delivery] = await s.dataSource.getRepository(WebhookDelivery).find({ where: { eventId } });
+      assert.equal(delivery.status, 'pending');
+      assert.match(delivery.lastError ?? '', /abort/i);
+    } finally {
       await receiver.close();
     }
   });
