@@ -161,5 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  */
 export function loadDevStackConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Its own dev server supports worker deployments; a server named by TEMPORAL_ADDRESS may not.
-  return loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true', TEMPORAL_WORKER_VERSIONING: env.TEMPORAL_ADDRESS ? 'false' : 'true', ...env });
+  // One build id for every npm start: its single worker replaces the last one, so a run pinned by
+  // an earlier start is never left without a worker (patches and the replay test keep it safe).
+  return loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true', TEMPORAL_WORKER_VERSIONING: env.TEMPORAL_ADDRESS ? 'false' : 'true', TEMPORAL_BUILD_ID: 'dev-stack', ...env });
 }

@@ -158,3 +158,17 @@ export interface WorkflowArgs {
   payoutRunWorkflow: [PayoutRunInput];
 }
 export type WorkflowType = keyof WorkflowArgs;
+/** The catalog's names, for checks at run time (the worker's registrations are compared with it). */
+export const WORKFLOW_TYPES = [
+  'quoteReservationWorkflow',
+  'orderFulfilmentWorkflow',
+  'webhookDeliveryWorkflow',
+  'checkoutSessionWorkflow',
+  'referralCommissionWorkflow',
+  'brokerageCaseWorkflow',
+  'nonceRetentionWorkflow',
+  'fulfilmentRecoveryWorkflow',
+  'monthEndWorkflow',
+  'monthCloseWorkflow',
+  'payoutRunWorkflow',
+] as const satisfies readonly WorkflowType[];

@@ -72,5 +72,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
   await continueAsNew<typeof webhookDeliveryWorkflow>(input);
 }
 
-// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
-setWorkflowOptions(onVersionedWorker('PINNED'), webhookDeliveryWorkflow);
+// Worker Versioning: auto-upgrade, not pinned: a busy partner's delivery continues as new without
+// end, and a pinned run would stay chained to one build, stranded once that build's workers stop
+// (src/temporal/versioning.ts). patched() keeps its histories replaying.
+setWorkflowOptions(onVersionedWorker('AUTO_UPGRADE'), webhookDeliveryWorkflow);

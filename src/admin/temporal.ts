@@ -27,13 +27,21 @@ export interface PatchUse {
   retirable: boolean;
 }
 
-/** Per workflow type and patch id, the open runs that still need the old branch, from visibility. */
+/**
+ * Per workflow type and patch id, the open runs that still need the old branch, from visibility:
+ * one listing of the type's open runs, each run's TemporalChangeVersion read from the same page,
+ * so a run starting meanwhile cannot make the figures disagree.
+ */
 export async function patchUse(client: Client): Promise<PatchUse[]> {
   const uses: PatchUse[] = [];
   for (const { workflowType, patchId } of Object.values(PATCHES)) {
-    const open = `WorkflowType = '${workflowType}' AND ExecutionStatus = 'Running'`;
-    const openRuns = (await client.workflow.count(open)).count;
-    const patched = (await client.workflow.count(`${open} AND TemporalChangeVersion = '${patchId}'`)).count;
+    let openRuns = 0;
+    let patched = 0;
+    for await (const run of client.workflow.list({ query: `WorkflowType = '${workflowType}' AND ExecutionStatus = 'Running'` })) {
+      openRuns++;
+      const versions = run.searchAttributes.TemporalChangeVersion;
+      if (Array.isArray(versions) && (versions as unknown[]).includes(patchId)) patched++;
+    }
     uses.push({ workflow_type: workflowType, patch_id: patchId, open_runs: openRuns, open_runs_patched: patched, open_runs_before_patch: openRuns - patched, retirable: openRuns === patched });
   }
   return uses;

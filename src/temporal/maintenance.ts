@@ -49,7 +49,10 @@ export async function ensureMonthEndSchedule(client: Client, taskQueue: string):
   }
   try {
     const sleeping = client.workflow.getHandle(MONTH_END_WORKFLOW_ID);
-    if ((await sleeping.describe()).status.name === 'RUNNING') await sleeping.cancel();
+    const described = await sleeping.describe();
+    // Not while it runs a month's close (a child): cancelling would cut that close short; the
+    // next start of a worker cancels it, and a close it missed is caught up by the next one.
+    if (described.status.name === 'RUNNING' && !(described.raw.pendingChildren ?? []).length) await sleeping.cancel();
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }

@@ -1,10 +1,11 @@
 /**
  * Worker Versioning (Temporal worker deployments). Each worker announces its version: the
- * deployment `partner-api` and a build id made of the package version and the commit. Short
- * workflows are PINNED to the version that started them (a quote, a checkout session, a referral
- * window, a webhook delivery run, a month close, a payout run: they end within days, and old
- * workers keep serving them until they do); long ones AUTO_UPGRADE to the current version and
- * keep replay safety with `patched()` (fulfilment, brokerage, the maintenance loops). The
+ * deployment `partner-api` and a build id made of the package version and the commit. Runs with
+ * an end are PINNED to the version that started them (a quote, a checkout session, a referral
+ * window, a month close, a payout run): the previous release's workers must keep running until
+ * its pinned runs drain (docs in README). Open-ended ones AUTO_UPGRADE to the current version and
+ * keep replay safety with `patched()` (fulfilment, brokerage, webhook delivery, which continues
+ * as new without end, and the maintenance loops). The
  * time-skipping test server has no worker deployments, so tests run unversioned workers except
  * the dev-server test of two versions side by side.
  */
@@ -45,19 +46,34 @@ export function deploymentOptions(version: WorkerVersion): NonNullable<WorkerOpt
 
 /**
  * Makes `version` the deployment's current version, so new workflows start on it and
- * auto-upgrading ones move to it. The server knows a version only once one of its workers has
- * polled, so this retries for up to `timeoutMs`. A rollout that ramps instead uses
- * `temporal worker deployment set-ramping-version` (docs/operators).
+ * auto-upgrading ones move to it, unless the deployment has already seen a newer version (an old
+ * build's worker restarting must not take the deployment back). The server knows a version only
+ * once one of its workers has polled, so this waits for that for up to `timeoutMs`. A rollout that
+ * ramps instead uses `temporal worker deployment set-ramping-version`. Answers whether it
+ * promoted (or found itself current already).
  */
-export async function makeCurrentVersion(client: Client, namespace: string, version: WorkerVersion, timeoutMs = 60_000): Promise<void> {
+export async function makeCurrentVersion(client: Client, namespace: string, version: WorkerVersion, timeoutMs = 60_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, identity: `partner-api ${version.buildId}` });
-      return;
+      const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({ namespace, deploymentName: version.deploymentName });
+      const summaries = info?.versionSummaries ?? [];
+      const mine = summaries.find((v) => v.deploymentVersion?.buildId === version.buildId);
+      if (mine) {
+        if (info?.routingConfig?.currentDeploymentVersion?.buildId === version.buildId) return true;
+        const newer = summaries.some((v) => v.deploymentVersion?.buildId !== version.buildId && millis(v.createTime) > millis(mine.createTime));
+        if (newer) return false;
+        await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, identity: `partner-api ${version.buildId}` });
+        return true;
+      }
     } catch (err) {
       if (Date.now() > deadline) throw new Error(`could not make ${version.deploymentName} ${version.buildId} the current version: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 500));
     }
+    if (Date.now() > deadline) throw new Error(`${version.deploymentName} ${version.buildId} was not registered within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 500));
   }
+}
+
+function millis(t: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
+  return t ? Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : 0;
 }

@@ -27,7 +27,11 @@ export interface DeliveryContext {
  */
 export async function nextEventsToDeliver(ctx: DeliveryContext, partnerId: string, environment: Environment, limit: number): Promise<StoredEvent[]> {
   const target = await deliveryTarget(ctx.dataSource, ctx.secretBox, partnerId, environment);
-  if (!target) return [];
+  if (!target) {
+    // Disabled (or gone): when it is registered again, its wake-up must signal this waiting run.
+    await markIdle(ctx.dataSource, partnerId, environment, true);
+    return [];
+  }
   const batch = await eventsAfter(ctx.dataSource, partnerId, environment, target.deliveredThroughSeq, limit);
   await markIdle(ctx.dataSource, partnerId, environment, batch.length === 0);
   if (batch.length) return batch;

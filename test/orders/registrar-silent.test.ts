@@ -76,9 +76,10 @@ describe('a registrar that stops answering: bounded by the 5-day transfer deadli
       for (let day = 0; day < 6 && !(await handle.query(fulfilmentStateQuery)).awaitingOperator; day++) await s.env.sleep('1 day');
       assert.equal((await handle.query(fulfilmentStateQuery)).awaitingOperator, true, 'handed to an operator after 5 days of a pending cancel');
       await handle.executeUpdate(transferOutcomeUpdate, { args: [{ outcome: 'failed', reason: 'the registry confirmed it stopped the transfer' }] });
+      // 201 when the decision came within the API's wait, else 202 (decided later): either way REFUNDED.
       const answer = await refund;
-      assert.equal(answer.status, 201, answer.text);
-      assert.equal(answer.body.status, 'succeeded');
+      assert.ok([201, 202].includes(answer.status), answer.text);
+      assert.deepEqual(await s.env.client.workflow.getHandle(orderWorkflowId(o.public_id)).result(), { status: 'REFUNDED' });
       assert.equal(await status(client, o.public_id), 'REFUNDED');
       await recordHistory(orderWorkflowId(o.public_id), 'order-cancel-pending-to-operator');
     });
