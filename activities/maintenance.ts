@@ -11,6 +11,25 @@ import { lateDeliveries, wakeDelivery } from '../src/webhooks/notify';
 import type { ActivityDeps } from './deps';
 import { heartbeatOrStop } from './heartbeat';
 
+/**
+ * The sweep's loop over rows or partners: a heartbeat (and a stop when cancelled) before each, and
+ * one item's failure logged and skipped, so it never stops the others; the next round retries it.
+ * Returns how many succeeded.
+ */
+async function eachOrLog<T>(items: T[], failed: string, fields: (item: T) => Record<string, string>, run: (item: T) => Promise<unknown>): Promise<number> {
+  let done = 0;
+  for (const item of items) {
+    heartbeatOrStop();
+    try {
+      await run(item);
+      done++;
+    } catch (err) {
+      log.warn(`recovery sweep: ${failed}`, { ...fields(item), error: (err as Error).message });
+    }
+  }
+  return done;
+}
+
 export function createMaintenanceActivities(deps: ActivityDeps) {
   return {
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
@@ -20,23 +39,14 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Wakes the delivery of every endpoint that is behind its events; returns how many were woken.
-     * One partner's failure (a refused start or signal) is logged and skipped: it never stops the
-     * others, and the next round tries that partner again.
+     * Wakes the delivery of every endpoint that is behind its events; returns how many were woken
+     * (one partner's refused start or signal is logged and skipped).
      */
     async wakeLateDeliveries(): Promise<number> {
       if (!deps.workflows) return 0;
-      let woken = 0;
-      for (const late of await lateDeliveries(deps.dataSource)) {
-        heartbeatOrStop();
-        try {
-          await wakeDelivery(deps.workflows, late.partnerId, late.environment, late.idle);
-          woken++;
-        } catch (err) {
-          log.warn('recovery sweep: could not wake a delivery', { partner_id: late.partnerId, environment: late.environment, error: (err as Error).message });
-        }
-      }
-      return woken;
+      return eachOrLog(await lateDeliveries(deps.dataSource), 'could not wake a delivery', (late) => ({ partner_id: late.partnerId, environment: late.environment }), (late) =>
+        wakeDelivery(deps.workflows!, late.partnerId, late.environment, late.idle),
+      );
     },
 
     /** Starts the 30-day window of referred sales whose workflow was never started; returns how many. */
@@ -47,14 +57,9 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         order: { occurredAt: 'ASC' },
         take: 100,
       });
-      for (const sale of sales) {
-        heartbeatOrStop();
-        try {
-          await startReferralCommission(deps.workflows, deps.dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment);
-        } catch (err) {
-          log.warn('recovery sweep: could not start a referral window', { sale_id: sale.publicId, error: (err as Error).message });
-        }
-      }
+      await eachOrLog(sales, 'could not start a referral window', (sale) => ({ sale_id: sale.publicId }), (sale) =>
+        startReferralCommission(deps.workflows!, deps.dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment),
+      );
       return sales.length;
     },
 
@@ -67,15 +72,10 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         order: { createdAt: 'ASC' },
         take: 100,
       });
-      for (const row of rows) {
-        heartbeatOrStop();
-        try {
-          await startOrderFulfilment(deps.workflows, { orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
-          await markWorkflowStarted(deps.dataSource, row.id);
-        } catch (err) {
-          log.warn('recovery sweep: could not start a fulfilment', { order_id: row.publicId, error: (err as Error).message });
-        }
-      }
+      await eachOrLog(rows, 'could not start a fulfilment', (row) => ({ order_id: row.publicId }), async (row) => {
+        await startOrderFulfilment(deps.workflows!, { orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
+        await markWorkflowStarted(deps.dataSource, row.id);
+      });
       return rows.length;
     },
   };

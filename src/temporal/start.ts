@@ -4,6 +4,7 @@
  * the top of the run ("Order ord_… bakery.co for partner …").
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import type { WorkflowArgs, WorkflowType } from '../../workflows/messages';
 import type { SearchAttributePair } from '@temporalio/common';
 import { BusinessStatus, BusinessStatusSince, Domain, Environment, PartnerId } from '../../workflows/search-attributes';
@@ -65,6 +66,8 @@ export interface StartSpec<K extends WorkflowType> {
   /** Markdown the UI shows under the summary: the ids an operator needs and where to act. */
   details?: string;
   attributes?: RunAttributes;
+  /** Signal-with-start: the run (started if none runs) receives this argument-less signal. */
+  signal?: SignalDefinition<[]>;
 }
 
 /**
@@ -83,6 +86,7 @@ export async function startWorkflow<K extends WorkflowType>(w: WorkflowStarter, 
     typedSearchAttributes: searchAttributes(spec.attributes ?? {}),
   };
   try {
+    if (spec.signal) return await w.client.workflow.signalWithStart(workflowType, { ...options, signal: spec.signal, signalArgs: [] });
     return await w.client.workflow.start(workflowType, options);
   } catch (err) {
     if (spec.mode === 'once' && err instanceof WorkflowExecutionAlreadyStartedError) return undefined;

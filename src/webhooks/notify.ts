@@ -4,7 +4,7 @@ import type { Environment } from '../config';
 import { EventCounter } from '../db/entities/partner-event';
 import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
 import { eventsAppendedSignal, webhookWorkflowId, type WebhookDeliveryInput } from '../../workflows/messages';
-import { searchAttributes, startWorkflow, type WorkflowStarter } from '../temporal/start';
+import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 
 /**
  * Wakes a partner's delivery without growing a busy one's history: a delivery waiting for events
@@ -20,21 +20,7 @@ export async function wakeDelivery(w: WorkflowStarter, partnerId: string, enviro
     details: `Pushes the partner's events in order; the event being delivered is the pending activity \`deliverEvent\`. \`npm run --silent admin -- webhooks deliveries --partner <name> --env ${environment} --json\` lists recent attempts.`,
     attributes: { partnerId, environment },
   };
-  const taskQueue = w.webhookTaskQueue ?? w.taskQueue;
-  if (!idle) {
-    await startWorkflow({ client: w.client, taskQueue }, 'webhookDeliveryWorkflow', spec);
-    return;
-  }
-  await w.client.workflow.signalWithStart('webhookDeliveryWorkflow', {
-    workflowId: spec.workflowId,
-    taskQueue,
-    args: spec.args,
-    signal: eventsAppendedSignal,
-    signalArgs: [],
-    staticSummary: spec.summary,
-    staticDetails: spec.details,
-    typedSearchAttributes: searchAttributes(spec.attributes),
-  });
+  await startWorkflow({ client: w.client, taskQueue: w.webhookTaskQueue ?? w.taskQueue }, 'webhookDeliveryWorkflow', { ...spec, signal: idle ? eventsAppendedSignal : undefined });
 }
 
 /**

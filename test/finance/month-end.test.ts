@@ -4,12 +4,12 @@ import { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
 import { registerSearchAttributes } from '../../src/temporal/search-attributes';
 import { ensureTestServer } from '../../src/temporal/tools';
 import { monthCloseWorkflow, payoutRunWorkflow } from '../../workflows/month-end';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
+import { nextPeriodStart, periodStartOf } from '../../src/finance/periods';
 import { freshDomain, order, quote } from '../helpers/orders';
 import { completedSale } from '../helpers/money';
 import type { PartnerClient } from '../../src/client/partner-client';
@@ -36,12 +36,7 @@ describe('month end on the time-skipping server: settlements close at midnight U
     env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: await ensureTestServer(s.config.toolCacheDir) } } });
     await registerSearchAttributes(env.connection, 'default');
     taskQueue = `month-end-${randomUUID()}`;
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: s.workflowBundle,
-      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: env.client, taskQueue } }),
-    });
+    worker = await suiteWorker(taskQueue, { workflows: { client: env.client, taskQueue } }, env);
     running = worker.run();
     baseUrl = await listen(createApp({ ...s.appDeps, workflows: { client: env.client, taskQueue } }));
   });
@@ -51,11 +46,6 @@ describe('month end on the time-skipping server: settlements close at midnight U
     await running;
     await env.teardown();
   });
-
-  /** `YYYY-MM-01` of the month `monthsAhead` from the one `at` falls in (UTC). */
-  function monthStarting(at: Date, monthsAhead: number): string {
-    return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + monthsAhead, 1)).toISOString().slice(0, 10);
-  }
 
   async function skipTo(iso: string): Promise<void> {
     const gap = Date.parse(iso) - (await env.currentTimeMs());
@@ -112,10 +102,12 @@ describe('month end on the time-skipping server: settlements close at midnight U
     // Every date comes from this server's clock: the month after the current one is the month
     // whose last minutes the sales straddle, so the test runs the same on any day of any year.
     const now = new Date(await env.currentTimeMs());
-    const month = monthStarting(now, 1);
-    const next = monthStarting(now, 2);
-    const afterNext = monthStarting(now, 3);
-    const unclosed = monthStarting(now, -2);
+    const current = periodStartOf(now);
+    const month = nextPeriodStart(current);
+    const next = nextPeriodStart(month);
+    const afterNext = nextPeriodStart(next);
+    // 40 days before the first of this month is always in the month before the previous one.
+    const unclosed = periodStartOf(new Date(Date.parse(`${current}T00:00:00Z`) - 40 * 24 * 3_600_000));
     const lastMinutes = (seconds: number) => new Date(Date.parse(`${next}T00:00:00Z`) - seconds * 1000).toISOString();
     // A month two back was never closed (the worker was down at its end), and a hosted-checkout
     // sale in the month of the midnight owes the partner 5,000.

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities } from '../../activities';
+import { createActivities, type ActivityDeps } from '../../activities';
 import { QuoteTokenSigner } from '../../src/orders/quote-token';
 import type { DataSource } from 'typeorm';
 import type Koa from 'koa';
@@ -156,6 +156,20 @@ export async function bootStack(): Promise<Stack> {
   stack = { taskQueue, config, databaseUrl: postgres.url, dataSource, masterKey, credentials, env, workflowBundle, baseUrl, logLines, searchProcess, searchLines, appDeps };
   process.stderr.write(`      (test stack up in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
   return stack;
+}
+
+/**
+ * A worker of its own for a test file: the suite's workflow bundle and the real activities (over
+ * the suite's database), on `taskQueue` of `env` (the suite's time-skipping server unless given).
+ */
+export async function suiteWorker(taskQueue: string, deps: Partial<ActivityDeps> = {}, env: TestWorkflowEnvironment = getStack().env): Promise<Worker> {
+  const s = getStack();
+  return Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: s.workflowBundle,
+    activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, ...deps }),
+  });
 }
 
 /** The environment of a search process for the tests: this database, this socket, that data directory, quiet logs. */

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
 import { SandboxRegistrar, type RegistrarPort } from '../../src/orders/registrar';
 import { fulfilmentStateQuery, orderWorkflowId, transferOutcomeUpdate } from '../../workflows/messages';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
 import { buy, type OrderBody } from '../helpers/orders';
 import { waitUntil } from '../helpers/receiver';
 import type { PartnerClient } from '../../src/client/partner-client';
@@ -23,12 +21,7 @@ describe('a registrar that stops answering: bounded by the 5-day transfer deadli
     const s = getStack();
     const taskQueue = `registrar-silent-${randomUUID()}`;
     const workflows = { client: s.env.client, taskQueue };
-    const worker = await Worker.create({
-      connection: s.env.nativeConnection,
-      taskQueue,
-      workflowBundle: s.workflowBundle,
-      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, registrars: { sandbox: registrar }, workflows }),
-    });
+    const worker = await suiteWorker(taskQueue, { registrars: { sandbox: registrar }, workflows });
     const baseUrl = await listen(createApp({ ...s.appDeps, workflows }));
     const { client } = await newPartner({ baseUrl });
     await worker.runUntil(() => body(client, workflows));

@@ -2,8 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
 import type { Environment } from '../../src/config';
 import { appendEvent } from '../../src/events/outbox';
 import { PartnerEvent } from '../../src/db/entities/partner-event';
@@ -12,7 +10,7 @@ import { lateDeliveries, notifyEventsAppended, wakeDelivery } from '../../src/we
 import { registerEndpoint } from '../../src/webhooks/endpoints';
 import { SecretBox } from '../../src/auth/secret-box';
 import { webhookWorkflowId } from '../../workflows/messages';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, suiteWorker } from '../helpers/stack';
 import { startReceiver, waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
 
@@ -31,12 +29,7 @@ describe('webhook delivery history: a partner down for days stays small and stal
     const s = getStack();
     const taskQueue = `webhooks-history-${randomUUID()}`;
     const workflows: WorkflowStarter = { client: s.env.client, taskQueue };
-    const worker = await Worker.create({
-      connection: s.env.nativeConnection,
-      taskQueue,
-      workflowBundle: s.workflowBundle,
-      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflows }),
-    });
+    const worker = await suiteWorker(taskQueue, { workflows });
     const down = await startReceiver(() => 500);
     const up = await startReceiver(() => 200);
     try {

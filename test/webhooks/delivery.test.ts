@@ -9,7 +9,7 @@ import { signWebhook, verifyWebhook, WebhookVerificationError } from '../../src/
 import { appendEvent } from '../../src/events/outbox';
 import { wakeDelivery } from '../../src/webhooks/notify';
 import { webhookWorkflowId } from '../../workflows/messages';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
 import { buy, fulfilmentResult } from '../helpers/orders';
 import { startReceiver, waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
@@ -139,12 +139,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
     const taskQueue = `webhooks-cancel-${randomUUID()}`;
     const workflows = { client: s.env.client, taskQueue };
     const baseUrl = await listen(createApp({ ...s.appDeps, workflows }));
-    const worker = await Worker.create({
-      connection: s.env.nativeConnection,
-      taskQueue,
-      workflowBundle: s.workflowBundle,
-      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflows }),
-    });
+    const worker = await suiteWorker(taskQueue, { workflows });
     const receiver = await startReceiver(() => 500);
     try {
       const { client, partnerId } = await newPartner({ baseUrl });

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
 import { ensureTemporalCli, freePort } from '../../src/temporal/tools';
 import { ensureMonthEndSchedule, MONTH_END_SCHEDULE_ID } from '../../src/temporal/maintenance';
@@ -15,7 +14,7 @@ import { nonceRetentionWorkflow } from '../../workflows';
 import { quoteWorkflowId, webhookWorkflowId } from '../../workflows/messages';
 import { MONTH_END_WORKFLOW_ID, monthEndWorkflow } from '../../workflows/month-end';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
 import { buy, freshDomain, quote } from '../helpers/orders';
 import { waitUntil } from '../helpers/receiver';
 import { adminWith } from '../helpers/admin';
@@ -48,12 +47,7 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: cli }, searchAttributes: ALL_SEARCH_ATTRIBUTES, ui: true, uiPort } });
     taskQueue = `dev-server-${randomUUID()}`;
     const workflows = { client: env.client, taskQueue };
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: s.workflowBundle,
-      activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflows }),
-    });
+    worker = await suiteWorker(taskQueue, { workflows }, env);
     running = worker.run();
     baseUrl = await listen(createApp({ ...s.appDeps, workflows }));
   });
