@@ -2,17 +2,16 @@
 import { log } from '@temporalio/activity';
 import type { DataSource } from 'typeorm';
 import { applyCaseMove, recordFollowUp, type CaseMoveInput } from '../src/brokerage/moves';
-import type { WorkflowStarter } from '../src/temporal/start';
-import { notifyEventsAppended } from '../src/webhooks/notify';
+import type { Starters } from '../src/temporal/starters';
 import type { CaseStatus } from '../workflows/brokerage-messages';
 
-export function createBrokerageActivities(deps: { dataSource: DataSource; workflows?: WorkflowStarter }) {
+export function createBrokerageActivities(deps: { dataSource: DataSource; starters?: Starters }) {
   return {
     /** Writes the move (once, whatever the retries) and wakes the partner's webhooks; 'absent' if the case was never recorded. */
     async applyCaseMove(input: CaseMoveInput): Promise<{ status: CaseStatus; priceCents: number | null } | 'absent'> {
       const result = await applyCaseMove(deps.dataSource, input);
       if (result === 'absent') return 'absent';
-      if (deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, result.event.partnerId, result.event.environment);
+      await deps.starters?.eventsAppended(result.event.partnerId, result.event.environment);
       return { status: result.status, priceCents: result.priceCents };
     },
 

@@ -1,14 +1,18 @@
 /** What every capability's activities are made from (the worker builds them once per process). */
 import type { DataSource } from 'typeorm';
 import type { RegistrarPort } from '../src/orders/registrar';
-import type { WorkflowStarter } from '../src/temporal/start';
+import type { Starters } from '../src/temporal/starters';
 
 export interface ActivityDeps {
   dataSource: DataSource;
   /** Opens webhook secrets for signing deliveries. */
   masterKey: Buffer;
-  /** Starts workflows (the recovery sweep); absent in tests that do not need it. */
-  workflows?: WorkflowStarter;
+  /**
+   * The workflow starts activities make (the recovery sweep, waking webhook deliveries after a
+   * step appended events), bound by the worker to its client (src/temporal/starters.ts); absent
+   * in tests that do not need them.
+   */
+  starters?: Starters;
   /**
    * Registrar adapter per environment. Sandbox defaults to the simulator; live has none unless one
    * is given here, and its transfers then wait for operators (never for a simulation).

@@ -5,9 +5,7 @@ import { Order } from '../src/db/entities/order';
 import { RequestNonce } from '../src/db/entities/admission';
 import { ReferralSale } from '../src/db/entities/referral';
 import { markWorkflowStarted } from '../src/orders/orders';
-import { startOrderFulfilment } from '../src/orders/start-workflows';
-import { startReferralCommission } from '../src/checkout/sessions';
-import { lateDeliveries, wakeDelivery } from '../src/webhooks/notify';
+import { lateDeliveries } from '../src/webhooks/notify';
 import type { ActivityDeps } from './deps';
 import { heartbeatOrStop } from './heartbeat';
 
@@ -43,29 +41,32 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
      * (one partner's refused start or signal is logged and skipped).
      */
     async wakeLateDeliveries(): Promise<number> {
-      if (!deps.workflows) return 0;
+      const starters = deps.starters;
+      if (!starters) return 0;
       return eachOrLog(await lateDeliveries(deps.dataSource), 'could not wake a delivery', (late) => ({ partner_id: late.partnerId, environment: late.environment }), (late) =>
-        wakeDelivery(deps.workflows!, late.partnerId, late.environment, late.idle),
+        starters.wakeDelivery(late.partnerId, late.environment, late.idle),
       );
     },
 
     /** Starts the 30-day window of referred sales whose workflow was never started; returns how many. */
     async startUnstartedReferralWindows(input: { olderThanSeconds: number }): Promise<number> {
-      if (!deps.workflows) return 0;
+      const starters = deps.starters;
+      if (!starters) return 0;
       const sales = await deps.dataSource.getRepository(ReferralSale).find({
         where: { workflowStarted: false, occurredAt: LessThan(new Date(Date.now() - input.olderThanSeconds * 1000)) },
         order: { occurredAt: 'ASC' },
         take: 100,
       });
       await eachOrLog(sales, 'could not start a referral window', (sale) => ({ sale_id: sale.publicId }), (sale) =>
-        startReferralCommission(deps.workflows!, deps.dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment),
+        starters.referralCommission(sale),
       );
       return sales.length;
     },
 
     /** Starts fulfilment for orders whose workflow was never started; returns how many. */
     async startUnstartedFulfilments(input: { olderThanSeconds: number }): Promise<number> {
-      if (!deps.workflows) return 0;
+      const starters = deps.starters;
+      if (!starters) return 0;
       const rows = await deps.dataSource.getRepository(Order).find({
         select: { id: true, publicId: true, partnerId: true, environment: true, domain: true },
         where: { workflowStarted: false, createdAt: LessThan(new Date(Date.now() - input.olderThanSeconds * 1000)) },
@@ -73,7 +74,7 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         take: 100,
       });
       await eachOrLog(rows, 'could not start a fulfilment', (row) => ({ order_id: row.publicId }), async (row) => {
-        await startOrderFulfilment(deps.workflows!, { orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
+        await starters.orderFulfilment({ orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
         await markWorkflowStarted(deps.dataSource, row.id);
       });
       return rows.length;

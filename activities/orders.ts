@@ -9,7 +9,6 @@ import { expireQuote } from '../src/orders/quotes';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder, type TransferState } from '../src/orders/registrar';
 import type { Environment } from '../src/config';
-import { notifyEventsAppended } from '../src/webhooks/notify';
 import type { ActivityDeps } from './deps';
 
 export function createOrderActivities(deps: ActivityDeps) {
@@ -73,7 +72,7 @@ export function createOrderActivities(deps: ActivityDeps) {
       if (!result.applied && !steps.slice(i + 1).some((later) => later.to === result.status)) break;
     }
     const { event } = result;
-    if (event && steps.some((step) => step.to === result.status) && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, event.partnerId, event.environment);
+    if (event && steps.some((step) => step.to === result.status)) await deps.starters?.eventsAppended(event.partnerId, event.environment);
     return { status: result.status, applied: result.applied };
   }
 
@@ -132,7 +131,7 @@ export function createOrderActivities(deps: ActivityDeps) {
     async grantRefund(input: { orderId: string; refundPublicId: string; reason: string | null; at: string }): Promise<RefundView> {
       try {
         const { refund, created, event } = await grantRefund(deps.dataSource, input);
-        if (created && deps.workflows) await notifyEventsAppended(deps.dataSource, deps.workflows, event.partnerId, event.environment);
+        if (created) await deps.starters?.eventsAppended(event.partnerId, event.environment);
         return refund;
       } catch (err) {
         if (err instanceof RefundNotAllowed) throw ApplicationFailure.nonRetryable(err.message, REFUND_NOT_ALLOWED);

@@ -44,12 +44,13 @@ export function readiness(deps: { dataSource: DataSource; temporalReady: () => P
     ...(searchReady ? { search: searchReady } : {}),
   };
   const names = Object.keys(checks);
+  // A check that throws instead of rejecting is a dependency down too (the async wrapper), never a 500.
   // Anyone may call /readyz: a flood of calls makes one round of checks a second, not one each.
   let last: { at: number; results: Promise<PromiseSettledResult<unknown>[]> } | undefined;
   return async (ctx) => {
     let fresh = false;
     if (!last || Date.now() - last.at > REUSE_MS) {
-      last = { at: Date.now(), results: Promise.allSettled(names.map((name) => withTimeout(checks[name](), CHECK_TIMEOUT_MS, name))) };
+      last = { at: Date.now(), results: Promise.allSettled(names.map((name) => withTimeout((async () => checks[name]())(), CHECK_TIMEOUT_MS, name))) };
       fresh = true;
     }
     const results = await last.results;

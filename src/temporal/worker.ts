@@ -2,6 +2,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, t
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
+import { workflowStarters } from './starters';
 import { configuredVersion, deploymentOptions, makeCurrentVersion, type WorkerVersion } from './versioning';
 import { ensureMaintenanceWorkflows } from './maintenance';
 import type { Config } from '../config';
@@ -38,7 +39,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       dataSource: deps.dataSource,
       masterKey: deps.masterKey,
       allowLoopbackWebhooks: deps.allowLoopbackWebhooks,
-      workflows: { client: deps.client, taskQueue: deps.taskQueue, webhookTaskQueue: deps.webhookTaskQueue },
+      starters: workflowStarters({ client: deps.client, taskQueue: deps.taskQueue, webhookTaskQueue: deps.webhookTaskQueue }, deps.dataSource),
     }),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     ...(deps.version ? { workerDeploymentOptions: deploymentOptions(deps.version) } : {}),
@@ -108,5 +109,7 @@ export async function runServiceWorkers(
  */
 export function installTemporalRuntime(level: string): void {
   const sdkLevel: LogLevel = level === 'debug' || level === 'trace' ? 'DEBUG' : level === 'error' || level === 'fatal' ? 'ERROR' : 'WARN';
-  Runtime.install({ logger: new DefaultLogger(sdkLevel), shutdownSignals: [] });
+  // Core's own lines (the Rust side) go through the same logger at the same level, instead of
+  // straight to the console at WARN.
+  Runtime.install({ logger: new DefaultLogger(sdkLevel), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} } } });
 }

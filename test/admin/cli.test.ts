@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PartnerClient } from '../../src/client/partner-client';
-import { getStack } from '../helpers/stack';
+import { getStack, ownTemporal } from '../helpers/stack';
 
 const run = promisify(execFile);
 
@@ -17,6 +17,7 @@ async function admin(...args: string[]): Promise<{ stdout: string; stderr: strin
 }
 
 describe("operators' command line", () => {
+  ownTemporal();
   const name = `cli-partner-${process.pid}`;
 
   it('credential create --json makes the partner if needed and prints a working key id and secret', async () => {

@@ -3,7 +3,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { computeSignature } from '../../src/auth/signing';
 import { PartnerClient } from '../../src/client/partner-client';
 import { createApp } from '../../src/api/app';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 import { rawRequest } from '../helpers/raw-request';
 
 const PRICING = '/api/partner/v1/pricing?domain=academy.com';
@@ -18,6 +18,7 @@ function expectError(res: { status: number; body: unknown; headers: Headers }, s
 }
 
 describe('authentication outcomes over HTTP (CONTRACT §1)', () => {
+  ownTemporal();
   it('a request without X-Service-Key-Id is 401 missing_credentials', async () => {
     const res = await fetch(getStack().baseUrl + PRICING);
     expectError({ status: res.status, body: await res.json(), headers: res.headers }, 401, 'missing_credentials');

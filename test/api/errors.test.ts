@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createApp } from '../../src/api/app';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 import { rawRequest } from '../helpers/raw-request';
 
 function assertErrorShape(res: { status: number; headers: Headers; body: unknown }, status: number, code: string) {
@@ -14,6 +14,7 @@ function assertErrorShape(res: { status: number; headers: Headers; body: unknown
 }
 
 describe('errors have one shape and every response an X-Request-Id (CONTRACT §2)', () => {
+  ownTemporal();
   it('an unknown route under /api/partner/v1 is 404 not_found', async () => {
     const { client } = await newPartner();
     assertErrorShape(await client.get('/api/partner/v1/no-such-thing'), 404, 'not_found');

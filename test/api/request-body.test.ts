@@ -5,7 +5,7 @@ import type Koa from 'koa';
 import { ApiError } from '../../src/api/errors';
 import { rawBody } from '../../src/api/middleware/raw-body';
 import type { AppState } from '../../src/api/state';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { rawRequest } from '../helpers/raw-request';
 
 /** The middleware alone, over a request stream that misbehaves in ways a socket rarely shows on demand. */
@@ -27,6 +27,7 @@ function assertValidationError(err: unknown, issue: string) {
 }
 
 describe('request bodies that cannot be read are 400 validation_error, never 500', () => {
+  ownTemporal();
   it('a body shorter than its Content-Length', async () => {
     const req = Object.assign(new PassThrough(), { headers: { 'content-length': '10' } });
     req.end('{"a":1}');

@@ -4,7 +4,7 @@ import { createApp, partnerRoutes } from '../../src/api/app';
 import { defineRoute } from '../../src/api/route';
 import { z } from '../../src/api/schemas';
 import { SCOPES, type Scope } from '../../src/auth/scopes';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 
 /** The spec's endpoint table, for the routes that exist so far. */
 const SPEC_SCOPES: Record<string, Scope[]> = {
@@ -38,6 +38,7 @@ const SPEC_SCOPES: Record<string, Scope[]> = {
 };
 
 describe('scopes (spec "Scopes")', () => {
+  ownTemporal();
   it('every route in the route table carries the scope the spec gives it', () => {
     const routes = partnerRoutes(getStack().appDeps);
     for (const route of routes) {

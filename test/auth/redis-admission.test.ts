@@ -19,7 +19,7 @@ import { admissionParts, type AdmissionParts } from '../../src/main/services';
 import { createLogger } from '../../src/logger';
 import { freshDomain, quote } from '../helpers/orders';
 import { startTestRedis, type TestRedis } from '../helpers/redis';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 
 const AVAILABILITY = '/api/partner/v1/availability?domain=';
 const PATH = `${AVAILABILITY}academy.com`;
@@ -60,6 +60,7 @@ async function eventually(check: () => Promise<boolean>, what: string, ms = 2_00
 }
 
 describe('admission in Redis (REDIS_URL), with caches kept by the change feed', function () {
+  ownTemporal();
   let redis: TestRedis;
   let a: Api;
   let b: Api;

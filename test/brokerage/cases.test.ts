@@ -5,12 +5,13 @@ import { caseNotOpenedSignal, caseWorkflowId } from '../../workflows/brokerage-m
 import { brokerableName, openCase, type CaseBody } from '../helpers/brokerage';
 import { recordHistory } from '../helpers/histories';
 import { count } from '../helpers/orders';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
 type ErrorBody = { error: { code: string; message: string; details?: Array<{ field: string; issue: string }> } };
 type Eligibility = { domain: string; eligible: boolean; reason: string | null };
 
 describe('brokerage cases through the API (CONTRACT §10)', () => {
+  ownTemporal();
   it('eligibility: an inventory name with an active site, a sandbox name starting site- or live-, and a name in an open case are ineligible; any other name is eligible', async () => {
     const s = getStack();
     const { client } = await newPartner();

@@ -12,7 +12,7 @@ import { BusinessStatus } from '../../workflows/search-attributes';
 import { caseHandle, caseRow, caseState, eventually, move, moveThrough, openCase, type CaseBody } from '../helpers/brokerage';
 import { recordHistory } from '../helpers/histories';
 import { count } from '../helpers/orders';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { admin } from '../helpers/admin';
 
 
@@ -38,6 +38,7 @@ async function refused(caseId: string, m: CaseMove, reason: RegExp, ended = fals
 }
 
 describe('brokerage case workflow: moves, timers and money (CONTRACT §10, §8)', () => {
+  ownTemporal();
   it('a managed case moves through every status (with a deal that falls through once) to completed: outcome, one brokerage transaction, the share paid by the next payout, events in order, reconcile ok', async () => {
     const s = getStack();
     const { client, partnerId } = await newPartner();

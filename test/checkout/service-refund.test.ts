@@ -6,12 +6,13 @@ import { Order } from '../../src/db/entities/order';
 import { SaleTransaction } from '../../src/db/entities/sale-transaction';
 import { reconcile } from '../../src/finance/reconcile';
 import { completedSale } from '../helpers/money';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { admin } from '../helpers/admin';
 
 
 
 describe('admin order refund: the service refunds a service-collected sale (CONTRACT §11, §12)', () => {
+  ownTemporal();
   it('after completion, within 30 days: the refund is recorded, the sale reversed in the ledger once, the order REFUNDED, order.refunded emitted; asking again answers the same refund', async () => {
     const s = getStack();
     const { partnerId, client } = await newPartner();

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { checkoutWorkflowId } from '../../workflows/messages';
 import { recordHistory } from '../helpers/histories';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { buy, freshDomain, quote } from '../helpers/orders';
 
 type SessionBody = { session_id: string; checkout_url: string; domain: string; price_cents: number; currency: string; status: string; expires_at: string; order_id: string | null; client_reference_id: string | null };
 const code = (body: unknown) => (body as { error: { code: string } }).error.code;
 
 describe('checkout sessions (CONTRACT §9, scope embed)', () => {
+  ownTemporal();
   it('POST /checkout-session answers 201 with an open session, a checkout_url carrying a signed pt, and expires_at 7 days on; it reserves nothing', async () => {
     const { client } = await newPartner();
     const domain = await freshDomain();

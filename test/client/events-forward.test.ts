@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { verifyWebhook } from '../../src/client/webhooks';
 import { appendEvent } from '../../src/events/outbox';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { startReceiver, waitUntil, type Received } from '../helpers/receiver';
 
 const SECRET = 'whsec_forward_0123456789abcdef';
@@ -42,6 +42,7 @@ async function append(partnerId: string, count: number, tag: string): Promise<st
 const verified = (r: Received, secret = SECRET) => verifyWebhook<{ tag: string; n: number }>(r.body, r.headers as Record<string, string>, secret);
 
 describe('partner CLI: events forward (a local receiver fed from GET /events)', () => {
+  ownTemporal();
   it('from now on: forwards only new events, in order, signed exactly like a delivery, retrying a failed POST with back-off', async () => {
     const { partnerId, keyId, secret } = await newPartner({ scopes: ['webhook'] });
     const before = await append(partnerId, 3, 'before');

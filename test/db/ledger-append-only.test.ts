@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { LedgerEntry } from '../../src/db/entities/ledger-entry';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { buy, fulfilmentResult } from '../helpers/orders';
 
 /** Runs `change` in a transaction that is always rolled back, so a guard that failed cannot cost the suite its ledger. */
@@ -16,6 +16,7 @@ async function attempt(change: (runner: import('typeorm').QueryRunner) => Promis
 }
 
 describe('the ledger is append-only, and says so (CONTRACT §8)', () => {
+  ownTemporal();
   let partnerId: string;
   const entries = () => getStack().dataSource.createQueryBuilder().select(['l.id AS id', 'l.amount_cents AS amount_cents']).from('ledger_entries', 'l').where('l.partner_id = :partnerId', { partnerId }).orderBy('l.id').getRawMany();
 

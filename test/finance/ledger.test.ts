@@ -11,7 +11,7 @@ import { closeSettlements } from '../../src/finance/settlements';
 import { reconcile } from '../../src/finance/reconcile';
 import { advanceOrder } from '../../src/orders/fulfilment';
 import { Order } from '../../src/db/entities/order';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { completedSale, pendingOrder } from '../helpers/money';
 import { admin } from '../helpers/admin';
 
@@ -25,6 +25,7 @@ type TxnList = {
 type SettlementList = { data: Array<{ settlement_id: string; period_start: string; period_end: string; status: string; gross_sold_cents: number; commission_retained_cents: number; amount_owed_to_service_cents: number }> };
 
 describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', function () {
+  ownTemporal();
   // Its own timeout, so the file also runs alone under libfaketime (mocha --no-config).
   this.timeout(60_000);
   it('every posting balances to zero and carries its business key; a sale books gross, what the partner owes and its commission', async () => {

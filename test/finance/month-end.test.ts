@@ -2,13 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createApp } from '../../src/api/app';
-import { registerSearchAttributes } from '../../src/temporal/search-attributes';
-import { ensureTestServer } from '../../src/temporal/tools';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { monthCloseWorkflow, payoutRunWorkflow } from '../../workflows/month-end';
-import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { nextPeriodStart, periodStartOf } from '../../src/finance/periods';
 import { freshDomain, order, quote } from '../helpers/orders';
 import { completedSale } from '../helpers/money';
@@ -19,32 +15,20 @@ type Settlements = { data: Array<{ period_start: string; status: string; gross_s
 type Transactions = { data: Array<{ order_id: string; occurred_at: string; gross_cents: number; commission_cents: number }> };
 
 /**
- * The month end needs a clock of its own: this file runs its own time-skipping server (so the
- * suite's shared clock, which other tests push days ahead, does not decide where midnight is),
- * with a worker and an API on it.
+ * The month end needs a clock of its own, as every Temporal test file has (ownTemporal): the
+ * file's time-skipping server, worker and task queue, with the suite's API starting its
+ * workflows there.
  */
 describe('month end on the time-skipping server: settlements close at midnight UTC, then payouts', function () {
+  ownTemporal();
   this.timeout(5 * 60_000);
   let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
   let taskQueue: string;
   let baseUrl: string;
 
-  before(async () => {
+  before(() => {
     const s = getStack();
-    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: await ensureTestServer(s.config.toolCacheDir) } } });
-    await registerSearchAttributes(env.connection, 'default');
-    taskQueue = `month-end-${randomUUID()}`;
-    worker = await suiteWorker(taskQueue, { workflows: { client: env.client, taskQueue } }, env);
-    running = worker.run();
-    baseUrl = await listen(createApp({ ...s.appDeps, workflows: { client: env.client, taskQueue } }));
-  });
-
-  after(async () => {
-    worker.shutdown();
-    await running;
-    await env.teardown();
+    ({ env, taskQueue, baseUrl } = s);
   });
 
   async function skipTo(iso: string): Promise<void> {

@@ -15,7 +15,7 @@ export async function adminWith(env: NodeJS.ProcessEnv, ...args: string[]): Prom
   const s = getStack();
   try {
     const { stdout, stderr } = await run(process.execPath, [path.join(s.config.projectRoot, 'dist/src/admin/cli.js'), ...args], {
-      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_ADDRESS: s.env.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: s.taskQueue, ...env },
+      env: { ...process.env, DATABASE_URL: s.databaseUrl, MASTER_KEY: s.masterKey.toString('hex'), TEMPORAL_NAMESPACE: 'default', ...(env.TEMPORAL_ADDRESS ? {} : { TEMPORAL_ADDRESS: s.env.address, TEMPORAL_TASK_QUEUE: s.taskQueue }), ...env },
     });
     return { code: 0, stdout, stderr };
   } catch (err) {

@@ -1,8 +1,10 @@
 /**
  * The real parts, booted once for the whole mocha run: an embedded Postgres in a fresh
- * directory (or TEST_DATABASE_URL), migrations, the sandbox inventory, Temporal's time-skipping
- * test server, the workflow bundle, the search process (a child process on a Unix socket, as
- * npm start runs it), and the API listening on a real port.
+ * directory (or TEST_DATABASE_URL), migrations, the sandbox inventory, the workflow bundle, the
+ * search process (a child process on a Unix socket, as npm start runs it), and the API listening
+ * on a real port. Temporal is each test file's own (ownTemporal): a time-skipping server, a
+ * worker and a task queue per file, so time one file skips moves only its own workflows, and a
+ * workflow a file leaves running stalls no other file's clock.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +16,8 @@ import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@t
 import { createActivities, type ActivityDeps } from '../../activities';
 import { QuoteTokenSigner } from '../../src/orders/quote-token';
 import type { DataSource } from 'typeorm';
+import type { WorkflowStarter } from '../../src/temporal/start';
+import { workflowStarters } from '../../src/temporal/starters';
 import type Koa from 'koa';
 import { createApp, type AppDeps } from '../../src/api/app';
 import { CredentialService } from '../../src/auth/credentials';
@@ -36,14 +40,17 @@ import { PartnerClient } from '../../src/client/partner-client';
 import { createLogger } from '../../src/logger';
 
 export interface Stack {
-  /** The task queue the suite's API starts workflows on, served by the suite's worker. */
-  taskQueue: string;
+  /** The task queue the suite's API starts workflows on: the calling file's (ownTemporal). */
+  readonly taskQueue: string;
   config: Config;
   databaseUrl: string;
   dataSource: DataSource;
   masterKey: Buffer;
   credentials: CredentialService;
-  env: TestWorkflowEnvironment;
+  /** The calling file's time-skipping server (ownTemporal). */
+  readonly env: TestWorkflowEnvironment;
+  /** The time-skipping server's launcher (src/temporal/tools.ts). */
+  testServer: string;
   workflowBundle: WorkflowBundleWithSourceMap;
   baseUrl: string;
   /** Everything the API wrote to its log during the run (one JSON object per line). */
@@ -55,11 +62,61 @@ export interface Stack {
 }
 
 let stack: Stack | undefined;
+let current: { env: TestWorkflowEnvironment; taskQueue: string } | undefined;
 const cleanups: Array<() => Promise<void>> = [];
 
 export function getStack(): Stack {
   if (!stack) throw new Error('the test stack is not up (is test/helpers/hooks loaded?)');
   return stack;
+}
+
+function fileTemporal(): { env: TestWorkflowEnvironment; taskQueue: string } {
+  if (!current) throw new Error('this test file has no Temporal: call ownTemporal() first in its top describe');
+  return current;
+}
+
+/** What the suite's API starts workflows with: the current file's server and task queue. */
+const fileWorkflows: WorkflowStarter = {
+  get client() {
+    return fileTemporal().env.client;
+  },
+  get taskQueue() {
+    return fileTemporal().taskQueue;
+  },
+};
+
+/**
+ * Gives the calling test file (call it first in its top describe) a time-skipping server of its
+ * own, and a worker on a task queue of its own running (worker.runUntil) until the file's last
+ * hook; the suite's API starts its workflows there meanwhile. The server goes with the file, and
+ * with it every workflow the file left running.
+ */
+export function ownTemporal(): void {
+  let finish: () => void = () => undefined;
+  let running: Promise<void> | undefined;
+  let env: TestWorkflowEnvironment | undefined;
+  before(async function () {
+    this.timeout(60_000);
+    const s = getStack();
+    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: s.testServer } } });
+    await registerSearchAttributes(env.connection, 'default');
+    const taskQueue = `partner-api-test-${randomBytes(4).toString('hex')}`;
+    const worker = await suiteWorker(taskQueue, { workflows: { client: env.client, taskQueue } }, env);
+    running = worker.runUntil(new Promise<void>((resolve) => (finish = resolve)));
+    // A worker that fails fails the file's next hook, not the process.
+    running.catch(() => undefined);
+    current = { env, taskQueue };
+  });
+  after(async function () {
+    this.timeout(60_000);
+    current = undefined;
+    finish();
+    try {
+      await running;
+    } finally {
+      await env?.teardown();
+    }
+  });
 }
 
 /** Starts an HTTP server for a Koa app on a free port; closed after the run. */
@@ -101,24 +158,8 @@ export async function bootStack(): Promise<Stack> {
   await importSandboxInventory(dataSource, config.projectRoot);
 
   installTemporalRuntime('error');
-  const launcher = await ensureTestServer(config.toolCacheDir);
-  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: launcher } } });
-  cleanups.push(() => env.teardown());
-  await registerSearchAttributes(env.connection, 'default');
+  const testServer = await ensureTestServer(config.toolCacheDir);
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
-  // One worker for the suite's API on its own task queue; tests that stop workers make their own.
-  const taskQueue = `partner-api-test-${randomBytes(4).toString('hex')}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle,
-    activities: createActivities({ dataSource, masterKey, allowLoopbackWebhooks: config.webhooks.allowLoopback, workflows: { client: env.client, taskQueue } }),
-  });
-  const workerRun = worker.run();
-  cleanups.push(async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
-  });
   const quoteSigner = QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem());
   // The search process, with its data directory (embeddings) in the tool cache so that only the
   // first run on a machine embeds the inventory, and its socket in a fresh directory.
@@ -147,28 +188,53 @@ export async function bootStack(): Promise<Stack> {
     credentials,
     secretBox: new SecretBox(masterKey),
     search,
-    workflows: { client: env.client, taskQueue },
+    workflows: fileWorkflows,
     quoteSigner,
     logger: createLogger('info', { write: (line: string) => { logLines.push(line); if (line.includes('"level":50')) process.stderr.write(line); } }),
-    temporalReady: temporalReadiness(env.connection),
+    temporalReady: async () => temporalReadiness(fileTemporal().env.connection)(),
   };
   const baseUrl = await listen(createApp(appDeps));
-  stack = { taskQueue, config, databaseUrl: postgres.url, dataSource, masterKey, credentials, env, workflowBundle, baseUrl, logLines, searchProcess, searchLines, appDeps };
+  stack = {
+    get taskQueue() {
+      return fileTemporal().taskQueue;
+    },
+    get env() {
+      return fileTemporal().env;
+    },
+    testServer,
+    config,
+    databaseUrl: postgres.url,
+    dataSource,
+    masterKey,
+    credentials,
+    workflowBundle,
+    baseUrl,
+    logLines,
+    searchProcess,
+    searchLines,
+    appDeps,
+  };
   process.stderr.write(`      (test stack up in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
   return stack;
 }
 
 /**
  * A worker of its own for a test file: the suite's workflow bundle and the real activities (over
- * the suite's database), on `taskQueue` of `env` (the suite's time-skipping server unless given).
+ * the suite's database), on `taskQueue` of `env` (the calling file's time-skipping server unless given).
  */
-export async function suiteWorker(taskQueue: string, deps: Partial<ActivityDeps> = {}, env: TestWorkflowEnvironment = getStack().env): Promise<Worker> {
+export async function suiteWorker(
+  taskQueue: string,
+  { workflows, ...deps }: Partial<ActivityDeps> & { workflows?: WorkflowStarter } = {},
+  env: TestWorkflowEnvironment = getStack().env,
+): Promise<Worker> {
   const s = getStack();
   return Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: s.workflowBundle,
-    activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, ...deps }),
+    // A workflow's activity that ignores cancellation does not hold a test file's end for long.
+    shutdownForceTime: '10 seconds',
+    activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, ...(workflows ? { starters: workflowStarters(workflows, s.dataSource) } : {}), ...deps }),
   });
 }
 

@@ -9,7 +9,8 @@ import { createApp } from '../../src/api/app';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { Partner } from '../../src/db/entities/partner';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
+import { workflowStarters } from '../../src/temporal/starters';
 import { buy, count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import { recordHistory } from '../helpers/histories';
 
@@ -25,6 +26,7 @@ async function eventTypes(orderPublicId: string): Promise<string[]> {
 }
 
 describe('fulfilment and domain transfer (a workflow per order)', () => {
+  ownTemporal();
   it('runs from PAYMENT_RECORDED to TRANSFER_COMPLETED, with a timed timeline, the sale booked and every change an event', async () => {
     const { client, partnerId } = await newPartner();
     const o = await buy(client);
@@ -172,7 +174,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     await assert.rejects(s.env.client.workflow.getHandle(`order:${orphan.public_id}`).describe(), WorkflowNotFoundError);
 
     await s.dataSource.query(`UPDATE orders SET created_at = created_at - interval '1 minute' WHERE public_id = $1`, [orphan.public_id]);
-    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: s.env.client, taskQueue: s.taskQueue } });
+    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, starters: workflowStarters({ client: s.env.client, taskQueue: s.taskQueue }, s.dataSource) });
     assert.ok(((await new MockActivityEnvironment().run(activities.startUnstartedFulfilments, { olderThanSeconds: 30 })) as number) >= 1);
     assert.equal((await fulfilmentResult(orphan.public_id)).status, 'TRANSFER_COMPLETED');
     assert.equal(await count('SELECT 1 FROM orders WHERE public_id = $1 AND workflow_started', [orphan.public_id]), 1);

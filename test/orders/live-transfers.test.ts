@@ -6,7 +6,7 @@ import { importInventory, parseInventoryCsv } from '../../src/discovery/inventor
 import type { PartnerClient } from '../../src/client/partner-client';
 import { orderWorkflowId, transferOutcomeUpdate } from '../../workflows/messages';
 import { BusinessStatus } from '../../workflows/search-attributes';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import { recordHistory } from '../helpers/histories';
 import { admin } from '../helpers/admin';
@@ -40,6 +40,7 @@ async function awaitingOperator(client: PartnerClient, publicId: string): Promis
 }
 
 describe('live transfers: without a registrar adapter, operators record each outcome (CONTRACT §6, §12)', () => {
+  ownTemporal();
   it('a live order is never completed by simulation (sandbox inputs do nothing): it waits for an operator, reminds them, and the admin command completes it', async () => {
     const s = getStack();
     const { client, partnerId } = await newPartner({ environment: 'live' });

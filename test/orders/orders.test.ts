@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { Domain } from '../../src/db/entities/domain';
 import { Order } from '../../src/db/entities/order';
 import { randomUUID } from 'node:crypto';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { buy, count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 
 type ErrorBody = { error: { code: string; request_id: string } };
 const code = (body: unknown) => (body as ErrorBody).error.code;
 
 describe('orders: recording a partner-collected sale (CONTRACT §6)', () => {
+  ownTemporal();
   it('answers 201 with the order, PAYMENT_RECORDED first in its timeline', async () => {
     const { client } = await newPartner();
     const domain = await freshDomain();

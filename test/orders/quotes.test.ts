@@ -4,11 +4,12 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import { createPartner } from '../../src/partners/partners';
 import { SCOPES } from '../../src/auth/scopes';
 import { PartnerClient } from '../../src/client/partner-client';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { freshDomain, order, quote, quoteResult } from '../helpers/orders';
 import { recordHistory } from '../helpers/histories';
 
 describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () => {
+  ownTemporal();
   it('answers 201 with the price, expires_at 10 minutes on and a token that verifies offline against the published keys', async () => {
     const { client, partnerId } = await newPartner();
     const domain = await freshDomain();

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 import { buy, count, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { recordHistory } from '../helpers/histories';
@@ -36,6 +36,7 @@ async function registryState(orderPublicId: string): Promise<string | undefined>
 }
 
 describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
+  ownTemporal();
   it('a transfer in flight is cancelled first: once the registrar confirms, 201, REFUNDED, the name back on sale, no sale booked; asking again answers the same refund with 200', async () => {
     const { client, partnerId } = await newPartner();
     const o = await buy(client, 'pay_stall_transfer_refund');

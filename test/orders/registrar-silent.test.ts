@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createApp } from '../../src/api/app';
 import { SandboxRegistrar, type RegistrarPort } from '../../src/orders/registrar';
 import { fulfilmentStateQuery, orderWorkflowId, transferOutcomeUpdate } from '../../workflows/messages';
-import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
+import { getStack, listen, newPartner, suiteWorker, ownTemporal } from '../helpers/stack';
 import { buy, type OrderBody } from '../helpers/orders';
 import { waitUntil } from '../helpers/receiver';
 import type { PartnerClient } from '../../src/client/partner-client';
@@ -15,6 +15,7 @@ import { recordHistory } from '../helpers/histories';
  * a cancelled transfer is handed to an operator instead of being polled for ever.
  */
 describe('a registrar that stops answering: bounded by the 5-day transfer deadline', function () {
+  ownTemporal();
   this.timeout(5 * 60_000);
 
   async function withRegistrar(registrar: RegistrarPort, body: (client: PartnerClient, workflows: { taskQueue: string }) => Promise<void>): Promise<void> {

@@ -3,7 +3,7 @@ import type { Browser } from 'playwright-core';
 import { revokeProgressLink } from '../../src/brokerage/moves';
 import { caseRow, moveThrough, openCase } from '../helpers/brokerage';
 import { launchBrowser, screenshots } from '../helpers/browser';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { Partner } from '../../src/db/entities/partner';
 
 function money(cents: number): string {
@@ -11,6 +11,7 @@ function money(cents: number): string {
 }
 
 describe("the buyer's brokerage progress page, in Chromium (CONTRACT §10)", function () {
+  ownTemporal();
   this.timeout(120_000);
   let browser: Browser;
   before(async () => {

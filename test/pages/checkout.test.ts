@@ -5,7 +5,7 @@ import { Order } from '../../src/db/entities/order';
 import { checkoutWorkflowId } from '../../workflows/messages';
 import { launchBrowser, partnerSite, screenshots } from '../helpers/browser';
 import { recordHistory } from '../helpers/histories';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { freshDomain, fulfilmentResult, order, quote } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
 
@@ -26,6 +26,7 @@ async function fillCard(page: Page, card = '4242 4242 4242 4242'): Promise<void>
 }
 
 describe('the hosted checkout page, in Chromium (CONTRACT §9)', function () {
+  ownTemporal();
   this.timeout(120_000);
   let browser: Browser;
   before(async () => {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { Order } from '../../src/db/entities/order';
 import { freshDomain } from '../helpers/orders';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
 const BROWSER = { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36' };
 
 describe('buyer pages: crafted requests get a clear 4xx page, never a 500', () => {
+  ownTemporal();
   it('an asset named like an object property, an oversized or aborted form, a NUL behind a malformed escape', async () => {
     const base = getStack().baseUrl;
     for (const file of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
@@ -27,6 +28,7 @@ describe('buyer pages: crafted requests get a clear 4xx page, never a 500', () =
 });
 
 describe('"Buy now" on a name\'s page: a burst of presses opens one checkout session', () => {
+  ownTemporal();
   it('20 presses at once for one name share one session (and one seven-day workflow)', async () => {
     const s = getStack();
     const name = (await freshDomain()).name;
@@ -68,6 +70,7 @@ async function checkoutForm() {
 }
 
 describe('sandbox pages say so, live ones do not', () => {
+  ownTemporal();
   it('the marketplace search page carries the sandbox banner only with env=sandbox', async () => {
     const base = getStack().baseUrl;
     const sandbox = await (await fetch(`${base}/search?env=sandbox&q=coffee`, { headers: BROWSER })).text();
@@ -78,6 +81,7 @@ describe('sandbox pages say so, live ones do not', () => {
 });
 
 describe('hosted checkout: concurrent submits of one session, and declined cards', () => {
+  ownTemporal();
   it('15 submits at once with the slow card pay once, and while they wait the API still gets database connections', async function () {
     this.timeout(60_000);
     const s = getStack();

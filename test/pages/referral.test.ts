@@ -7,7 +7,7 @@ import { reconcile } from '../../src/finance/reconcile';
 import { launchBrowser, screenshots } from '../helpers/browser';
 import { recordHistory } from '../helpers/histories';
 import { affiliatePartner, BROWSER_UA, eventually } from '../helpers/referral';
-import { getStack } from '../helpers/stack';
+import { getStack, ownTemporal } from '../helpers/stack';
 import { freshDomain, fulfilmentResult } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { admin } from '../helpers/admin';
@@ -22,6 +22,7 @@ async function commissions(client: PartnerClient): Promise<Commissions> {
 }
 
 describe('referral end to end in Chromium: click, landing page, Buy now, checkout, commission pending → accrued → paid out', function () {
+  ownTemporal();
   this.timeout(120_000);
   let browser: Browser;
   before(async () => {

@@ -7,9 +7,11 @@ import { completedSale } from '../helpers/money';
 import { recordReferredSale } from '../../src/referral/commissions';
 import { reconcile } from '../../src/finance/reconcile';
 import { affiliatePartner } from '../helpers/referral';
-import { getStack } from '../helpers/stack';
+import { getStack, ownTemporal } from '../helpers/stack';
+import { workflowStarters } from '../../src/temporal/starters';
 
 describe('the recovery sweep and referred sales', () => {
+  ownTemporal();
   it('starts the 30-day window of a referred sale whose workflow a crash left unstarted, once', async () => {
     const s = getStack();
     const { partnerId, client } = await affiliatePartner();
@@ -21,7 +23,7 @@ describe('the recovery sweep and referred sales', () => {
       recordReferredSale(tx, { linkCode: linkRow.code, environment: 'sandbox', orderId: order.id, buyerEmail: 'jane@example.com', domain: order.domain, amountCents: order.salePriceCents, currency: 'USD', at: new Date(Date.now() - 5 * 60_000) }),
     ))!;
     assert.equal(sale.workflowStarted, false);
-    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: s.env.client, taskQueue: s.taskQueue } });
+    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, starters: workflowStarters({ client: s.env.client, taskQueue: s.taskQueue }, s.dataSource) });
     assert.ok(((await new MockActivityEnvironment().run(activities.startUnstartedReferralWindows, { olderThanSeconds: 60 })) as number) >= 1);
     assert.equal((await s.env.client.workflow.getHandle(referralWorkflowId(sale.publicId)).describe()).status.name, 'RUNNING');
     assert.equal((await s.dataSource.getRepository(ReferralSale).findOneByOrFail({ id: sale.id })).workflowStarted, true);

@@ -22,13 +22,14 @@ import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { rawRequest } from '../helpers/raw-request';
 import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
-import { getStack, listen, newPartner, searchProcessEnv } from '../helpers/stack';
+import { getStack, listen, newPartner, searchProcessEnv, ownTemporal } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
 
 const dist = path.resolve(__dirname, '..', '..');
 
 describe('search process', () => {
+  ownTemporal();
   it('the API process loads no model, dictionary or vector index: none of their modules is required by its entry point\'s imports', () => {
     // A fresh Node loads what src/main/api.ts imports (not api.js itself, which would start a server).
     const script = `

@@ -10,7 +10,7 @@ import { lateDeliveries, notifyEventsAppended, wakeDelivery } from '../../src/we
 import { registerEndpoint } from '../../src/webhooks/endpoints';
 import { SecretBox } from '../../src/auth/secret-box';
 import { webhookWorkflowId } from '../../workflows/messages';
-import { getStack, newPartner, suiteWorker } from '../helpers/stack';
+import { getStack, newPartner, suiteWorker, ownTemporal } from '../helpers/stack';
 import { startReceiver, waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
 
@@ -24,6 +24,7 @@ const MAX_EVENTS_PER_RUN = 2_000;
  * and a new event every hour, for 3 days, while another partner on the same worker is served.
  */
 describe('webhook delivery history: a partner down for days stays small and stalls no one', () => {
+  ownTemporal();
   it('a wake-up never adds history to a busy delivery: 71 hours down with new events keeps each run under 2,000 events, and another partner is delivered meanwhile', async function () {
     this.timeout(10 * 60_000);
     const s = getStack();

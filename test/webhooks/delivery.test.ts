@@ -9,7 +9,8 @@ import { signWebhook, verifyWebhook, WebhookVerificationError } from '../../src/
 import { appendEvent } from '../../src/events/outbox';
 import { wakeDelivery } from '../../src/webhooks/notify';
 import { webhookWorkflowId } from '../../workflows/messages';
-import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
+import { getStack, listen, newPartner, suiteWorker, ownTemporal } from '../helpers/stack';
+import { workflowStarters } from '../../src/temporal/starters';
 import { buy, fulfilmentResult } from '../helpers/orders';
 import { startReceiver, waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
@@ -28,6 +29,7 @@ async function historyIds(client: Awaited<ReturnType<typeof newPartner>>['client
 }
 
 describe('webhook delivery (a Temporal workflow per partner)', () => {
+  ownTemporal();
   it('delivers every event, in history order, signed so that verifyWebhook accepts it', async () => {
     const receiver = await startReceiver();
     try {
@@ -108,7 +110,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
         connection: s.env.nativeConnection,
         taskQueue,
         workflowBundle: s.workflowBundle,
-        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflows }),
+        activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, starters: workflowStarters(workflows, s.dataSource) }),
         maxCachedWorkflows: 0,
       });
     const receiver = await startReceiver(() => 502);

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { PartnerClient } from '../../src/client/partner-client';
 import { appendEvent } from '../../src/events/outbox';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { buy, fulfilmentResult } from '../helpers/orders';
 
 type Page = { data: Array<{ id: string; type: string; created_at: string; data: { public_id?: string } }>; next_cursor: string };
 
 describe('event history (GET /api/partner/v1/events)', () => {
+  ownTemporal();
   it("replays the partner's own events oldest first; next_cursor is never null and an empty page gives it back", async () => {
     const { client } = await newPartner();
     const other = await newPartner();

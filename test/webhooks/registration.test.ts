@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { createApp } from '../../src/api/app';
 import { PartnerClient } from '../../src/client/partner-client';
-import { getStack, listen, newPartner } from '../helpers/stack';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 
 type Err = { error: { code: string; details?: Array<{ field: string; issue: string }> } };
 const SECRET = 'whsec_0123456789abcdef';
 
 describe('webhook registration (PUT /api/partner/webhooks)', () => {
+  ownTemporal();
   it('registers an endpoint and answers 200 { url, enabled, updated_at }; registering again replaces it', async () => {
     const { client } = await newPartner({ scopes: ['webhook'] });
     const first = await client.request<{ url: string; enabled: boolean; updated_at: string }>('PUT', '/api/partner/webhooks', { body: { url: 'http://127.0.0.1:9/hooks', secret: SECRET } });

@@ -37,4 +37,16 @@ describe('workflows are started by name from one catalog, and no import circle r
     }
     assert.deepEqual(offenders, []);
   });
+
+  it('activities start no workflow themselves: the starters come through their deps (src/temporal/starters.ts)', () => {
+    const root = getStack().config.projectRoot;
+    const offenders: string[] = [];
+    const starting = /from '[^']*(?:@temporalio\/client|temporal\/start|temporal\/starters|orders\/start-workflows)'|(?<![.\w])(?:startWorkflow|startOrderFulfilment|startReferralCommission|wakeDelivery|notifyEventsAppended)\(/;
+    for (const file of sources(path.join(root, 'activities'))) {
+      const text = readFileSync(file, 'utf8').replace(/^import type .*$/gm, '');
+      const found = starting.exec(text);
+      if (found) offenders.push(`${path.relative(root, file)}: ${found[0]}`);
+    }
+    assert.deepEqual(offenders, []);
+  });
 });

@@ -5,7 +5,8 @@ import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Worker } from '@temporalio/worker';
 import { fulfilmentRecoveryWorkflow } from '../../workflows';
 import { ROUNDS_PER_RUN } from '../../workflows/fulfilment-recovery';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal } from '../helpers/stack';
+import { workflowStarters } from '../../src/temporal/starters';
 import type { Client } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities';
@@ -21,6 +22,7 @@ const EventType = temporal.api.enums.v1.EventType;
 const HISTORY_WARNING = 10_240;
 
 describe('fulfilment recovery sweep (time-skipping server)', () => {
+  ownTemporal();
   it('continues as new well before its history reaches the 10,240-event warning', async function () {
     this.timeout(5 * 60_000);
     const s = getStack();
@@ -117,7 +119,7 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
       if (workflowId === webhookWorkflowId(refused, 'sandbox')) throw new Error('signal refused: too many signals');
       woken.push(workflowId);
     }
-    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, workflows: { client: client as unknown as Client, taskQueue: 'unused' } });
+    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, starters: workflowStarters({ client: client as unknown as Client, taskQueue: 'unused' }, s.dataSource) });
     const warnings: string[] = [];
     const logger = new DefaultLogger('WARN', (entry) => warnings.push(entry.message));
     const count = await new MockActivityEnvironment(undefined, { logger }).run(activities.wakeLateDeliveries);

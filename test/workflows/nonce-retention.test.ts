@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { nonceRetentionWorkflow } from '../../workflows';
-import { getStack } from '../helpers/stack';
+import { getStack, ownTemporal } from '../helpers/stack';
 import { waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
 
@@ -13,6 +13,7 @@ async function nonceExists(keyId: string, nonce: string): Promise<boolean> {
 }
 
 describe('nonce retention workflow (time-skipping server)', () => {
+  ownTemporal();
   it('prunes nonces 15 minutes after they were seen, every 5 minutes, on the workflow clock', async () => {
     const s = getStack();
     const keyId = `pk_test_retention${randomUUID().replace(/-/g, '').slice(0, 16)}`;
