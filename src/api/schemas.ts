@@ -20,6 +20,9 @@ export const ErrorBody = z
   .openapi('Error');
 
 export const Currency = z.string().length(3).openapi({ description: 'ISO 4217 code; USD in the sandbox', example: 'USD' });
+export const CURRENCY_CODE = /^[A-Z]{3}$/;
+/** A currency a list is filtered by: an ISO 4217 code in capitals. */
+export const CurrencyFilter = z.string().regex(CURRENCY_CODE, 'an ISO 4217 currency code in capitals, such as USD').openapi({ example: 'USD' });
 
 export const Cents = z.number().int().min(0).openapi({ description: 'integer count of minor units (cents)' });
 

@@ -218,7 +218,7 @@ export async function payForSession(
     if (session.declinedAttempts >= MAX_DECLINED_ATTEMPTS) return { kind: 'too_many_declines' };
     const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: session.domainId }).getOneOrFail();
     if (domain.status !== 'listed') return { kind: 'unavailable', reason: `${domain.name} has just been ${domain.status === 'sold' ? 'sold' : 'reserved by another buyer'}.` };
-    if (domain.buyNowPriceCents !== session.priceCents) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
+    if (domain.buyNowPriceCents !== session.priceCents || domain.currency !== session.currency) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
     const processor = deps.payments[session.environment];
     if (!processor) return { kind: 'no_processor' };
 
@@ -242,6 +242,7 @@ export async function payForSession(
       partnerId: session.partnerId,
       environment: session.environment,
       domain,
+      price: { cents: session.priceCents, currency: session.currency },
       paymentModel: 'service_collected',
       externalPaymentRef: auth.paymentRef,
       checkoutSessionId: session.id,
@@ -252,6 +253,7 @@ export async function payForSession(
       ? await recordReferredSale(tx, {
           linkCode: referral.linkCode,
           environment: session.environment,
+          sellerPartnerId: session.partnerId,
           orderId: sale.id,
           buyerEmail: buyer.email,
           domain: domain.name,

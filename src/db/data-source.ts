@@ -42,6 +42,7 @@ import { ListingNotifySize1795001600000 } from './migrations/1795001600000-listi
 import { IdempotentReplayBytes1795001700000 } from './migrations/1795001700000-idempotent-replay-bytes';
 import { CheckoutDeclines1795001800000 } from './migrations/1795001800000-checkout-declines';
 import { DeliveryIdle1795001900000 } from './migrations/1795001900000-delivery-idle';
+import { SettlementCurrency1795002000000 } from './migrations/1795002000000-settlement-currency';
 
 export const entities = [
   Partner,
@@ -98,6 +99,7 @@ export const migrations = [
   IdempotentReplayBytes1795001700000,
   CheckoutDeclines1795001800000,
   DeliveryIdle1795001900000,
+  SettlementCurrency1795002000000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

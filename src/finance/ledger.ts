@@ -3,8 +3,8 @@
  * entries sum to zero, once per idempotency key, in the same database transaction as the state
  * change that causes it, into the period it belongs to.
  *
- * Periods: a posting goes into the month of its `occurredAt` unless that month's settlement is
- * already closed for the partner, in which case it goes into the next month that is not. The
+ * Periods: a posting goes into the month of its `occurredAt` unless that month's settlement (of
+ * the posting's currency: sums never add two currencies) is already closed for the partner, in which case it goes into the next month that is not. The
  * booking holds the settlement row's lock until commit and the close takes the same lock, so a
  * closed settlement can never receive a posting: it never changes.
  */
@@ -66,7 +66,7 @@ export async function openPeriodFor(tx: EntityManager, partnerId: string, enviro
     const settlement = await settlements
       .createQueryBuilder('s')
       .setLock('pessimistic_write')
-      .where('s.partner_id = :partnerId AND s.environment = :environment AND s.period_start = :periodStart', { partnerId, environment, periodStart })
+      .where('s.partner_id = :partnerId AND s.environment = :environment AND s.period_start = :periodStart AND s.currency = :currency', { partnerId, environment, periodStart, currency })
       .getOneOrFail();
     if (settlement.status === 'open') return periodStart;
   }

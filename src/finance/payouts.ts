@@ -3,7 +3,8 @@
  * brokerage shares; referral commissions later) is paid by a payout run. A payout is its lines:
  * each line is one posting whose `service_owes_partner` credit it pays, a posting at most once
  * (unique line), so a retried or doubled run pays nothing twice. The payout's own posting debits
- * that account by the same amount. Amounts and breakdowns are sums over those entries.
+ * that account by the same amount. Amounts and breakdowns are sums over those entries. Sums never
+ * add two currencies: a run makes one payout per partner and currency owed.
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../config';
@@ -30,6 +31,7 @@ async function unpaid(manager: EntityManager, environment: Environment, partnerI
     .addSelect('p.partner_id', 'partner_id')
     .addSelect("to_char(p.period_start, 'YYYY-MM-DD')", 'period_start')
     .addSelect('-sum(e.amount_cents)', 'owed')
+    // A posting is in one currency (ledger.post), so its entries' currency is the posting's.
     .addSelect('min(e.currency)', 'currency')
     .where("e.account = :payable AND p.kind <> 'payout' AND p.environment = :environment AND l.posting_id IS NULL", { payable: ACCOUNT.serviceOwesPartner, environment })
     .groupBy('p.id');
@@ -38,8 +40,9 @@ async function unpaid(manager: EntityManager, environment: Environment, partnerI
 }
 
 /**
- * Pays every partner of the environment what is payable now. A partner whose net payable is not
- * positive (clawbacks above commissions) is carried to the next run. Returns the payouts made.
+ * Pays every partner of the environment what is payable now, one payout per currency. A partner
+ * whose net payable in a currency is not positive (clawbacks above commissions) is carried to the
+ * next run in that currency. Returns the payouts made.
  * `onEach` runs before each partner (the activity heartbeats there, and may stop).
  */
 export async function runPayouts(dataSource: DataSource, environment: Environment, at: Date, onEach: () => void = () => undefined): Promise<PayoutView[]> {
@@ -47,47 +50,57 @@ export async function runPayouts(dataSource: DataSource, environment: Environmen
   const made: PayoutView[] = [];
   for (const partnerId of partnerIds) {
     onEach();
-    const payout = await dataSource.transaction(async (tx) => {
+    const payouts = await dataSource.transaction(async (tx) => {
       // One run per partner at a time: the partner's row lock.
       await tx.getRepository(Partner).createQueryBuilder('p').setLock('pessimistic_write').where('p.id = :partnerId', { partnerId }).getOneOrFail();
-      const lines = await unpaid(tx, environment, partnerId);
-      const amount = lines.reduce((sum, l) => sum + l.owed, 0);
-      if (amount <= 0) return undefined;
-      const periods = lines.map((l) => l.period_start).sort();
-      const row = await tx.getRepository(Payout).save(
-        tx.getRepository(Payout).create({
-          publicId: publicId('po'),
-          partnerId,
-          environment,
-          periodStart: periods[0],
-          periodEnd: periodEndOf(periods[periods.length - 1]),
-          currency: lines[0].currency,
-          status: 'paid',
-          paidAt: at,
-        }),
-      );
-      await tx.getRepository(PayoutLine).insert(lines.map((l) => ({ payoutId: row.id, postingId: l.posting_id })));
-      await post(tx, {
-        idempotencyKey: `payout:${row.id}`,
-        partnerId,
-        environment,
-        kind: 'payout',
-        paymentModel: null,
-        transactionId: null,
-        payoutId: row.id,
-        occurredAt: at,
-        currency: row.currency,
-        settled: false,
-        entries: [
-          { account: ACCOUNT.serviceOwesPartner, amountCents: amount },
-          { account: ACCOUNT.serviceCash, amountCents: -amount },
-        ],
-      });
-      return row;
+      const owed = await unpaid(tx, environment, partnerId);
+      const created: Payout[] = [];
+      for (const currency of [...new Set(owed.map((l) => l.currency))].sort()) {
+        const payout = await payOut(tx, partnerId, environment, at, currency, owed.filter((l) => l.currency === currency));
+        if (payout) created.push(payout);
+      }
+      return created;
     });
-    if (payout) made.push((await payoutViews(dataSource.manager, [payout]))[0]);
+    made.push(...(await payoutViews(dataSource.manager, payouts)));
   }
   return made;
+}
+
+/** One payout of a partner's unpaid lines in one currency, when they come to more than zero. */
+async function payOut(tx: EntityManager, partnerId: string, environment: Environment, at: Date, currency: string, lines: Awaited<ReturnType<typeof unpaid>>): Promise<Payout | undefined> {
+  const amount = lines.reduce((sum, l) => sum + l.owed, 0);
+  if (amount <= 0) return undefined;
+  const periods = lines.map((l) => l.period_start).sort();
+  const row = await tx.getRepository(Payout).save(
+    tx.getRepository(Payout).create({
+      publicId: publicId('po'),
+      partnerId,
+      environment,
+      periodStart: periods[0],
+      periodEnd: periodEndOf(periods[periods.length - 1]),
+      currency,
+      status: 'paid',
+      paidAt: at,
+    }),
+  );
+  await tx.getRepository(PayoutLine).insert(lines.map((l) => ({ payoutId: row.id, postingId: l.posting_id })));
+  await post(tx, {
+    idempotencyKey: `payout:${row.id}`,
+    partnerId,
+    environment,
+    kind: 'payout',
+    paymentModel: null,
+    transactionId: null,
+    payoutId: row.id,
+    occurredAt: at,
+    currency: row.currency,
+    settled: false,
+    entries: [
+      { account: ACCOUNT.serviceOwesPartner, amountCents: amount },
+      { account: ACCOUNT.serviceCash, amountCents: -amount },
+    ],
+  });
+  return row;
 }
 
 /** Amount and breakdown of each payout, summed from the entries its lines pay. */
@@ -130,12 +143,13 @@ export async function payoutViews(manager: EntityManager, payouts: Payout[]): Pr
 }
 
 /** Newest first, keyset-paginated on (paid_at, id). */
-export async function listPayouts(dataSource: DataSource, partnerId: string, environment: Environment, page: { limit: number; cursor?: { paidAt: string; id: string } }) {
+export async function listPayouts(dataSource: DataSource, partnerId: string, environment: Environment, page: { limit: number; currency?: string; cursor?: { paidAt: string; id: string } }) {
   const q = dataSource
     .getRepository(Payout)
     .createQueryBuilder('p')
     .addSelect(`to_char(p.paid_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, 'cursor_at')
     .where('p.partner_id = :partnerId AND p.environment = :environment', { partnerId, environment });
+  if (page.currency) q.andWhere('p.currency = :currency', { currency: page.currency });
   if (page.cursor) q.andWhere('(p.paid_at, p.id) < (CAST(:at AS timestamptz), CAST(:id AS uuid))', { at: page.cursor.paidAt, id: page.cursor.id });
   const { entities, raw } = await q.orderBy('p.paid_at', 'DESC').addOrderBy('p.id', 'DESC').limit(page.limit + 1).getRawAndEntities<{ cursor_at: string }>();
   const shown = entities.slice(0, page.limit);

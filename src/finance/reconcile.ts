@@ -16,7 +16,7 @@ import { Settlement } from '../db/entities/settlement';
 import { Order } from '../db/entities/order';
 import { ReferralSale } from '../db/entities/referral';
 import { ACCOUNT } from './ledger';
-import { figuresFromLedger } from './settlements';
+import { figuresFromLedger, periodKey } from './settlements';
 
 export interface Difference {
   kind: 'posting' | 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale';
@@ -85,7 +85,7 @@ export async function reconcile(dataSource: DataSource, environment?: Environmen
   // 3. Each closed settlement's snapshot equals the sums over its period's entries.
   const closed = await inEnv(manager.getRepository(Settlement).createQueryBuilder('s').where("s.status = 'closed'"), 's').getMany();
   for (const s of closed) {
-    const live = (await figuresFromLedger(manager, s.partnerId, s.environment, [s.periodStart])).get(s.periodStart)!;
+    const live = (await figuresFromLedger(manager, s.partnerId, s.environment, [s])).get(periodKey(s.periodStart, s.currency))!;
     const stored = { gross_sold_cents: s.grossSoldCents, commission_retained_cents: s.commissionRetainedCents, amount_owed_to_service_cents: s.amountOwedToServiceCents };
     for (const field of Object.keys(live) as Array<keyof typeof live>) {
       if (stored[field] !== live[field]) differences.push({ kind: 'settlement', id: s.publicId, field, stored: stored[field], from_ledger: live[field] });

@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { ApiError } from '../api/errors';
 import { Cursor, DateBound, decodeCursor, encodeCursor, Limit, isCalendarDate, isCursorTime } from '../api/lists';
 import { defineRoute, type RouteSpec } from '../api/route';
-import { Currency, z } from '../api/schemas';
+import { Currency, CURRENCY_CODE, CurrencyFilter, z } from '../api/schemas';
 import { UUID_ANY } from '../ids';
 import { listPayouts } from './payouts';
 import { listSettlements } from './settlements';
@@ -72,12 +72,13 @@ export function financeRoutes(deps: { dataSource: DataSource }): RouteSpec[] {
       tag: 'Money',
       summary: 'Every sale through the partner, newest first, with totals over the whole filtered set',
       description:
-        '`from`/`to` bound `occurred_at` (inclusive; a date alone is that whole UTC day). `totals.count` counts every row of the filtered set; `gmv_cents` and `commission_cents` sum its `completed` rows. A sale undone after it was booked reads `reversed`; the reversal itself is booked in the settlement period in which it happened.',
+        '`from`/`to` bound `occurred_at` (inclusive; a date alone is that whole UTC day). Rows and totals are those of one `currency` (default `USD`): sums never add two currencies. `totals.count` counts every row of the filtered set; `gmv_cents` and `commission_cents` sum its `completed` rows. A sale undone after it was booked reads `reversed`; the reversal itself is booked in the settlement period in which it happened.',
       query: z.object({
         from: DateBound('from'),
         to: DateBound('to'),
         status: z.enum(['completed', 'reversed']).optional(),
         payment_model: z.enum(['partner_collected', 'service_collected', 'brokerage']).optional(),
+        currency: CurrencyFilter.default('USD').openapi({ description: 'the currency whose sales are listed and totalled (ISO 4217); sums never add two currencies' }),
         limit: Limit,
         cursor: Cursor,
       }),
@@ -94,10 +95,10 @@ export function financeRoutes(deps: { dataSource: DataSource }): RouteSpec[] {
       },
       errors: ['validation_error'],
       handler: async ({ query, auth }) => {
-        const filter = { from: query.from, to: query.to, status: query.status, paymentModel: query.payment_model };
+        const filter = { from: query.from, to: query.to, status: query.status, paymentModel: query.payment_model, currency: query.currency };
         const [page, totals] = await Promise.all([
           listTransactions(dataSource, auth.partnerId, auth.environment, filter, { limit: query.limit, cursor: keyset(query.cursor) }),
-          transactionTotals(dataSource, auth.partnerId, auth.environment, filter, 'USD'),
+          transactionTotals(dataSource, auth.partnerId, auth.environment, filter),
         ]);
         return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ c: page.next.at, i: page.next.id }) : null, totals } };
       },
@@ -110,15 +111,15 @@ export function financeRoutes(deps: { dataSource: DataSource }): RouteSpec[] {
       tag: 'Money',
       summary: 'Monthly statements of partner-collected sales, newest first',
       description:
-        'Calendar months in UTC, listed from the partner\'s first sale in the month. The current month is `open` and its figures are running sums; shortly after a month ends a scheduled workflow closes it, and a closed settlement never changes (a sale or reversal booked after the close lands in the next open month). `amount_owed_to_service_cents = gross_sold_cents - commission_retained_cents`.',
-      query: z.object({ limit: Limit, cursor: Cursor }),
+        'Calendar months in UTC, one row per month and currency (sums never add two currencies), listed from the partner\'s first sale in the month in that currency; newest month first, then by currency. The current month is `open` and its figures are running sums; shortly after a month ends a scheduled workflow closes it, and a closed settlement never changes (a sale or reversal booked after the close lands in the next open month). `amount_owed_to_service_cents = gross_sold_cents - commission_retained_cents`.',
+      query: z.object({ currency: CurrencyFilter.optional().openapi({ description: 'only this currency (ISO 4217); all when absent' }), limit: Limit, cursor: Cursor }),
       response: { status: 200, description: 'a page of settlements', schema: z.object({ data: z.array(Settlement), next_cursor: z.string().nullable() }).openapi('SettlementList') },
       errors: ['validation_error'],
       handler: async ({ query, auth }) => {
-        const c = query.cursor ? decodeCursor<{ p: string }>(query.cursor, ['p']) : undefined;
-        if (query.cursor && (!c || !/^\d{4}-\d{2}-01$/.test(c.p) || !isCalendarDate(c.p))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
-        const page = await listSettlements(dataSource, auth.partnerId, auth.environment, { limit: query.limit, before: c?.p });
-        return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ p: page.next }) : null } };
+        const c = query.cursor ? decodeCursor<{ p: string; c: string }>(query.cursor, ['p', 'c']) : undefined;
+        if (query.cursor && (!c || !/^\d{4}-\d{2}-01$/.test(c.p) || !isCalendarDate(c.p) || !CURRENCY_CODE.test(c.c))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+        const page = await listSettlements(dataSource, auth.partnerId, auth.environment, { limit: query.limit, after: c ? { periodStart: c.p, currency: c.c } : undefined, currency: query.currency });
+        return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ p: page.next.periodStart, c: page.next.currency }) : null } };
       },
     }),
     defineRoute({
@@ -129,13 +130,13 @@ export function financeRoutes(deps: { dataSource: DataSource }): RouteSpec[] {
       tag: 'Money',
       summary: 'What the service paid the partner, newest first',
       description:
-        'Commissions on service-collected sales and brokerage shares, paid by the monthly payout run (or an operator\'s run). Each payout is the sum of its lines; `breakdown` splits it by where the money came from.',
-      query: z.object({ limit: Limit, cursor: Cursor }),
+        'Commissions on service-collected sales and brokerage shares, paid by the monthly payout run (or an operator\'s run); one payout per currency owed. Each payout is the sum of its lines; `breakdown` splits it by where the money came from.',
+      query: z.object({ currency: CurrencyFilter.optional().openapi({ description: 'only this currency (ISO 4217); all when absent' }), limit: Limit, cursor: Cursor }),
       response: { status: 200, description: 'a page of payouts', schema: z.object({ data: z.array(Payout), next_cursor: z.string().nullable() }).openapi('PayoutList') },
       errors: ['validation_error'],
       handler: async ({ query, auth }) => {
         const cursor = keyset(query.cursor);
-        const page = await listPayouts(dataSource, auth.partnerId, auth.environment, { limit: query.limit, cursor: cursor ? { paidAt: cursor.at, id: cursor.id } : undefined });
+        const page = await listPayouts(dataSource, auth.partnerId, auth.environment, { limit: query.limit, currency: query.currency, cursor: cursor ? { paidAt: cursor.at, id: cursor.id } : undefined });
         return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ c: page.next.paidAt, i: page.next.id }) : null } };
       },
     }),

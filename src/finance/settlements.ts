@@ -1,6 +1,6 @@
 /**
- * Settlements (CONTRACT §8): per partner and calendar month, what its partner-collected sales
- * came to. Open months are summed from the ledger on every read; closing a month snapshots
+ * Settlements (CONTRACT §8): per partner, calendar month and currency, what its partner-collected
+ * sales came to (sums never add two currencies: a month with sales in two has two rows). Open months are summed from the ledger on every read; closing a month snapshots
  * those sums under the settlement's row lock, after which nothing can book into it.
  */
 import { LessThan, type DataSource, type EntityManager } from 'typeorm';
@@ -23,24 +23,37 @@ export interface SettlementView extends SettlementFigures {
   currency: string;
 }
 
-/** Sums over the ledger entries of each period, for one partner. */
-export async function figuresFromLedger(manager: EntityManager, partnerId: string, environment: Environment, periodStarts: string[]): Promise<Map<string, SettlementFigures>> {
-  const figures = new Map<string, SettlementFigures>(periodStarts.map((p) => [p, { gross_sold_cents: 0, commission_retained_cents: 0, amount_owed_to_service_cents: 0 }]));
-  if (!periodStarts.length) return figures;
+/** A settlement's key among a partner's: its month and currency. */
+export const periodKey = (periodStart: string, currency: string) => `${periodStart} ${currency}`;
+
+/** Sums over the ledger entries of each period and currency, for one partner; keyed by periodKey. */
+export async function figuresFromLedger(
+  manager: EntityManager,
+  partnerId: string,
+  environment: Environment,
+  periods: Array<{ periodStart: string; currency: string }>,
+): Promise<Map<string, SettlementFigures>> {
+  const figures = new Map<string, SettlementFigures>(periods.map((p) => [periodKey(p.periodStart, p.currency), { gross_sold_cents: 0, commission_retained_cents: 0, amount_owed_to_service_cents: 0 }]));
+  if (!periods.length) return figures;
+  const periodStarts = [...new Set(periods.map((p) => p.periodStart))];
   const rows = await manager
     .getRepository(LedgerEntry)
     .createQueryBuilder('e')
     .innerJoin('ledger_postings', 'p', 'p.id = e.posting_id')
     .select("to_char(p.period_start, 'YYYY-MM-DD')", 'period')
+    .addSelect('e.currency', 'currency')
     .addSelect(`coalesce(-sum(e.amount_cents) FILTER (WHERE e.account = :sales AND p.payment_model = 'partner_collected'), 0)`, 'gross')
     .addSelect('coalesce(sum(e.amount_cents) FILTER (WHERE e.account = :retained), 0)', 'retained')
     .addSelect('coalesce(sum(e.amount_cents) FILTER (WHERE e.account = :owed), 0)', 'owed')
     .where('p.partner_id = :partnerId AND p.environment = :environment AND p.period_start IN (:...periodStarts)', { partnerId, environment, periodStarts })
     .setParameters({ sales: ACCOUNT.sales, retained: ACCOUNT.partnerCommissionRetained, owed: ACCOUNT.partnerOwesService })
     .groupBy('p.period_start')
-    .getRawMany<{ period: string; gross: string; retained: string; owed: string }>();
+    .addGroupBy('e.currency')
+    .getRawMany<{ period: string; currency: string; gross: string; retained: string; owed: string }>();
   for (const r of rows) {
-    figures.set(r.period, { gross_sold_cents: Number(r.gross), commission_retained_cents: Number(r.retained), amount_owed_to_service_cents: Number(r.owed) });
+    const key = periodKey(r.period, r.currency);
+    if (!figures.has(key)) continue;
+    figures.set(key, { gross_sold_cents: Number(r.gross), commission_retained_cents: Number(r.retained), amount_owed_to_service_cents: Number(r.owed) });
   }
   return figures;
 }
@@ -49,28 +62,29 @@ function snapshot(s: Settlement): SettlementFigures {
   return { gross_sold_cents: s.grossSoldCents!, commission_retained_cents: s.commissionRetainedCents!, amount_owed_to_service_cents: s.amountOwedToServiceCents! };
 }
 
-/** Newest period first, keyset-paginated on period_start. */
+/** Newest period first, then by currency; keyset-paginated on (period_start, currency). */
 export async function listSettlements(
   dataSource: DataSource,
   partnerId: string,
   environment: Environment,
-  page: { limit: number; before?: string },
-): Promise<{ data: SettlementView[]; next: string | null }> {
+  page: { limit: number; after?: { periodStart: string; currency: string }; currency?: string },
+): Promise<{ data: SettlementView[]; next: { periodStart: string; currency: string } | null }> {
   const q = dataSource.getRepository(Settlement).createQueryBuilder('s').where('s.partner_id = :partnerId AND s.environment = :environment', { partnerId, environment });
-  if (page.before) q.andWhere('s.period_start < :before', { before: page.before });
-  const rows = await q.orderBy('s.period_start', 'DESC').limit(page.limit + 1).getMany();
+  if (page.currency) q.andWhere('s.currency = :currency', { currency: page.currency });
+  if (page.after) q.andWhere('(s.period_start < :p OR (s.period_start = :p AND s.currency > :c))', { p: page.after.periodStart, c: page.after.currency });
+  const rows = await q.orderBy('s.period_start', 'DESC').addOrderBy('s.currency', 'ASC').limit(page.limit + 1).getMany();
   const shown = rows.slice(0, page.limit);
-  const live = await figuresFromLedger(dataSource.manager, partnerId, environment, shown.filter((s) => s.status === 'open').map((s) => s.periodStart));
+  const live = await figuresFromLedger(dataSource.manager, partnerId, environment, shown.filter((s) => s.status === 'open'));
   return {
     data: shown.map((s) => ({
       settlement_id: s.publicId,
       period_start: s.periodStart,
       period_end: s.periodEnd,
       status: s.status,
-      ...(s.status === 'closed' ? snapshot(s) : live.get(s.periodStart)!),
+      ...(s.status === 'closed' ? snapshot(s) : live.get(periodKey(s.periodStart, s.currency))!),
       currency: s.currency,
     })),
-    next: rows.length > page.limit ? shown[shown.length - 1].periodStart : null,
+    next: rows.length > page.limit ? { periodStart: shown[shown.length - 1].periodStart, currency: shown[shown.length - 1].currency } : null,
   };
 }
 
@@ -87,7 +101,7 @@ export async function closeSettlements(dataSource: DataSource, before: string, o
     const done = await dataSource.transaction(async (tx) => {
       const s = await tx.getRepository(Settlement).createQueryBuilder('s').setLock('pessimistic_write').where('s.id = :id', { id }).getOneOrFail();
       if (s.status !== 'open' || s.periodStart >= before) return false;
-      const figures = (await figuresFromLedger(tx, s.partnerId, s.environment, [s.periodStart])).get(s.periodStart)!;
+      const figures = (await figuresFromLedger(tx, s.partnerId, s.environment, [s])).get(periodKey(s.periodStart, s.currency))!;
       await tx.getRepository(Settlement).update(
         { id },
         {

@@ -13,6 +13,8 @@ export interface TransactionFilter {
   to?: Date;
   status?: 'completed' | 'reversed';
   paymentModel?: TransactionPaymentModel;
+  /** Rows and totals are this currency's (sums never add two). */
+  currency: string;
 }
 
 export interface TransactionView {
@@ -30,7 +32,10 @@ export interface TransactionView {
 }
 
 function filtered(dataSource: DataSource, partnerId: string, environment: Environment, f: TransactionFilter): SelectQueryBuilder<SaleTransaction> {
-  const q = dataSource.getRepository(SaleTransaction).createQueryBuilder('t').where('t.partner_id = :partnerId AND t.environment = :environment', { partnerId, environment });
+  const q = dataSource
+    .getRepository(SaleTransaction)
+    .createQueryBuilder('t')
+    .where('t.partner_id = :partnerId AND t.environment = :environment AND t.currency = :currency', { partnerId, environment, currency: f.currency });
   if (f.from) q.andWhere('t.occurred_at >= :from', { from: f.from });
   if (f.to) q.andWhere('t.occurred_at < :to', { to: f.to });
   if (f.status) q.andWhere('t.status = :status', { status: f.status });
@@ -38,13 +43,13 @@ function filtered(dataSource: DataSource, partnerId: string, environment: Enviro
   return q;
 }
 
-export async function transactionTotals(dataSource: DataSource, partnerId: string, environment: Environment, f: TransactionFilter, currency: string) {
+export async function transactionTotals(dataSource: DataSource, partnerId: string, environment: Environment, f: TransactionFilter) {
   const row = await filtered(dataSource, partnerId, environment, f)
     .select('count(*)', 'count')
     .addSelect(`coalesce(sum(t.gross_cents) FILTER (WHERE t.status = 'completed'), 0)`, 'gmv')
     .addSelect(`coalesce(sum(t.commission_cents) FILTER (WHERE t.status = 'completed'), 0)`, 'commission')
     .getRawOne<{ count: string; gmv: string; commission: string }>();
-  return { count: Number(row!.count), gmv_cents: Number(row!.gmv), commission_cents: Number(row!.commission), currency };
+  return { count: Number(row!.count), gmv_cents: Number(row!.gmv), commission_cents: Number(row!.commission), currency: f.currency };
 }
 
 export async function listTransactions(

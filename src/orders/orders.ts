@@ -119,15 +119,18 @@ async function createOrderRow(tx: EntityManager, input: { partnerId: string; env
   if (quote.status === 'expired' || raw[0].past_expiry) throw new ContractError('quote_expired', `quote ${input.body.quote_id} is past its 10-minute window`);
   if (quote.status === 'consumed') throw new ContractError('conflict', `quote ${input.body.quote_id} has already been used by an order`);
 
-  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: quote.domainId }).getOneOrFail();
-  if (input.body.sale_price_cents !== domain.buyNowPriceCents) {
-    throw new ContractError('price_mismatch', `sale_price_cents ${input.body.sale_price_cents} differs from the listing price ${domain.buyNowPriceCents} ${domain.currency}`);
+  // A quote holds its price (CONTRACT §6): the order is checked and recorded at the quote's price
+  // and currency, whatever an inventory import made of the listing meanwhile.
+  if (input.body.sale_price_cents !== quote.priceCents) {
+    throw new ContractError('price_mismatch', `sale_price_cents ${input.body.sale_price_cents} differs from the quote's price ${quote.priceCents} ${quote.currency}`);
   }
+  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: quote.domainId }).getOneOrFail();
   await tx.getRepository(Quote).update({ id: quote.id }, { status: 'consumed', closedAt: () => 'now()' });
   return recordSale(tx, {
     partnerId: input.partnerId,
     environment: input.environment,
     domain,
+    price: { cents: quote.priceCents, currency: quote.currency },
     paymentModel: 'partner_collected',
     externalPaymentRef: input.body.external_payment_ref,
     quoteId: quote.id,
@@ -147,6 +150,8 @@ export async function recordSale(
     partnerId: string;
     environment: Environment;
     domain: Domain;
+    /** What the buyer was charged: the quote's or the checkout session's price, never read again from the listing. */
+    price: { cents: number; currency: string };
     paymentModel: PaymentModel;
     externalPaymentRef: string;
     quoteId?: string;
@@ -167,8 +172,8 @@ export async function recordSale(
     clientReferenceId: sale.clientReferenceId ?? null,
     domainId: sale.domain.id,
     domain: sale.domain.name,
-    salePriceCents: sale.domain.buyNowPriceCents,
-    currency: sale.domain.currency,
+    salePriceCents: sale.price.cents,
+    currency: sale.price.currency,
     externalPaymentRef: sale.externalPaymentRef,
     paymentModel: sale.paymentModel,
     commissionBps: sale.paymentModel === 'partner_collected' ? partner.commissionPartnerCollectedBps : partner.commissionServiceCollectedBps,

@@ -123,7 +123,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
 
   async function showForm(ctx: Koa.Context, session: CheckoutSession, pt: string, status = 200, errors: FieldErrors = {}, values: Record<string, string> = {}) {
     const domain = await deps.dataSource.getRepository(Domain).findOneByOrFail({ id: session.domainId });
-    if (domain.status !== 'listed' || domain.buyNowPriceCents !== session.priceCents) {
+    if (domain.status !== 'listed' || domain.buyNowPriceCents !== session.priceCents || domain.currency !== session.currency) {
       renderPage(ctx, 'message', { title: `${session.domain} is no longer available`, text: 'Someone else bought it or it was taken off the market while this page was open. You have not been charged.' }, 409);
       return;
     }

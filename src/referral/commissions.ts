@@ -33,13 +33,16 @@ async function hasLine(tx: EntityManager, saleId: string, kind: 'referral_accrue
   return tx.getRepository(LedgerPosting).existsBy({ referralSaleId: saleId, kind });
 }
 
-/** Records the referred sale and its pending line, in the transaction that records the sale. */
+/**
+ * Records the referred sale and its pending line, in the transaction that records the sale. None
+ * when the link's partner is the seller (CONTRACT §11: no commission on a partner's own sale).
+ */
 export async function recordReferredSale(
   tx: EntityManager,
-  input: { linkCode: string; environment: Environment; orderId: string; buyerEmail: string; domain: string; amountCents: number; currency: string; at: Date },
+  input: { linkCode: string; environment: Environment; sellerPartnerId: string; orderId: string; buyerEmail: string; domain: string; amountCents: number; currency: string; at: Date },
 ): Promise<ReferralSale | undefined> {
   const link = await tx.getRepository(ReferralLink).findOneBy({ code: input.linkCode, environment: input.environment });
-  if (!link) return undefined;
+  if (!link || link.partnerId === input.sellerPartnerId) return undefined;
   const partner = await tx.getRepository(Partner).findOneByOrFail({ id: link.partnerId });
   if (!partner.affiliateAccountId) return undefined;
   const commission = commissionCents(input.amountCents, partner.commissionReferralBps);

@@ -11,7 +11,11 @@ import { Payout, PayoutLine } from '../db/entities/payout';
 import { ReferralCheckout, ReferralClick, ReferralLink, ReferralSale } from '../db/entities/referral';
 import { ACCOUNT } from '../finance/ledger';
 
-/** The currency referral figures are in: the marketplace's hosted checkout sells in USD. */
+/**
+ * The currency a report is in when the partner names none. Sums never add two currencies
+ * (CONTRACT §8): every money figure below is one currency's; counts (clicks, checkouts, sales)
+ * count every currency.
+ */
 export const REFERRAL_CURRENCY = 'USD';
 
 export interface Window {
@@ -46,7 +50,7 @@ export async function clickTotals(dataSource: DataSource, partnerId: string, env
   return { clicks: Number(row.clicks), unique_clicks: Number(row.unique_clicks) };
 }
 
-export async function linkStats(dataSource: DataSource, partnerId: string, environment: Environment, links: ReferralLink[]) {
+export async function linkStats(dataSource: DataSource, partnerId: string, environment: Environment, links: ReferralLink[], currency: string) {
   if (!links.length) return [];
   const ids = links.map((l) => l.id);
   const clicks = await dataSource
@@ -63,17 +67,18 @@ export async function linkStats(dataSource: DataSource, partnerId: string, envir
     .leftJoin(LedgerPosting, 'r', "r.referral_sale_id = s.id AND r.kind = 'referral_reversed'")
     .select('s.link_id', 'link_id')
     .addSelect('count(*)', 'sales')
-    .addSelect('coalesce(sum(s.commission_cents) FILTER (WHERE r.id IS NULL), 0)', 'commission')
-    .where('s.partner_id = :partnerId AND s.environment = :environment AND s.link_id IN (:...ids)', { partnerId, environment, ids })
+    .addSelect('coalesce(sum(s.commission_cents) FILTER (WHERE r.id IS NULL AND s.currency = :currency), 0)', 'commission')
+    .where('s.partner_id = :partnerId AND s.environment = :environment AND s.link_id IN (:...ids)', { partnerId, environment, ids, currency })
     .groupBy('s.link_id')
     .getRawMany<{ link_id: string; sales: string; commission: string }>();
   return links.map((link) => {
     const sold = sales.find((r) => r.link_id === link.id);
-    return { clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0), sales: Number(sold?.sales ?? 0), commission_cents: Number(sold?.commission ?? 0), currency: REFERRAL_CURRENCY };
+    return { clicks: Number(clicks.find((c) => c.link_id === link.id)?.clicks ?? 0), sales: Number(sold?.sales ?? 0), commission_cents: Number(sold?.commission ?? 0), currency };
   });
 }
 
-export async function listSales(dataSource: DataSource, partnerId: string, environment: Environment) {
+/** The referred sales in one currency, newest first. */
+export async function listSales(dataSource: DataSource, partnerId: string, environment: Environment, currency: string) {
   const reversed = await reversedSaleIds(dataSource, partnerId, environment);
   const accrued = new Set(
     (await dataSource.getRepository(LedgerPosting).find({ select: { referralSaleId: true }, where: { partnerId, environment, kind: 'referral_accrued' } })).map((r) => r.referralSaleId!),
@@ -83,7 +88,7 @@ export async function listSales(dataSource: DataSource, partnerId: string, envir
     .createQueryBuilder('s')
     .leftJoin('orders', 'o', 'o.id = s.order_id')
     .addSelect('o.public_id', 'order_public_id')
-    .where('s.partner_id = :partnerId AND s.environment = :environment', { partnerId, environment })
+    .where('s.partner_id = :partnerId AND s.environment = :environment AND s.currency = :currency', { partnerId, environment, currency })
     .orderBy('s.occurred_at', 'DESC')
     .addOrderBy('s.id', 'DESC')
     .getRawAndEntities<{ order_public_id: string }>();
@@ -112,10 +117,11 @@ export interface CommissionLine {
 }
 
 /**
- * Every commission line, oldest first, each with the payable balance after it: sums over the
- * referral postings' entries (and, for paid_out, over the referral lines a payout took).
+ * Every commission line in one currency, oldest first, each with the payable balance after it:
+ * sums over the referral postings' entries (and, for paid_out, over the referral lines a payout
+ * took in that currency).
  */
-export async function commissionLines(dataSource: DataSource, partnerId: string, environment: Environment): Promise<{ lines: CommissionLine[]; balance_cents: number; pending_cents: number }> {
+export async function commissionLines(dataSource: DataSource, partnerId: string, environment: Environment, currency: string): Promise<{ lines: CommissionLine[]; balance_cents: number; pending_cents: number }> {
   const postings = await dataSource
     .getRepository(LedgerEntry)
     .createQueryBuilder('e')
@@ -128,12 +134,12 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
     .addSelect('max(s.commission_cents)', 'commission')
     .addSelect('coalesce(-sum(e.amount_cents) FILTER (WHERE e.account = :payable), 0)', 'payable')
     .addSelect('coalesce(-sum(e.amount_cents) FILTER (WHERE e.account = :pending), 0)', 'pending')
-    .where('p.partner_id = :partnerId AND p.environment = :environment', { partnerId, environment })
+    .where('p.partner_id = :partnerId AND p.environment = :environment AND e.currency = :currency', { partnerId, environment, currency })
     .setParameters({ payable: ACCOUNT.serviceOwesPartner, pending: ACCOUNT.referralCommissionPending })
     .groupBy('p.id')
     .addGroupBy('s.public_id')
     .getRawMany<{ posting_id: string; kind: string; at: Date; sale_id: string; commission: string; payable: string; pending: string }>();
-  const paid = await paidReferralLines(dataSource, partnerId, environment);
+  const paid = await paidReferralLines(dataSource, partnerId, environment, currency);
   const payouts = [...new Set(paid.map((l) => l.payout_posting_id))].map((postingId) => {
     const mine = paid.filter((l) => l.payout_posting_id === postingId);
     return { posting_id: postingId, payout_id: mine[0].payout_id, at: mine[0].paid_at, paid: String(mine.reduce((sum, l) => sum + l.amount, 0)) };
@@ -159,7 +165,7 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
   let balance = 0;
   const lines = steps.map((s) => {
     balance += s.delta;
-    return { ...s.line, balance_cents: balance, currency: REFERRAL_CURRENCY };
+    return { ...s.line, balance_cents: balance, currency };
   });
   const pending = postings.reduce((sum, p) => sum + Number(p.pending), 0);
   return { lines, balance_cents: balance, pending_cents: pending };
@@ -169,7 +175,7 @@ export async function commissionLines(dataSource: DataSource, partnerId: string,
  * What payouts took of the partner's referral lines: one row per payout, referred sale and line
  * kind, with the amount it paid (its `service_owes_partner` entries, debit positive).
  */
-async function paidReferralLines(dataSource: DataSource, partnerId: string, environment: Environment) {
+async function paidReferralLines(dataSource: DataSource, partnerId: string, environment: Environment, currency: string) {
   const rows = await dataSource
     .getRepository(LedgerEntry)
     .createQueryBuilder('e')
@@ -185,7 +191,7 @@ async function paidReferralLines(dataSource: DataSource, partnerId: string, envi
     .addSelect('s.public_id', 'sale_id')
     .addSelect('p.kind', 'kind')
     .addSelect('-sum(e.amount_cents)', 'amount')
-    .where('e.account = :payable AND po.partner_id = :partnerId AND po.environment = :environment', { payable: ACCOUNT.serviceOwesPartner, partnerId, environment })
+    .where('e.account = :payable AND po.partner_id = :partnerId AND po.environment = :environment AND po.currency = :currency', { payable: ACCOUNT.serviceOwesPartner, partnerId, environment, currency })
     .groupBy('pp.id')
     .addGroupBy('po.public_id')
     .addGroupBy('po.paid_at')
@@ -197,10 +203,10 @@ async function paidReferralLines(dataSource: DataSource, partnerId: string, envi
   return rows.map((r) => ({ ...r, amount: Number(r.amount) }));
 }
 
-/** Payouts that paid referral commission: each with the referral lines it took. */
-export async function referralPayouts(dataSource: DataSource, partnerId: string, environment: Environment) {
+/** Payouts in one currency that paid referral commission: each with the referral lines it took. */
+export async function referralPayouts(dataSource: DataSource, partnerId: string, environment: Environment, currency: string) {
   const byPayout = new Map<string, { payout_id: string; paid_at: string; amount_cents: number; currency: string; lines: Array<{ sale_id: string; kind: string; amount_cents: number; currency: string }> }>();
-  for (const r of await paidReferralLines(dataSource, partnerId, environment)) {
+  for (const r of await paidReferralLines(dataSource, partnerId, environment, currency)) {
     const p = byPayout.get(r.payout_id) ?? { payout_id: r.payout_id, paid_at: new Date(r.paid_at).toISOString(), amount_cents: 0, currency: r.currency, lines: [] };
     p.lines.push({ sale_id: r.sale_id, kind: r.kind === 'referral_accrued' ? 'accrued' : 'reversed', amount_cents: r.amount, currency: r.currency });
     p.amount_cents += r.amount;
@@ -212,9 +218,12 @@ export async function referralPayouts(dataSource: DataSource, partnerId: string,
 
 type Row = { day: string; clicks?: string; unique?: string; checkouts?: string; sales?: string; gmv?: string; commission?: string };
 
-/** The funnel over a window, and per UTC day: counted and summed by Postgres, one query per table. */
-export async function analytics(dataSource: DataSource, partnerId: string, environment: Environment, w: Window) {
-  const scope = { partnerId, environment, from: w.from ?? new Date(0), to: w.to ?? new Date('9999-12-31T00:00:00Z') };
+/**
+ * The funnel over a window, and per UTC day: counted and summed by Postgres, one query per table.
+ * Counts take every currency; GMV and commission are `currency`'s.
+ */
+export async function analytics(dataSource: DataSource, partnerId: string, environment: Environment, w: Window, currency: string) {
+  const scope = { partnerId, environment, from: w.from ?? new Date(0), to: w.to ?? new Date('9999-12-31T00:00:00Z'), currency };
   const clickRows = await dataSource
     .getRepository(ReferralClick)
     .createQueryBuilder('c')
@@ -239,8 +248,8 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
     .leftJoin(LedgerPosting, 'r', "r.referral_sale_id = s.id AND r.kind = 'referral_reversed'")
     .select("to_char(s.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')", 'day')
     .addSelect('count(*)', 'sales')
-    .addSelect('coalesce(sum(s.amount_cents) FILTER (WHERE r.id IS NULL), 0)', 'gmv')
-    .addSelect('coalesce(sum(s.commission_cents) FILTER (WHERE r.id IS NULL), 0)', 'commission')
+    .addSelect('coalesce(sum(s.amount_cents) FILTER (WHERE r.id IS NULL AND s.currency = :currency), 0)', 'gmv')
+    .addSelect('coalesce(sum(s.commission_cents) FILTER (WHERE r.id IS NULL AND s.currency = :currency), 0)', 'commission')
     .where('s.partner_id = :partnerId AND s.environment = :environment AND s.occurred_at >= :from AND s.occurred_at < :to', scope)
     .groupBy('1')
     .getRawMany<Row>();
@@ -253,7 +262,7 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
   for (const r of checkoutRows) day(r.day).checkouts_started = Number(r.checkouts);
   for (const r of saleRows) Object.assign(day(r.day), { sales: Number(r.sales), gmv_cents: Number(r.gmv), commission_cents: Number(r.commission) });
   const rate = (sales: number, unique: number) => (unique ? Math.round((sales / unique) * 10_000) / 10_000 : 0);
-  const byDay = [...days.values()].sort((a, b) => a.date.localeCompare(b.date)).map((d) => ({ ...d, conversion_rate: rate(d.sales, d.unique_clicks), currency: REFERRAL_CURRENCY }));
+  const byDay = [...days.values()].sort((a, b) => a.date.localeCompare(b.date)).map((d) => ({ ...d, conversion_rate: rate(d.sales, d.unique_clicks), currency }));
   const sum = (key: 'clicks' | 'unique_clicks' | 'checkouts_started' | 'sales' | 'gmv_cents' | 'commission_cents') => byDay.reduce((total, d) => total + d[key], 0);
   return {
     clicks: sum('clicks'),
@@ -263,7 +272,7 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
     conversion_rate: rate(sum('sales'), sum('unique_clicks')),
     gmv_cents: sum('gmv_cents'),
     commission_cents: sum('commission_cents'),
-    currency: REFERRAL_CURRENCY,
+    currency,
     by_day: byDay,
   };
 }

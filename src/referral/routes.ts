@@ -4,7 +4,7 @@ import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lis
 import { ApiError } from '../api/errors';
 import { defineRoute, type RouteSpec } from '../api/route';
 import type { AuthContext } from '../api/state';
-import { Currency, DomainName, z } from '../api/schemas';
+import { Currency, CurrencyFilter, DomainName, z } from '../api/schemas';
 import { ReferralLink } from '../db/entities/referral';
 import { analytics, clickTotals, commissionLines, linkStats, listSales, referralPayouts, REFERRAL_CURRENCY } from './reports';
 import { createLink, linkUrl, PRODUCTS, requireAffiliate } from './links';
@@ -58,6 +58,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
   const { dataSource } = deps;
   const affiliateOnly = (auth: AuthContext) => requireAffiliate(dataSource, auth.partnerId);
   const windowQuery = z.object({ from: DateBound('from'), to: DateBound('to') });
+  // Sums never add two currencies (CONTRACT §8): each report's money is one currency's.
+  const currency = CurrencyFilter.default(REFERRAL_CURRENCY).openapi({ description: 'the currency whose money figures are answered (ISO 4217); counts take every currency' });
   const errors = ['validation_error', 'affiliate_account_required'] as const;
   return [
     defineRoute({
@@ -89,7 +91,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       scopes: ['refer'],
       tag: 'Referral',
       summary: 'Your links with their clicks, sales and commission, newest first',
-      query: z.object({ limit: Limit, cursor: Cursor }),
+      query: z.object({ currency, limit: Limit, cursor: Cursor }),
       response: {
         status: 200,
         description: 'a page of links',
@@ -100,7 +102,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       handler: async ({ query, auth, headers }) => {
         const links = await dataSource.getRepository(ReferralLink).find({ where: { partnerId: auth.partnerId, environment: auth.environment }, order: { createdAt: 'DESC', id: 'DESC' } });
         const shown = page(links, query.limit, query.cursor, (l) => l.id);
-        const stats = await linkStats(dataSource, auth.partnerId, auth.environment, shown.data);
+        const stats = await linkStats(dataSource, auth.partnerId, auth.environment, shown.data, query.currency);
         return { body: { data: shown.data.map((l, i) => ({ ...linkView(l, baseUrl(deps.publicBaseUrl, headers)), ...stats[i] })), next_cursor: shown.next_cursor } };
       },
     }),
@@ -126,8 +128,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       path: '/api/partner/v1/me/sales',
       scopes: ['report'],
       tag: 'Referral',
-      summary: 'Your referred sales, newest first (buyer masked)',
-      query: z.object({ limit: Limit, cursor: Cursor }),
+      summary: 'Your referred sales in one currency, newest first (buyer masked)',
+      query: z.object({ currency, limit: Limit, cursor: Cursor }),
       response: {
         status: 200,
         description: 'a page of referred sales',
@@ -151,7 +153,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       errors: [...errors],
       precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
-        return { body: page(await listSales(dataSource, auth.partnerId, auth.environment), query.limit, query.cursor, (sale) => sale.sale_id) };
+        return { body: page(await listSales(dataSource, auth.partnerId, auth.environment, query.currency), query.limit, query.cursor, (sale) => sale.sale_id) };
       },
     }),
     defineRoute({
@@ -162,8 +164,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       tag: 'Referral',
       summary: 'Commission lines, oldest first, each with the running balance after it',
       description:
-        '`pending`: a referred sale, while it can still be refunded (not in the balance). `accrued`: its 30-day refund window passed (enters the balance). `reversed`: the sale was refunded (a pending line voided, an accrued one taken back). `paid_out`: a payout took the amount. `balance_cents` is what is payable now; `pending_cents` what is still pending.',
-      query: z.object({ limit: Limit, cursor: Cursor }),
+        '`pending`: a referred sale, while it can still be refunded (not in the balance). `accrued`: its 30-day refund window passed (enters the balance). `reversed`: the sale was refunded (a pending line voided, an accrued one taken back). `paid_out`: a payout took the amount. `balance_cents` is what is payable now; `pending_cents` what is still pending. Lines and balances are one `currency`\'s (default USD).',
+      query: z.object({ currency, limit: Limit, cursor: Cursor }),
       response: {
         status: 200,
         description: 'a page of lines and the balances',
@@ -189,8 +191,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       errors: [...errors],
       precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
-        const all = await commissionLines(dataSource, auth.partnerId, auth.environment);
-        return { body: { ...page(all.lines, query.limit, query.cursor, (line) => line.line_id), balance_cents: all.balance_cents, pending_cents: all.pending_cents, currency: REFERRAL_CURRENCY } };
+        const all = await commissionLines(dataSource, auth.partnerId, auth.environment, query.currency);
+        return { body: { ...page(all.lines, query.limit, query.cursor, (line) => line.line_id), balance_cents: all.balance_cents, pending_cents: all.pending_cents, currency: query.currency } };
       },
     }),
     defineRoute({
@@ -199,8 +201,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       path: '/api/partner/v1/me/payouts',
       scopes: ['report'],
       tag: 'Referral',
-      summary: 'Payouts of referral commission, newest first, with their lines and the total paid',
-      query: z.object({ limit: Limit, cursor: Cursor }),
+      summary: 'Payouts of referral commission in one currency, newest first, with their lines and the total paid',
+      query: z.object({ currency, limit: Limit, cursor: Cursor }),
       response: {
         status: 200,
         description: 'a page of payouts',
@@ -214,8 +216,8 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       errors: [...errors],
       precondition: affiliateOnly,
       handler: async ({ query, auth }) => {
-        const all = await referralPayouts(dataSource, auth.partnerId, auth.environment);
-        return { body: { ...page(all.data, query.limit, query.cursor, (payout) => payout.payout_id), total_paid_cents: all.total_paid_cents, currency: REFERRAL_CURRENCY } };
+        const all = await referralPayouts(dataSource, auth.partnerId, auth.environment, query.currency);
+        return { body: { ...page(all.data, query.limit, query.cursor, (payout) => payout.payout_id), total_paid_cents: all.total_paid_cents, currency: query.currency } };
       },
     }),
     defineRoute({
@@ -225,13 +227,13 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       scopes: ['report'],
       tag: 'Referral',
       summary: 'The referral funnel: clicks, unique clicks, checkouts started, sales, conversion, GMV, commission, by day',
-      description: '`conversion_rate` = sales ÷ unique clicks. `gmv_cents` and `commission_cents` leave out refunded (reversed) sales, which still count in `sales`. Both bounds optional (all time when absent).',
-      query: windowQuery,
+      description: '`conversion_rate` = sales ÷ unique clicks. `gmv_cents` and `commission_cents` leave out refunded (reversed) sales, which still count in `sales`. Counts take every currency; `gmv_cents` and `commission_cents` are one `currency`\'s (default USD). Both bounds optional (all time when absent).',
+      query: windowQuery.extend({ currency }),
       response: { status: 200, description: 'the funnel', schema: z.object({ from: z.string().nullable(), to: z.string().nullable() }).passthrough() },
       errors: [...errors],
       precondition: affiliateOnly,
       handler: async ({ query, auth, rawQuery }) => {
-        return { body: { from: echo(rawQuery.from), to: echo(rawQuery.to), ...(await analytics(dataSource, auth.partnerId, auth.environment, query)) } };
+        return { body: { from: echo(rawQuery.from), to: echo(rawQuery.to), ...(await analytics(dataSource, auth.partnerId, auth.environment, query, query.currency)) } };
       },
     }),
   ];

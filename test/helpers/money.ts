@@ -6,7 +6,7 @@ import { advanceOrder } from '../../src/orders/fulfilment';
 import { getStack } from './stack';
 
 /** An order waiting at TRANSFER_PENDING (no workflow), as fulfilment leaves it before completion. */
-export async function pendingOrder(partnerId: string, options: { paymentModel?: PaymentModel; priceCents?: number; commissionBps?: number } = {}): Promise<Order> {
+export async function pendingOrder(partnerId: string, options: { paymentModel?: PaymentModel; priceCents?: number; commissionBps?: number; currency?: string } = {}): Promise<Order> {
   const s = getStack();
   const domain = await s.dataSource.getRepository(Domain).findOneByOrFail({ environment: 'sandbox', name: 'academy.com' });
   const orders = s.dataSource.getRepository(Order);
@@ -19,7 +19,7 @@ export async function pendingOrder(partnerId: string, options: { paymentModel?: 
       domainId: domain.id,
       domain: `fixture-${randomUUID().slice(0, 8)}.com`,
       salePriceCents: options.priceCents ?? 100_000,
-      currency: 'USD',
+      currency: options.currency ?? 'USD',
       externalPaymentRef: 'pay_fixture',
       paymentModel: options.paymentModel ?? 'partner_collected',
       commissionBps: options.commissionBps ?? 1500,

@@ -5,7 +5,9 @@ import { createPartner } from '../../src/partners/partners';
 import { SCOPES } from '../../src/auth/scopes';
 import { PartnerClient } from '../../src/client/partner-client';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
-import { freshDomain, order, quote, quoteResult } from '../helpers/orders';
+import { freshDomain, fulfilmentResult, order, quote, quoteResult } from '../helpers/orders';
+import { Domain } from '../../src/db/entities/domain';
+import { importInventory } from '../../src/discovery/inventory';
 import { recordHistory } from '../helpers/histories';
 
 describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () => {
@@ -90,6 +92,32 @@ describe('quotes: a firm price and a 10-minute reservation (CONTRACT §6)', () =
     assert.equal(o.status, 201, o.text);
     assert.equal(await quoteResult(q.body.quote_id), 'consumed');
     await recordHistory(`quote:${q.body.quote_id}`, 'quote-consumed');
+  });
+
+  it('a quote holds its price: an import re-prices the name in another currency meanwhile; the order at the quoted price is 201 and is booked, listed and settled at it', async () => {
+    const { client } = await newPartner();
+    const s = getStack();
+    const listed = await freshDomain();
+    const q = await quote(client, listed.name);
+    assert.equal(q.status, 201, q.text);
+    const row = await s.dataSource.getRepository(Domain).findOneByOrFail({ environment: 'sandbox', name: listed.name });
+    await importInventory(s.dataSource, 'sandbox', [
+      { name: row.name, category: row.category, buy_now_price_cents: q.body.price_cents * 2 + 100, floor_price_cents: 100, currency: 'EUR', status: 'listed', active_site: false },
+    ]);
+    const wrong = await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_new_price', sale_price_cents: q.body.price_cents * 2 + 100 });
+    assert.equal(wrong.status, 422, wrong.text);
+    assert.equal((wrong.body as unknown as { error: { code: string } }).error.code, 'price_mismatch');
+    const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: 'pay_quoted_price', sale_price_cents: q.body.price_cents });
+    assert.equal(o.status, 201, o.text);
+    assert.equal(o.body.sale_price_cents, q.body.price_cents);
+    assert.equal(o.body.currency, q.body.currency);
+    assert.equal((await fulfilmentResult(o.body.public_id)).status, 'TRANSFER_COMPLETED');
+    const txns = await client.get<{ data: Array<{ order_id: string; gross_cents: number; currency: string }>; totals: { gmv_cents: number; currency: string } }>(`/api/partner/v1/transactions?currency=${q.body.currency}`);
+    assert.equal(txns.status, 200, txns.text);
+    assert.deepEqual(txns.body.data.map((t) => [t.order_id, t.gross_cents, t.currency]), [[o.body.public_id, q.body.price_cents, q.body.currency]]);
+    assert.equal(txns.body.totals.gmv_cents, q.body.price_cents);
+    const settlements = await client.get<{ data: Array<{ gross_sold_cents: number; currency: string; status: string }> }>('/api/partner/v1/settlements');
+    assert.deepEqual(settlements.body.data.map((p) => [p.gross_sold_cents, p.currency]), [[q.body.price_cents, q.body.currency]]);
   });
 
   it('once the 10 minutes are past the order is 422 quote_expired and the domain is available again', async () => {

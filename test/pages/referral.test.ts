@@ -136,6 +136,34 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     await context.close();
   });
 
+  it('no commission on a partner\'s own sale: its own checkout paid in a browser carrying its own link\'s cookie records no referred sale (CONTRACT §11)', async () => {
+    const s = getStack();
+    const { client } = await affiliatePartner(500);
+    const context = await browser.newContext({ userAgent: BROWSER_UA });
+    const page = await context.newPage();
+    const link = (await client.post<{ url: string }>('/api/partner/v1/links', { kind: 'generic' })).body;
+    await page.goto(link.url);
+    assert.ok((await context.cookies()).length > 0, 'the link set its attribution cookie');
+    const { name } = await freshDomain();
+    const session = await client.post<{ session_id: string; checkout_url: string }>('/api/partner/v1/checkout-session', { domain: name });
+    assert.equal(session.status, 201, session.text);
+    await page.goto(session.body.checkout_url);
+    await page.getByLabel('Full name', { exact: true }).fill('Own Buyer');
+    await page.getByLabel('Email', { exact: true }).fill('own@example.com');
+    await page.getByLabel('Card number', { exact: true }).fill('4242 4242 4242 4242');
+    await page.getByLabel('Expiry', { exact: true }).fill('12/34');
+    await page.getByLabel('CVC', { exact: true }).fill('123');
+    await page.getByRole('button', { name: 'Pay' }).click();
+    await page.getByRole('heading', { name: 'Payment received' }).waitFor();
+    const paid = (await client.get<{ status: string; order_id: string }>(`/api/partner/v1/checkout-session/${session.body.session_id}`)).body;
+    assert.equal(paid.status, 'complete');
+    assert.deepEqual((await client.get<{ data: Sale[] }>('/api/partner/v1/me/sales')).body.data, [], 'no referred sale');
+    assert.equal((await commissions(client)).data.length, 0, 'no commission line');
+    const [{ n }] = (await s.dataSource.query('SELECT count(*)::int AS n FROM referral_sales s JOIN orders o ON o.id = s.order_id WHERE o.public_id = $1', [paid.order_id])) as Array<{ n: number }>;
+    assert.equal(n, 0);
+    await context.close();
+  });
+
   it('the landing, search and brokerage pages render with the same layout and headers', async () => {
     const { client } = await affiliatePartner();
     const page = await browser.newPage({ userAgent: BROWSER_UA });

@@ -20,7 +20,7 @@ describe('the recovery sweep and referred sales', () => {
     const linkRow = await s.dataSource.getRepository(ReferralLink).findOneByOrFail({ publicId: link.link_id });
     // A referred sale recorded (with its pending line) by a process that died before starting its window.
     const sale = (await s.dataSource.transaction((tx) =>
-      recordReferredSale(tx, { linkCode: linkRow.code, environment: 'sandbox', orderId: order.id, buyerEmail: 'jane@example.com', domain: order.domain, amountCents: order.salePriceCents, currency: 'USD', at: new Date(Date.now() - 5 * 60_000) }),
+      recordReferredSale(tx, { linkCode: linkRow.code, environment: 'sandbox', sellerPartnerId: 'another-partner', orderId: order.id, buyerEmail: 'jane@example.com', domain: order.domain, amountCents: order.salePriceCents, currency: 'USD', at: new Date(Date.now() - 5 * 60_000) }),
     ))!;
     assert.equal(sale.workflowStarted, false);
     const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, starters: workflowStarters({ client: s.env.client, taskQueue: s.taskQueue }, s.dataSource) });
