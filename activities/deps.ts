@@ -1,5 +1,6 @@
 /** What every capability's activities are made from (the worker builds them once per process). */
 import type { DataSource } from 'typeorm';
+import type { PaymentPort } from '../src/checkout/payments';
 import type { RegistrarPort } from '../src/orders/registrar';
 import type { Starters } from '../src/temporal/starters';
 
@@ -18,6 +19,11 @@ export interface ActivityDeps {
    * is given here, and its transfers then wait for operators (never for a simulation).
    */
   registrars?: { sandbox?: RegistrarPort; live?: RegistrarPort };
+  /**
+   * Card processors per environment (refunds to the buyer's card, payments a crash left out);
+   * sandbox defaults to the simulator over this database, live has none unless given.
+   */
+  payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
   /** WEBHOOK_ALLOW_LOOPBACK; absent means off. */
   allowLoopbackWebhooks?: boolean;
 }

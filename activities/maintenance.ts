@@ -5,6 +5,8 @@ import { Order } from '../src/db/entities/order';
 import { RequestNonce } from '../src/db/entities/admission';
 import { ReferralSale } from '../src/db/entities/referral';
 import { markWorkflowStarted } from '../src/orders/orders';
+import { settleStalledPayment, stalledPayments } from '../src/checkout/sessions';
+import { SandboxCardProcessor } from '../src/checkout/payments';
 import { lateDeliveries } from '../src/webhooks/notify';
 import type { ActivityDeps } from './deps';
 import { heartbeatOrStop } from './heartbeat';
@@ -29,7 +31,21 @@ async function eachOrLog<T>(items: T[], failed: string, fields: (item: T) => Rec
 }
 
 export function createMaintenanceActivities(deps: ActivityDeps) {
+  const payments = deps.payments ?? { sandbox: new SandboxCardProcessor(deps.dataSource) };
   return {
+    /**
+     * Payments a crash left out with the processor (approved or not, never recorded): each is
+     * recorded as its sale, given back, or its charge voided; returns how many were settled.
+     */
+    async settleStalledPayments(input: { olderThanSeconds: number }): Promise<number> {
+      return eachOrLog(await stalledPayments(deps.dataSource, input.olderThanSeconds), 'could not settle a payment', (s) => ({ session_id: s.publicId }), async (session) => {
+        const outcome = await settleStalledPayment({ dataSource: deps.dataSource, payments }, session);
+        // Its workflow learns of the payment now (its refund window starts); the sweep starts the fulfilment.
+        if (outcome === 'recorded') await deps.starters?.checkoutPaid(session.publicId);
+        log.info('recovery sweep: a stalled payment settled', { session_id: session.publicId, outcome });
+      });
+    },
+
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */
     async pruneNonces(input: { seenBefore: string }): Promise<number> {
       const pruned = await deps.dataSource.getRepository(RequestNonce).delete({ seenAt: LessThan(new Date(input.seenBefore)) });
@@ -68,13 +84,13 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
       const starters = deps.starters;
       if (!starters) return 0;
       const rows = await deps.dataSource.getRepository(Order).find({
-        select: { id: true, publicId: true, partnerId: true, environment: true, domain: true },
+        select: { id: true, publicId: true, partnerId: true, environment: true, domain: true, paymentModel: true },
         where: { workflowStarted: false, createdAt: LessThan(new Date(Date.now() - input.olderThanSeconds * 1000)) },
         order: { createdAt: 'ASC' },
         take: 100,
       });
       await eachOrLog(rows, 'could not start a fulfilment', (row) => ({ order_id: row.publicId }), async (row) => {
-        await starters.orderFulfilment({ orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain });
+        await starters.orderFulfilment({ orderId: row.id, orderPublicId: row.publicId, partnerId: row.partnerId, environment: row.environment, domain: row.domain, ...(row.paymentModel === 'service_collected' ? { serviceCollected: true } : {}) });
         await markWorkflowStarted(deps.dataSource, row.id);
       });
       return rows.length;

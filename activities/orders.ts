@@ -9,6 +9,7 @@ import { expireQuote } from '../src/orders/quotes';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder, type TransferState } from '../src/orders/registrar';
 import type { Environment } from '../src/config';
+import { refundBuyerCard } from '../src/checkout/card-refunds';
 import type { ActivityDeps } from './deps';
 
 export function createOrderActivities(deps: ActivityDeps) {
@@ -72,6 +73,8 @@ export function createOrderActivities(deps: ActivityDeps) {
       if (!result.applied && !steps.slice(i + 1).some((later) => later.to === result.status)) break;
     }
     const { event } = result;
+    // A failed transfer of a hosted-checkout sale gives the buyer's money back (once, after the commit).
+    if (result.status === 'TRANSFER_FAILED' && steps.some((step) => step.to === 'TRANSFER_FAILED')) await refundBuyerCard(deps, steps[0].orderId);
     if (event && steps.some((step) => step.to === result.status)) await deps.starters?.eventsAppended(event.partnerId, event.environment);
     return { status: result.status, applied: result.applied };
   }
@@ -131,6 +134,8 @@ export function createOrderActivities(deps: ActivityDeps) {
     async grantRefund(input: { orderId: string; refundPublicId: string; reason: string | null; at: string }): Promise<RefundView> {
       try {
         const { refund, created, event } = await grantRefund(deps.dataSource, input);
+        // The buyer of a hosted-checkout sale gets the card payment back (once, after the commit).
+        await refundBuyerCard(deps, input.orderId);
         if (created) await deps.starters?.eventsAppended(event.partnerId, event.environment);
         return refund;
       } catch (err) {

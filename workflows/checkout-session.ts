@@ -3,35 +3,62 @@
  * Holds the 7-day timer: if nobody has paid by then, the session expires and its link shows an
  * expired page. Paying ends the wait early with the checkoutPaid signal; without the signal the
  * expiry step finds the session complete and leaves it alone, so the session's row lock, not the
- * signal, decides a payment racing the last second. BusinessStatus: open, complete or expired.
+ * signal, decides a payment racing the last second.
+ *
+ * A paid session then holds its sale's 30-day refund window (CONTRACT §8, §11): when it passes,
+ * the partner's commission becomes payable (a refund asked later is refused), unless the sale was
+ * undone meanwhile. BusinessStatus: open, refund_window, complete or expired.
  */
-import { condition, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { condition, patched, proxyActivities, setHandler, setWorkflowOptions, sleep } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
-import { checkoutPaidSignal, type CheckoutSessionInput } from './messages';
+import { checkoutPaidSignal, SERVICE_REFUND_WINDOW_MS, type CheckoutSessionInput } from './messages';
 import { showBusinessStatus } from './business-status';
+import { PATCHES } from './patches';
 
 export const CHECKOUT_SESSION_LIFETIME = '7 days';
 
-const { expireCheckoutSession } = proxyActivities<Activities>({
+const { expireCheckoutSession, checkoutSaleOf, makeServiceCommissionPayable } = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
 export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Promise<'complete' | 'expired' | 'absent'> {
   let paid = false;
+  let paidAt = 0;
   setHandler(checkoutPaidSignal, () => {
     paid = true;
+    paidAt ||= Date.now();
   });
   showBusinessStatus('open');
+  let outcome: 'complete' | 'expired' | 'absent';
   if (await condition(() => paid, CHECKOUT_SESSION_LIFETIME, { summary: 'the 7-day session' })) {
-    showBusinessStatus('complete');
-    return 'complete';
+    outcome = 'complete';
+  } else {
+    outcome = await expireCheckoutSession({ sessionPublicId: input.sessionPublicId });
   }
-  const outcome = await expireCheckoutSession({ sessionPublicId: input.sessionPublicId });
   showBusinessStatus(outcome);
+  // Runs started before this patch end here, as they did.
+  if (outcome === 'complete' && patched(PATCHES.checkoutCommissionWindow.patchId)) await refundWindow(input.sessionPublicId, paidAt || Date.now());
   return outcome;
 }
 
-// Worker Versioning: ends within days: it stays on the worker version that started it (src/temporal/versioning.ts).
+/**
+ * The sale's 30-day refund window, on this workflow's clock from when it learned of the payment
+ * (its paid signal, sent by whoever recorded it); then its commission becomes payable.
+ */
+async function refundWindow(sessionPublicId: string, paidAt: number): Promise<void> {
+  const sale = await checkoutSaleOf({ sessionPublicId });
+  if (!sale) return;
+  showBusinessStatus('refund_window');
+  await sleep(Math.max(1, paidAt + SERVICE_REFUND_WINDOW_MS - Date.now()), { summary: 'the 30-day refund window' });
+  // A sale is booked when its transfer completes; one still under way (an operator's) is waited for.
+  while ((await makeServiceCommissionPayable({ orderId: sale.orderId, at: new Date().toISOString() })) === 'not_booked') {
+    await sleep('1 day', { summary: 'the transfer is still under way: the sale is not booked yet' });
+  }
+  showBusinessStatus('complete');
+}
+
+// Worker Versioning: ends within weeks (its 7 days, then a paid sale's 30-day window): it stays on
+// the worker version that started it, as the referral window does (src/temporal/versioning.ts).
 setWorkflowOptions(onVersionedWorker('PINNED'), checkoutSessionWorkflow);

@@ -3,7 +3,8 @@
  * any order recorded more than 30 s ago whose workflow was never started (the API process died
  * between committing the order and starting it, and the partner did not retry), and wakes the
  * webhook delivery of any endpoint that is behind its events, and starts the 30-day window of any
- * referred sale whose workflow was never started. Continues as new every 180 rounds
+ * referred sale whose workflow was never started, and settles card payments a crash left out
+ * with the processor (recorded as their sale, or voided). Continues as new every 180 rounds
  * (three hours), or sooner when the server suggests it.
  *
  * The three steps fail independently: each is tried a few times, then given up until the next
@@ -13,18 +14,20 @@
 import { continueAsNew, isCancellation, log, patched, proxyActivities, setWorkflowOptions, sleep, workflowInfo } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
+import { STALLED_PAYMENT_SECONDS } from './messages';
 import type { Activities } from '../activities';
 
 export { FULFILMENT_RECOVERY_WORKFLOW_ID } from './messages';
 
 /**
  * A round was 17 history events with two activities (240 rounds, about 4,100 events); with the
- * third activity it is about 23 (measured in test/workflows/fulfilment-recovery.test.ts), so 180
- * rounds stay near 4,100 events, well under Temporal's 10,240-event warning.
+ * third activity it was about 23 (180 rounds); with the fourth (stalled payments) about 29
+ * (measured in test/workflows/fulfilment-recovery.test.ts), so 150 rounds stay near 4,400 events,
+ * well under Temporal's 10,240-event warning.
  */
-export const ROUNDS_PER_RUN = 180;
+export const ROUNDS_PER_RUN = 150;
 
-const { startUnstartedFulfilments, startUnstartedReferralWindows, wakeLateDeliveries } = proxyActivities<Activities>({
+const { startUnstartedFulfilments, startUnstartedReferralWindows, wakeLateDeliveries, settleStalledPayments } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   // Each step heartbeats between its items (activities/index.ts).
   heartbeatTimeout: '20 seconds',
@@ -45,8 +48,11 @@ export async function fulfilmentRecoveryWorkflow(): Promise<void> {
   // Referral windows were added after runs of this workflow were in flight: patched() keeps their
   // histories replaying (old runs: 240 rounds of two activities; new ones: fewer, longer rounds).
   const withReferrals = patched(PATCHES.recoveryReferralWindows.patchId);
-  const rounds = withReferrals ? ROUNDS_PER_RUN : 240;
+  // Stalled payments came later still: runs started before it keep their rounds (180, three steps).
+  const withPayments = withReferrals && patched(PATCHES.recoveryStalledPayments.patchId);
+  const rounds = withPayments ? ROUNDS_PER_RUN : withReferrals ? 180 : 240;
   for (let round = 0; round < rounds && !workflowInfo().continueAsNewSuggested; round++) {
+    if (withPayments) await step('stalled payments', () => settleStalledPayments({ olderThanSeconds: STALLED_PAYMENT_SECONDS }));
     await step('late fulfilments', () => startUnstartedFulfilments({ olderThanSeconds: 30 }));
     if (withReferrals) await step('referral windows', () => startUnstartedReferralWindows({ olderThanSeconds: 60 }));
     await step('late deliveries', () => wakeLateDeliveries());

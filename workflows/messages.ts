@@ -21,6 +21,9 @@ export const ORDER_STATUSES = [
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 export const FINAL_ORDER_STATUSES: readonly OrderStatus[] = ['TRANSFER_COMPLETED', 'TRANSFER_FAILED', 'REFUNDED'];
 
+/** How long a card payment may stay out with the processor before the recovery sweep asks about it. */
+export const STALLED_PAYMENT_SECONDS = 120;
+
 export const quoteWorkflowId = (quotePublicId: string) => `quote:${quotePublicId}`;
 export const orderWorkflowId = (orderPublicId: string) => `order:${orderPublicId}`;
 
@@ -74,7 +77,15 @@ export interface QuoteReservationInput {
 export interface OrderFulfilmentInput {
   orderId: string;
   orderPublicId: string;
+  /**
+   * A hosted-checkout sale: its 30-day refund window runs from this workflow's start (the
+   * payment), on this workflow's clock. Absent for partner-collected orders and runs started before it.
+   */
+  serviceCollected?: boolean;
 }
+
+/** The refund window of a service-collected sale (CONTRACT §11): 30 days from payment. */
+export const SERVICE_REFUND_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
 
 export interface OrderFulfilmentResult {
   status: OrderStatus;

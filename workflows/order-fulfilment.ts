@@ -20,7 +20,7 @@
  * refused. Registrar calls are retried with back-off (attempts show in the Temporal UI); a
  * rejection is final.
  */
-import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, setCurrentDetails, setHandler, setWorkflowOptions, sleep, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, setCurrentDetails, setHandler, setWorkflowOptions, sleep, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import { RetryState, TimeoutType } from '@temporalio/common';
 import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
@@ -39,6 +39,7 @@ import {
   type RefundRequest,
   type TransferMode,
   type TransferOutcome,
+  SERVICE_REFUND_WINDOW_MS,
 } from './messages';
 import { showBusinessStatus } from './business-status';
 
@@ -106,6 +107,11 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
         if (refund) return; // asked before: the handler answers that decision
         if (status === 'TRANSFER_COMPLETED') {
           throw ApplicationFailure.nonRetryable(`order ${orderPublicId} reached TRANSFER_COMPLETED; refunds are possible only before that`, REFUND_NOT_ALLOWED);
+        }
+        // A hosted-checkout sale's refund window, from this workflow's start (the payment) on its
+        // clock: a live transfer can wait for an operator for longer.
+        if (input.serviceCollected && Date.now() >= workflowInfo().startTime.getTime() + SERVICE_REFUND_WINDOW_MS) {
+          throw ApplicationFailure.nonRetryable(`order ${orderPublicId} was paid more than 30 days ago; its refund window has closed`, REFUND_NOT_ALLOWED);
         }
         if (ended) throw ApplicationFailure.nonRetryable(`fulfilment of order ${orderPublicId} has ended (${status})`, ORDER_ENDED);
       },

@@ -9,4 +9,6 @@ export const PATCHES = {
   recoveryReferralWindows: { workflowType: 'fulfilmentRecoveryWorkflow', patchId: 'start-unstarted-referral-windows' },
   deliveryWakeUpsCount: { workflowType: 'webhookDeliveryWorkflow', patchId: 'delivery-wake-ups-count' },
   boundedCancelPolling: { workflowType: 'orderFulfilmentWorkflow', patchId: 'bounded-cancel-polling' },
+  recoveryStalledPayments: { workflowType: 'fulfilmentRecoveryWorkflow', patchId: 'settle-stalled-payments' },
+  checkoutCommissionWindow: { workflowType: 'checkoutSessionWorkflow', patchId: 'service-commission-window' },
 } as const;

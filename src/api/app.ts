@@ -71,7 +71,7 @@ export function checkoutDeps(deps: AppDeps): CheckoutDeps {
     dataSource: deps.dataSource,
     workflows: deps.workflows,
     pageToken: new CheckoutPageToken(deps.secretBox.deriveKey('checkout-page-token')),
-    payments: deps.payments ?? { sandbox: new SandboxCardProcessor() },
+    payments: deps.payments ?? { sandbox: new SandboxCardProcessor(deps.dataSource) },
   };
 }
 

@@ -7,10 +7,11 @@
 import { LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
-import { CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
+import { CheckoutPayment, CheckoutSession, type PayingDetails } from '../db/entities/checkout-session';
 import { Domain } from '../db/entities/domain';
 import { Order } from '../db/entities/order';
 import { LOCK_TAKEN, whenUnlocked } from '../db/when-unlocked';
+import { databaseNow } from '../db/clock';
 import { publicId } from '../ids';
 import { markWorkflowStarted, recordSale } from '../orders/orders';
 import { startOrderFulfilment } from '../orders/start-workflows';
@@ -18,9 +19,10 @@ import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { recordReferredSale } from '../referral/commissions';
 import { ReferralSale } from '../db/entities/referral';
-import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId } from '../../workflows/messages';
+import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId, STALLED_PAYMENT_SECONDS } from '../../workflows/messages';
 import type { CheckoutPageToken } from './page-token';
-import type { CardPayment, PaymentPort } from './payments';
+import type { Authorization, CardPayment, PaymentPort } from './payments';
+import { ACCOUNT, post } from '../finance/ledger';
 
 export const CHECKOUT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -94,7 +96,8 @@ export async function openSession(
     attributes: { partnerId: input.partnerId, domain: domain.name, environment: input.environment, businessStatus: 'open' },
   });
   const sessions = manager.getRepository(CheckoutSession);
-  const now = new Date();
+  // Its 7 days on the database's clock, which payment compares with too.
+  const now = await databaseNow(manager);
   return sessions.save(
     sessions.create({
       publicId: sessionPublicId,
@@ -151,12 +154,15 @@ export async function findSession(dataSource: DataSource, sessionPublicId: strin
   return dataSource.getRepository(CheckoutSession).findOneBy({ publicId: sessionPublicId });
 }
 
-/** The session's timer fired: an open session expires; a paid one is left alone. */
+/** The session's timer fired: an open session expires; a paid one is left alone; one being paid is waited for. */
 export async function expireSession(dataSource: DataSource, sessionPublicId: string): Promise<'expired' | 'complete' | 'absent'> {
   return dataSource.transaction(async (tx) => {
     const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session) return 'absent';
     if (session.status === 'complete') return 'complete';
+    // A payment out with the processor is settled first (by its payer, or the recovery sweep
+    // within minutes): this step fails and its activity tries again, then finds it complete or open.
+    if (session.payingSince) throw new Error(`checkout ${sessionPublicId}: a payment is out with the card processor; the expiry waits for it`);
     if (session.status === 'open') await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'expired', closedAt: () => 'now()' });
     return 'expired';
   });
@@ -187,56 +193,152 @@ export const MAX_DECLINED_ATTEMPTS = 5;
 const LOCK_WAIT_MS = 60_000;
 
 /**
- * Pays the session: once. A second submit (double click, back button, another tab) waits for the
- * session's row lock (locked NOWAIT, waited for outside the pool: whenUnlocked) and then finds it
- * complete: from the same buyer (email and card) it answers the same order, from anyone else that
- * the name is gone; neither is charged.
- * The card is authorised while the session and the name are locked, so nobody else can buy the
- * name between the charge and the sale; a decline changes only the session's count of declines.
+ * Pays the session, once, in three steps, so that the card processor is never called inside a
+ * database transaction (a slow authorisation holds no pooled connection, and a crash or a failed
+ * commit can never leave a charge without a record of it):
+ *
+ * 1. claim (a short transaction): the session must be open, the name still listed at the price
+ *    and currency the session showed; the name is held (reserved) and the session marked paying
+ *    with a new attempt number and what to record once approved;
+ * 2. authorise, outside any transaction, with `<session_id>:<attempt>` as the processor's
+ *    idempotency key;
+ * 3. record (a second transaction): the payment, the order, the referred sale; a decline gives
+ *    the name back and counts the decline.
+ *
+ * A crash between 2 and 3 leaves the session paying: settleStalledPayments asks the processor
+ * about the attempt and records the sale or voids the charge. A second submit while a payment is
+ * out (double click, another tab) waits for it and then finds the session complete: from the
+ * same buyer (email and card) it answers the same order, from anyone else that the name is gone;
+ * neither is charged.
  */
 export async function payForSession(
   deps: CheckoutDeps,
   sessionPublicId: string,
-  card: Omit<CardPayment, 'sessionId' | 'amountCents' | 'currency'>,
+  card: Omit<CardPayment, 'idempotencyKey' | 'amountCents' | 'currency'>,
   buyer: BuyerDetails,
   /** The link this browser last clicked within 30 days (its attribution cookie), if any. */
   referral?: { linkCode: string },
 ): Promise<PayOutcome> {
-  const outcome = await whenUnlocked(() => deps.dataSource.transaction(async (tx): Promise<PayOutcome & { created?: boolean; referralSale?: string; referrer?: string }> => {
-    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').setOnLocked('nowait').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
-    if (!session) return { kind: 'not_found' };
-    if (session.status === 'complete') {
-      // The same buyer submitting again (a double click, another tab) sees its receipt; anyone
-      // else who opened the same link (a shared "Buy now" session) is told the name is gone.
-      const paid = await tx.getRepository(CheckoutPayment).findOneBy({ sessionId: session.id });
-      const sameBuyer = paid?.buyerEmail.toLowerCase() === buyer.email.toLowerCase() && paid.cardLast4 === card.cardNumber.slice(-4);
-      if (!sameBuyer) return { kind: 'unavailable', reason: `${session.domain} has just been bought by another buyer.` };
-      const order = await tx.getRepository(Order).findOneByOrFail({ id: session.orderId! });
-      return { kind: 'paid', session, orderPublicId: order.publicId };
-    }
-    if (session.status === 'expired') return { kind: 'expired' };
-    if (session.declinedAttempts >= MAX_DECLINED_ATTEMPTS) return { kind: 'too_many_declines' };
-    const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: session.domainId }).getOneOrFail();
-    if (domain.status !== 'listed') return { kind: 'unavailable', reason: `${domain.name} has just been ${domain.status === 'sold' ? 'sold' : 'reserved by another buyer'}.` };
-    if (domain.buyNowPriceCents !== session.priceCents || domain.currency !== session.currency) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
-    const processor = deps.payments[session.environment];
-    if (!processor) return { kind: 'no_processor' };
+  const details: PayingDetails = { buyerName: buyer.name, buyerEmail: buyer.email, registrant: buyer.registrant, cardLast4: card.cardNumber.slice(-4), linkCode: referral?.linkCode ?? null };
+  let claim: Claim | undefined;
+  for (const giveUp = Date.now() + LOCK_WAIT_MS; !claim || claim.kind === 'in_progress'; ) {
+    if (claim && Date.now() > giveUp) return { kind: 'busy' };
+    if (claim) await new Promise((resolve) => setTimeout(resolve, 200));
+    claim = (await whenUnlocked(() => deps.dataSource.transaction((tx) => claimSession(tx, deps, sessionPublicId, details)), { giveUpMs: LOCK_WAIT_MS, everyMs: 200 })) ?? { kind: 'busy' };
+  }
+  if (claim.kind !== 'claimed') return claim;
 
-    const auth = await processor.authorize({ ...card, sessionId: session.publicId, amountCents: session.priceCents, currency: session.currency });
-    if (!auth.approved) {
-      await tx.getRepository(CheckoutSession).increment({ id: session.id }, 'declinedAttempts', 1);
-      return { kind: 'declined', reason: auth.reason };
-    }
+  const { session, attempt, processor } = claim;
+  const auth = await processor.authorize({ ...card, idempotencyKey: paymentKey(session.publicId, attempt), amountCents: session.priceCents, currency: session.currency });
+  if (!auth.approved) {
+    await releaseClaim(deps.dataSource, session.publicId, attempt, 'declined');
+    return { kind: 'declined', reason: auth.reason };
+  }
+  const recorded = await recordPaidSession(deps.dataSource, session.publicId, attempt, auth);
+  if (recorded.kind !== 'paid') {
+    // Resolved meanwhile by the sweep (which found this attempt stalled): what it decided stands.
+    const now = await findSession(deps.dataSource, session.publicId);
+    if (now?.status !== 'complete') return { kind: 'unavailable', reason: `The payment for ${session.domain} could not be completed; your card has not been charged.` };
+    const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: now.orderId! });
+    return { kind: 'paid', session: now, orderPublicId: order.publicId };
+  }
+  await afterPaid(deps, recorded);
+  return { kind: 'paid', session: recorded.session, orderPublicId: recorded.orderPublicId };
+}
+
+/** The processor's idempotency key of a session's payment attempt. */
+export const paymentKey = (sessionPublicId: string, attempt: number) => `${sessionPublicId}:${attempt}`;
+
+type Claim = Exclude<PayOutcome, { kind: 'paid' }> | { kind: 'paid'; session: CheckoutSession; orderPublicId: string } | { kind: 'in_progress' } | { kind: 'claimed'; session: CheckoutSession; attempt: number; processor: PaymentPort };
+
+/** Step 1: holds the name and marks the session paying, or says why it cannot be paid. */
+async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublicId: string, details: PayingDetails): Promise<Claim> {
+  const sessions = tx.getRepository(CheckoutSession);
+  const { entities, raw } = await sessions
+    .createQueryBuilder('s')
+    // The database's clock decides lateness, as for quotes: a session past its 7 days takes no
+    // payment even while its workflow's timer is late.
+    .addSelect('s.expires_at <= now()', 'past_expiry')
+    .setLock('pessimistic_write')
+    .setOnLocked('nowait')
+    .where('s.public_id = :sessionPublicId', { sessionPublicId })
+    .getRawAndEntities<{ past_expiry: boolean }>();
+  const session = entities[0];
+  if (!session) return { kind: 'not_found' };
+  if (session.status === 'complete') {
+    // The same buyer submitting again (a double click, another tab) sees its receipt; anyone
+    // else who opened the same link (a shared "Buy now" session) is told the name is gone.
+    const paid = await tx.getRepository(CheckoutPayment).findOneBy({ sessionId: session.id });
+    const sameBuyer = paid?.buyerEmail.toLowerCase() === details.buyerEmail.toLowerCase() && paid.cardLast4 === details.cardLast4;
+    if (!sameBuyer) return { kind: 'unavailable', reason: `${session.domain} has just been bought by another buyer.` };
+    const order = await tx.getRepository(Order).findOneByOrFail({ id: session.orderId! });
+    return { kind: 'paid', session, orderPublicId: order.publicId };
+  }
+  if (session.payingSince) return { kind: 'in_progress' };
+  if (session.status === 'expired' || raw[0].past_expiry) return { kind: 'expired' };
+  if (session.declinedAttempts >= MAX_DECLINED_ATTEMPTS) return { kind: 'too_many_declines' };
+  const processor = deps.payments[session.environment];
+  if (!processor) return { kind: 'no_processor' };
+  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: session.domainId }).getOneOrFail();
+  if (domain.status !== 'listed') return { kind: 'unavailable', reason: `${domain.name} has just been ${domain.status === 'sold' ? 'sold' : 'reserved by another buyer'}.` };
+  if (domain.buyNowPriceCents !== session.priceCents || domain.currency !== session.currency) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
+  // Held while the card is out: reserved with no quote (no quote, order or other checkout takes it).
+  await tx.getRepository(Domain).update({ id: domain.id }, { status: 'reserved' });
+  const attempt = session.paymentAttempt + 1;
+  await sessions.update({ id: session.id }, { paymentAttempt: attempt, payingSince: () => 'now()', payingDetails: details });
+  return { kind: 'claimed', session: { ...session, paymentAttempt: attempt }, attempt, processor };
+}
+
+/** A payment attempt that did not go through: the name is listed again and the session open (a decline is counted). */
+async function releaseClaim(dataSource: DataSource, sessionPublicId: string, attempt: number, why: 'declined' | 'not_charged'): Promise<boolean> {
+  return dataSource.transaction(async (tx) => {
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+    if (!session?.payingSince || session.paymentAttempt !== attempt) return false;
+    await tx
+      .getRepository(Domain)
+      .createQueryBuilder()
+      .update()
+      .set({ status: 'listed' })
+      .where("id = :id AND status = 'reserved' AND reserved_by_quote_id IS NULL", { id: session.domainId })
+      .execute();
+    await tx.getRepository(CheckoutSession).update(
+      { id: session.id },
+      {
+        payingSince: null,
+        payingDetails: null,
+        // Its 7 days may have ended while the card was out (the workflow's timer left it open).
+        status: () => "CASE WHEN expires_at <= now() THEN 'expired' ELSE status END",
+        closedAt: () => 'CASE WHEN expires_at <= now() THEN now() ELSE closed_at END',
+        ...(why === 'declined' ? { declinedAttempts: () => 'declined_attempts + 1' } : {}),
+      },
+    );
+    return true;
+  });
+}
+
+type Recorded = { kind: 'paid'; session: CheckoutSession; orderPublicId: string; orderId: string; referralSale?: string; referrer?: string } | { kind: 'stale' };
+
+/**
+ * Step 3: the approved attempt recorded: the payment, the sale (the order at the session's price,
+ * which starts the same fulfilment), the card's money in the ledger, the referred sale. `stale`
+ * when the attempt is no longer the one out (the sweep or the payer resolved it first).
+ */
+async function recordPaidSession(dataSource: DataSource, sessionPublicId: string, attempt: number, auth: Extract<Authorization, { approved: true }>): Promise<Recorded> {
+  return dataSource.transaction(async (tx): Promise<Recorded> => {
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+    if (!session?.payingSince || session.paymentAttempt !== attempt || !session.payingDetails) return { kind: 'stale' };
+    const details = session.payingDetails;
+    const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: session.domainId }).getOneOrFail();
     await tx.getRepository(CheckoutPayment).insert({
       sessionId: session.id,
       processor: auth.processor,
       paymentRef: auth.paymentRef,
       amountCents: session.priceCents,
       currency: session.currency,
-      cardLast4: card.cardNumber.slice(-4),
-      buyerName: buyer.name,
-      buyerEmail: buyer.email,
-      registrant: buyer.registrant,
+      cardLast4: details.cardLast4,
+      buyerName: details.buyerName,
+      buyerEmail: details.buyerEmail,
+      registrant: details.registrant,
     });
     const sale = await recordSale(tx, {
       partnerId: session.partnerId,
@@ -248,38 +350,94 @@ export async function payForSession(
       checkoutSessionId: session.id,
       clientReferenceId: session.clientReferenceId,
     });
-    await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'complete', orderId: sale.id, closedAt: () => 'now()' });
-    const referred = referral
+    await bookCardPayment(tx, { partnerId: session.partnerId, environment: session.environment, paymentRef: auth.paymentRef, amountCents: session.priceCents, currency: session.currency });
+    await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'complete', orderId: sale.id, closedAt: () => 'now()', payingSince: null, payingDetails: null });
+    const referred = details.linkCode
       ? await recordReferredSale(tx, {
-          linkCode: referral.linkCode,
+          linkCode: details.linkCode,
           environment: session.environment,
           sellerPartnerId: session.partnerId,
           orderId: sale.id,
-          buyerEmail: buyer.email,
+          buyerEmail: details.buyerEmail,
           domain: domain.name,
           amountCents: session.priceCents,
           currency: session.currency,
           at: new Date(),
         })
       : undefined;
-    return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id }, orderPublicId: sale.publicId, created: true, referralSale: referred?.publicId, referrer: referred?.partnerId };
-  }), { giveUpMs: LOCK_WAIT_MS, everyMs: 200 });
-  if (!outcome) return { kind: 'busy' };
+    return { kind: 'paid', session: { ...session, status: 'complete', orderId: sale.id, payingSince: null, payingDetails: null }, orderPublicId: sale.publicId, orderId: sale.id, referralSale: referred?.publicId, referrer: referred?.partnerId };
+  });
+}
 
-  if (outcome.kind === 'paid') {
-    // After commit, idempotently: the recovery sweep starts any fulfilment a crash left unstarted.
-    const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ publicId: outcome.orderPublicId });
-    if (outcome.referralSale) await startReferralCommission(deps.workflows, deps.dataSource, outcome.referralSale, outcome.referrer!, order.domain, order.environment);
-    if (!order.workflowStarted) {
-      await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain });
-      await markWorkflowStarted(deps.dataSource, order.id);
-    }
-    if (outcome.created) {
-      await deps.workflows.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal).catch(() => undefined);
-      await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
-    }
+/** Tells the session's workflow it was paid (its 30-day refund window starts); one that has ended needs nothing. */
+export async function signalCheckoutPaid(w: WorkflowStarter, sessionPublicId: string): Promise<void> {
+  await w.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal).catch(() => undefined);
+}
+
+/** After the record commits, idempotently (the recovery sweep starts whatever a crash left unstarted). */
+async function afterPaid(deps: CheckoutDeps, recorded: Extract<Recorded, { kind: 'paid' }>): Promise<void> {
+  const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: recorded.orderId });
+  if (recorded.referralSale) await startReferralCommission(deps.workflows, deps.dataSource, recorded.referralSale, recorded.referrer!, order.domain, order.environment);
+  if (!order.workflowStarted) {
+    await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain, serviceCollected: true });
+    await markWorkflowStarted(deps.dataSource, order.id);
   }
-  return outcome;
+  await signalCheckoutPaid(deps.workflows, recorded.session.publicId);
+  await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
+}
+
+
+/** Sessions whose payment has been out with the processor for longer than `olderThanSeconds` (a crash between authorising and recording), oldest first. */
+export async function stalledPayments(dataSource: DataSource, olderThanSeconds: number = STALLED_PAYMENT_SECONDS): Promise<CheckoutSession[]> {
+  return dataSource
+    .getRepository(CheckoutSession)
+    .createQueryBuilder('s')
+    .where('s.paying_since < now() - make_interval(secs => :olderThanSeconds)', { olderThanSeconds })
+    .orderBy('s.paying_since', 'ASC')
+    .limit(100)
+    .getMany();
+}
+
+/**
+ * The sweep's step for a payment a crash left out: asks the processor about the attempt and
+ * records the sale (approved), or gives the name back (declined, or never sent); an approval that
+ * can no longer be recorded is voided, so no buyer is charged without an order.
+ */
+export async function settleStalledPayment(deps: Pick<CheckoutDeps, 'dataSource' | 'payments'>, session: CheckoutSession): Promise<'recorded' | 'released' | 'voided' | 'resolved'> {
+  const processor = deps.payments[session.environment];
+  if (!processor) throw new Error(`no card processor for ${session.environment}`);
+  const attempt = session.paymentAttempt;
+  const auth = await processor.retrieve(paymentKey(session.publicId, attempt));
+  if (!auth || !auth.approved || auth.voided) {
+    return (await releaseClaim(deps.dataSource, session.publicId, attempt, auth && !auth.approved ? 'declined' : 'not_charged')) ? 'released' : 'resolved';
+  }
+  const recorded = await recordPaidSession(deps.dataSource, session.publicId, attempt, auth);
+  if (recorded.kind === 'paid') return 'recorded';
+  // The attempt was resolved meanwhile: recorded by its payer (this charge is the order's), or
+  // given back, when this approval is no sale's and is voided.
+  const paid = await deps.dataSource.getRepository(CheckoutPayment).findOneBy({ paymentRef: auth.paymentRef });
+  if (paid) return 'resolved';
+  await processor.void(auth.paymentRef);
+  return 'voided';
+}
+
+/** The buyer's card money in the ledger: the service holds it (cash) for the buyer until the sale is booked. */
+async function bookCardPayment(tx: EntityManager, p: { partnerId: string; environment: Environment; paymentRef: string; amountCents: number; currency: string }): Promise<void> {
+  await post(tx, {
+    idempotencyKey: `card:${p.paymentRef}:paid`,
+    partnerId: p.partnerId,
+    environment: p.environment,
+    kind: 'card_payment',
+    paymentModel: 'service_collected',
+    transactionId: null,
+    occurredAt: new Date(),
+    currency: p.currency,
+    settled: false,
+    entries: [
+      { account: ACCOUNT.serviceCash, amountCents: p.amountCents },
+      { account: ACCOUNT.buyerPayments, amountCents: -p.amountCents },
+    ],
+  });
 }
 
 /**

@@ -19,6 +19,7 @@ import { Quote } from './entities/quote';
 import { Refund } from './entities/refund';
 import { SaleTransaction } from './entities/sale-transaction';
 import { SandboxTransfer } from './entities/sandbox-transfer';
+import { SandboxCharge, SandboxRefund } from './entities/sandbox-charge';
 import { WebhookDelivery } from './entities/webhook-delivery';
 import { WebhookEndpoint } from './entities/webhook-endpoint';
 import { Foundation1795000000000 } from './migrations/1795000000000-foundation';
@@ -43,6 +44,7 @@ import { IdempotentReplayBytes1795001700000 } from './migrations/1795001700000-i
 import { CheckoutDeclines1795001800000 } from './migrations/1795001800000-checkout-declines';
 import { DeliveryIdle1795001900000 } from './migrations/1795001900000-delivery-idle';
 import { SettlementCurrency1795002000000 } from './migrations/1795002000000-settlement-currency';
+import { CardPayments1795002100000 } from './migrations/1795002100000-card-payments';
 
 export const entities = [
   Partner,
@@ -62,6 +64,8 @@ export const entities = [
   SaleTransaction,
   LedgerEntry,
   SandboxTransfer,
+  SandboxCharge,
+  SandboxRefund,
   WebhookEndpoint,
   WebhookDelivery,
   LedgerPosting,
@@ -100,6 +104,7 @@ export const migrations = [
   CheckoutDeclines1795001800000,
   DeliveryIdle1795001900000,
   SettlementCurrency1795002000000,
+  CardPayments1795002100000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -24,6 +24,8 @@ export const ACCOUNT = {
   partnerCommissionRetained: 'partner_commission_retained',
   buyerPayments: 'buyer_payments',
   partnerCommissionExpense: 'partner_commission_expense',
+  /** A service-collected sale's commission while its 30-day refund window runs (not yet payable). */
+  partnerCommissionPending: 'partner_commission_pending',
   serviceOwesPartner: 'service_owes_partner',
   serviceCash: 'service_cash',
   referralCommissionExpense: 'referral_commission_expense',
@@ -125,10 +127,20 @@ export function saleEntries(paymentModel: TransactionPaymentModel, gross: number
       { account: ACCOUNT.partnerCommissionRetained, amountCents: commission },
     ];
   }
+  // Service-collected: the commission is pending until the sale's 30-day refund window passes
+  // (commissionPayableEntries, booked by the checkout session's workflow timer).
   return [
     { account: ACCOUNT.buyerPayments, amountCents: gross },
     { account: ACCOUNT.sales, amountCents: -gross },
     { account: ACCOUNT.partnerCommissionExpense, amountCents: commission },
+    { account: ACCOUNT.partnerCommissionPending, amountCents: -commission },
+  ];
+}
+
+/** A service-collected sale's refund window passed: its commission becomes payable (paid by a payout). */
+export function commissionPayableEntries(commission: number): NewPosting['entries'] {
+  return [
+    { account: ACCOUNT.partnerCommissionPending, amountCents: commission },
     { account: ACCOUNT.serviceOwesPartner, amountCents: -commission },
   ];
 }

@@ -1,25 +1,30 @@
 /**
  * `admin reconcile` (CONTRACT §12): recomputes every figure the API answers from the ledger's
- * entries and lists each place where a stored figure disagrees. Entries themselves cannot be
- * edited (triggers); what can drift is everything derived from them: a settlement's snapshot, a
- * transaction's amounts or status, a payout's lines. A brokered deal's gross is its `escrow_held`
- * entry (no `sales` entry: the service sold nothing of its own) and its commission the partner's
- * `partner_commission_expense`.
+ * entries and the sales behind them, and lists each place where they disagree. Entries cannot
+ * be edited (triggers) and every posting balances (a deferred trigger refuses the commit
+ * otherwise), so what is checked is what can drift: the stored rows derived from entries, the
+ * entries derived from sales, and the postings that should exist but were never booked.
+ *
+ * One consistent snapshot (REPEATABLE READ): a refund committing while it runs is either wholly
+ * in what it reads or wholly out of it, never half a difference. Each check is per currency:
+ * sums never add two.
  */
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { LedgerEntry } from '../db/entities/ledger-entry';
 import { LedgerPosting } from '../db/entities/ledger-posting';
-import { Payout, PayoutLine } from '../db/entities/payout';
+import { PayoutLine } from '../db/entities/payout';
 import { SaleTransaction } from '../db/entities/sale-transaction';
 import { Settlement } from '../db/entities/settlement';
 import { Order } from '../db/entities/order';
+import { CheckoutPayment } from '../db/entities/checkout-session';
 import { ReferralSale } from '../db/entities/referral';
+import { commissionCents } from '../money';
 import { ACCOUNT } from './ledger';
-import { figuresFromLedger, periodKey } from './settlements';
+import { figuresFromLedger, periodKey, type SettlementFigures } from './settlements';
 
 export interface Difference {
-  kind: 'posting' | 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale';
+  kind: 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale';
   id: string;
   field: string;
   stored: number | string | null;
@@ -29,93 +34,115 @@ export interface Difference {
 export interface ReconcileReport {
   ok: boolean;
   environment: Environment | 'all';
-  checked: { postings: number; transactions: number; settlements: number; payouts: number };
-  balances: Array<{ partner_id: string; environment: Environment; service_owes_partner_cents: number; unpaid_lines_cents: number }>;
+  checked: { transactions: number; settlements: number; orders: number; referral_sales: number };
+  balances: Array<{ partner_id: string; environment: Environment; currency: string; service_owes_partner_cents: number; unpaid_lines_cents: number }>;
   differences: Difference[];
 }
 
+/** A referred sale's window is 30 days; its workflow's timer may run this much late before a missing line is a difference. */
+const REFERRAL_WINDOW_GRACE = "interval '31 days'";
+
 export async function reconcile(dataSource: DataSource, environment?: Environment): Promise<ReconcileReport> {
+  return dataSource.transaction('REPEATABLE READ', (tx) => reconcileIn(tx, environment));
+}
+
+async function reconcileIn(manager: EntityManager, environment?: Environment): Promise<ReconcileReport> {
   const differences: Difference[] = [];
   const inEnv = <T extends { andWhere: (w: string, p?: object) => T }>(q: T, alias: string) => (environment ? q.andWhere(`${alias}.environment = :environment`, { environment }) : q);
-  const manager = dataSource.manager;
 
-  // 1. Every posting balances.
-  const postings = await inEnv(
-    manager
-      .getRepository(LedgerEntry)
-      .createQueryBuilder('e')
-      .select('e.posting_id', 'posting_id')
-      .addSelect('sum(e.amount_cents)', 'sum')
-      .where('true')
-      .groupBy('e.posting_id'),
-    'e',
-  ).getRawMany<{ posting_id: string; sum: string }>();
-  for (const p of postings) if (Number(p.sum) !== 0) differences.push({ kind: 'posting', id: p.posting_id, field: 'sum of entries', stored: Number(p.sum), from_ledger: 0 });
-
-  // 2. Each transaction's amounts are its sale posting's, and it is reversed exactly when a reversal was booked.
+  // 1. Each transaction's amounts are its sale posting's, and it reads reversed exactly when a
+  //    reversal was booked. From the postings (a zero-price sale books a posting with no entries).
   const txns = await inEnv(manager.getRepository(SaleTransaction).createQueryBuilder('t').where('true'), 't').getMany();
   const sums = await inEnv(
     manager
-      .getRepository(LedgerEntry)
-      .createQueryBuilder('e')
-      .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
+      .getRepository(LedgerPosting)
+      .createQueryBuilder('p')
+      .leftJoin(LedgerEntry, 'e', 'e.posting_id = p.id')
       .select('p.transaction_id', 'transaction_id')
-      .addSelect(`-sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :sales)`, 'gross')
+      .addSelect(`count(DISTINCT p.id) FILTER (WHERE p.kind = 'sale')`, 'sales')
+      .addSelect(`coalesce(-sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :sales), 0)`, 'gross')
       // A brokered deal's price is what went into escrow (the service sold nothing of its own).
-      .addSelect(`sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :escrow)`, 'escrow')
-      .addSelect(`sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account IN (:...commission))`, 'commission')
+      .addSelect(`coalesce(sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account = :escrow), 0)`, 'escrow')
+      .addSelect(`coalesce(sum(e.amount_cents) FILTER (WHERE p.kind = 'sale' AND e.account IN (:...commission)), 0)`, 'commission')
       .addSelect(`count(DISTINCT p.id) FILTER (WHERE p.kind = 'reversal')`, 'reversals')
+      .addSelect(`min(to_char(p.period_start, 'YYYY-MM-DD')) FILTER (WHERE p.kind = 'sale')`, 'sale_period')
+      .addSelect(`min(to_char(p.period_start, 'YYYY-MM-DD')) FILTER (WHERE p.kind = 'reversal')`, 'reversal_period')
       .where('p.transaction_id IS NOT NULL')
       .setParameters({ sales: ACCOUNT.sales, escrow: ACCOUNT.escrowHeld, commission: [ACCOUNT.partnerCommissionRetained, ACCOUNT.partnerCommissionExpense] })
       .groupBy('p.transaction_id'),
     'p',
-  ).getRawMany<{ transaction_id: string; gross: string | null; escrow: string | null; commission: string | null; reversals: string }>();
+  ).getRawMany<{ transaction_id: string; sales: string; gross: string; escrow: string; commission: string; reversals: string; sale_period: string | null; reversal_period: string | null }>();
   const byTxn = new Map(sums.map((s) => [s.transaction_id, s]));
   for (const t of txns) {
     const s = byTxn.get(t.id);
-    const grossFromLedger = t.paymentModel === 'brokerage' ? s?.escrow : s?.gross;
-    const gross = grossFromLedger == null ? null : Number(grossFromLedger);
-    const commission = s?.commission == null ? 0 : Number(s.commission);
-    const status = Number(s?.reversals ?? 0) > 0 ? 'reversed' : 'completed';
+    if (!s || Number(s.sales) === 0) {
+      differences.push({ kind: 'transaction', id: t.publicId, field: 'sale posting', stored: 'missing', from_ledger: 'a transaction is booked by one' });
+      continue;
+    }
+    const gross = Number(t.paymentModel === 'brokerage' ? s.escrow : s.gross);
+    const commission = Number(s.commission);
+    const status = Number(s.reversals) > 0 ? 'reversed' : 'completed';
     if (gross !== t.grossCents) differences.push({ kind: 'transaction', id: t.publicId, field: 'gross_cents', stored: t.grossCents, from_ledger: gross });
     if (commission !== t.commissionCents) differences.push({ kind: 'transaction', id: t.publicId, field: 'commission_cents', stored: t.commissionCents, from_ledger: commission });
     if (status !== t.status) differences.push({ kind: 'transaction', id: t.publicId, field: 'status', stored: t.status, from_ledger: status });
   }
 
-  // 3. Each closed settlement's snapshot equals the sums over its period's entries.
-  const closed = await inEnv(manager.getRepository(Settlement).createQueryBuilder('s').where("s.status = 'closed'"), 's').getMany();
-  for (const s of closed) {
+  // 2. Each order's transaction is its sale: gross is the order's price, commission the rate
+  //    fixed on the order, the currency the order's; a completed order has one, a refunded one
+  //    that was booked is reversed.
+  const orders = await inEnv(
+    manager
+      .getRepository(Order)
+      .createQueryBuilder('o')
+      .leftJoin(SaleTransaction, 't', 't.order_id = o.id')
+      .select(['o.public_id AS public_id', 'o.status AS status', 'o.sale_price_cents AS price', 'o.commission_bps AS bps', 'o.currency AS currency'])
+      .addSelect(['t.public_id AS txn', 't.gross_cents AS gross', 't.commission_cents AS commission', 't.currency AS txn_currency', 't.status AS txn_status'])
+      .where("o.status IN ('TRANSFER_COMPLETED', 'REFUNDED') OR t.id IS NOT NULL"),
+    'o',
+  ).getRawMany<{ public_id: string; status: string; price: string; bps: number; currency: string; txn: string | null; gross: string | null; commission: string | null; txn_currency: string | null; txn_status: string | null }>();
+  for (const o of orders) {
+    if (o.txn === null) {
+      if (o.status === 'TRANSFER_COMPLETED') differences.push({ kind: 'order', id: o.public_id, field: 'booked sale', stored: 'missing', from_ledger: 'a completed order books one' });
+      continue;
+    }
+    const price = Number(o.price);
+    if (Number(o.gross) !== price) differences.push({ kind: 'transaction', id: o.txn, field: 'gross_cents (the order\'s sale_price_cents)', stored: Number(o.gross), from_ledger: price });
+    const commission = commissionCents(Number(o.gross), o.bps);
+    if (Number(o.commission) !== commission) differences.push({ kind: 'transaction', id: o.txn, field: `commission_cents (floor(gross × ${o.bps} bps))`, stored: Number(o.commission), from_ledger: commission });
+    if (o.txn_currency !== o.currency) differences.push({ kind: 'transaction', id: o.txn, field: 'currency (the order\'s)', stored: o.txn_currency, from_ledger: o.currency });
+    if (o.status === 'REFUNDED' && o.txn_status !== 'reversed') differences.push({ kind: 'order', id: o.public_id, field: 'refunded sale reversed', stored: o.txn_status, from_ledger: 'reversed' });
+  }
+
+  // 3. Each settlement agrees with the ledger (a closed one's snapshot never changed) and with
+  //    /transactions: its partner-collected sales booked into the month, less those reversed in it.
+  const settlements = await inEnv(manager.getRepository(Settlement).createQueryBuilder('s').where('true'), 's').getMany();
+  const fromTransactions = new Map<string, SettlementFigures>();
+  for (const t of txns) {
+    const s = byTxn.get(t.id);
+    if (t.paymentModel !== 'partner_collected' || !s) continue;
+    const add = (period: string | null, sign: number) => {
+      if (!period) return;
+      const key = `${t.partnerId} ${t.environment} ${periodKey(period, t.currency)}`;
+      const f = fromTransactions.get(key) ?? { gross_sold_cents: 0, commission_retained_cents: 0, amount_owed_to_service_cents: 0 };
+      f.gross_sold_cents += sign * t.grossCents;
+      f.commission_retained_cents += sign * t.commissionCents;
+      f.amount_owed_to_service_cents += sign * (t.grossCents - t.commissionCents);
+      fromTransactions.set(key, f);
+    };
+    add(s.sale_period, 1);
+    if (t.status === 'reversed') add(s.reversal_period, -1);
+  }
+  for (const s of settlements) {
     const live = (await figuresFromLedger(manager, s.partnerId, s.environment, [s])).get(periodKey(s.periodStart, s.currency))!;
-    const stored = { gross_sold_cents: s.grossSoldCents, commission_retained_cents: s.commissionRetainedCents, amount_owed_to_service_cents: s.amountOwedToServiceCents };
-    for (const field of Object.keys(live) as Array<keyof typeof live>) {
-      if (stored[field] !== live[field]) differences.push({ kind: 'settlement', id: s.publicId, field, stored: stored[field], from_ledger: live[field] });
-    }
-    if (s.amountOwedToServiceCents !== (s.grossSoldCents ?? 0) - (s.commissionRetainedCents ?? 0)) {
-      differences.push({ kind: 'settlement', id: s.publicId, field: 'gross_sold_cents - commission_retained_cents', stored: s.amountOwedToServiceCents, from_ledger: (s.grossSoldCents ?? 0) - (s.commissionRetainedCents ?? 0) });
+    const shown = s.status === 'closed' ? { gross_sold_cents: s.grossSoldCents!, commission_retained_cents: s.commissionRetainedCents!, amount_owed_to_service_cents: s.amountOwedToServiceCents! } : live;
+    const listed = fromTransactions.get(`${s.partnerId} ${s.environment} ${periodKey(s.periodStart, s.currency)}`) ?? { gross_sold_cents: 0, commission_retained_cents: 0, amount_owed_to_service_cents: 0 };
+    for (const field of Object.keys(live) as Array<keyof SettlementFigures>) {
+      if (shown[field] !== live[field]) differences.push({ kind: 'settlement', id: s.publicId, field, stored: shown[field], from_ledger: live[field] });
+      else if (shown[field] !== listed[field]) differences.push({ kind: 'settlement', id: s.publicId, field: `${field} (its month's /transactions)`, stored: shown[field], from_ledger: listed[field] });
     }
   }
 
-  // 4. Each payout paid exactly what its lines owed, and its own posting moved that amount.
-  const payouts = await inEnv(manager.getRepository(Payout).createQueryBuilder('po').where('true'), 'po').getMany();
-  for (const po of payouts) {
-    const lines = await manager
-      .getRepository(LedgerEntry)
-      .createQueryBuilder('e')
-      .innerJoin(PayoutLine, 'l', 'l.posting_id = e.posting_id')
-      .select('coalesce(-sum(e.amount_cents), 0)', 'owed')
-      .where('l.payout_id = :id AND e.account = :payable', { id: po.id, payable: ACCOUNT.serviceOwesPartner })
-      .getRawOne<{ owed: string }>();
-    const paid = await manager
-      .getRepository(LedgerEntry)
-      .createQueryBuilder('e')
-      .innerJoin(LedgerPosting, 'p', 'p.id = e.posting_id')
-      .select('coalesce(sum(e.amount_cents), 0)', 'paid')
-      .where("p.payout_id = :id AND p.kind = 'payout' AND e.account = :payable", { id: po.id, payable: ACCOUNT.serviceOwesPartner })
-      .getRawOne<{ paid: string }>();
-    if (Number(lines!.owed) !== Number(paid!.paid)) differences.push({ kind: 'payout', id: po.publicId, field: 'amount_cents', stored: Number(paid!.paid), from_ledger: Number(lines!.owed) });
-  }
-
-  // 5. What the service owes each partner is exactly what its unpaid lines owe.
+  // 4. What the service owes each partner, per currency, is exactly what its unpaid lines owe.
   const balances = await inEnv(
     manager
       .getRepository(LedgerEntry)
@@ -124,55 +151,79 @@ export async function reconcile(dataSource: DataSource, environment?: Environmen
       .leftJoin(PayoutLine, 'l', 'l.posting_id = p.id')
       .select('e.partner_id', 'partner_id')
       .addSelect('e.environment', 'environment')
+      .addSelect('e.currency', 'currency')
       .addSelect('-sum(e.amount_cents)', 'balance')
       .addSelect(`coalesce(-sum(e.amount_cents) FILTER (WHERE p.kind <> 'payout' AND l.posting_id IS NULL), 0)`, 'unpaid')
       .where('e.account = :payable', { payable: ACCOUNT.serviceOwesPartner })
       .groupBy('e.partner_id')
-      .addGroupBy('e.environment'),
+      .addGroupBy('e.environment')
+      .addGroupBy('e.currency'),
     'e',
-  ).getRawMany<{ partner_id: string; environment: Environment; balance: string; unpaid: string }>();
+  ).getRawMany<{ partner_id: string; environment: Environment; currency: string; balance: string; unpaid: string }>();
   for (const b of balances) {
     if (Number(b.balance) !== Number(b.unpaid)) {
-      differences.push({ kind: 'payout', id: `${b.partner_id}:${b.environment}`, field: 'service_owes_partner balance', stored: Number(b.balance), from_ledger: Number(b.unpaid) });
+      differences.push({ kind: 'payout', id: `${b.partner_id}:${b.environment}:${b.currency}`, field: 'service_owes_partner balance', stored: Number(b.balance), from_ledger: Number(b.unpaid) });
     }
   }
 
-  // 6. Every completed order has its booked sale (a lost booking would otherwise go unseen).
-  const unbooked = await inEnv(
-    manager
-      .getRepository(Order)
-      .createQueryBuilder('o')
-      .leftJoin(SaleTransaction, 't', 't.order_id = o.id')
-      .where("o.status = 'TRANSFER_COMPLETED' AND t.id IS NULL"),
-    'o',
-  ).getMany();
-  for (const o of unbooked) differences.push({ kind: 'order', id: o.publicId, field: 'booked sale', stored: 'missing', from_ledger: 'a completed order books one' });
-
-  // 7. Each referred sale's commission is the one its pending line booked.
+  // 5. Each referred sale: its commission is the one its pending line booked; a sale whose order
+  //    was refunded or failed is reversed; a sale past its 30-day window has accrued or been
+  //    reversed (else its workflow was lost).
   const referral = await inEnv(
     manager
       .getRepository(ReferralSale)
       .createQueryBuilder('s')
-      .leftJoin(LedgerPosting, 'p', "p.referral_sale_id = s.id AND p.kind = 'referral_pending'")
-      .leftJoin(LedgerEntry, 'e', 'e.posting_id = p.id AND e.account = :expense', { expense: ACCOUNT.referralCommissionExpense })
+      .innerJoin(Order, 'o', 'o.id = s.order_id')
+      .leftJoin(LedgerPosting, 'p', 'p.referral_sale_id = s.id')
+      .leftJoin(LedgerEntry, 'e', "e.posting_id = p.id AND p.kind = 'referral_pending' AND e.account = :expense", { expense: ACCOUNT.referralCommissionExpense })
       .select('s.public_id', 'sale_id')
       .addSelect('s.commission_cents', 'stored')
-      .addSelect('sum(e.amount_cents)', 'booked')
+      .addSelect('o.status', 'order_status')
+      .addSelect(`s.occurred_at < now() - ${REFERRAL_WINDOW_GRACE}`, 'window_passed')
+      .addSelect('coalesce(sum(e.amount_cents), 0)', 'booked')
+      .addSelect(`count(p.id) FILTER (WHERE p.kind = 'referral_accrued')`, 'accrued')
+      .addSelect(`count(p.id) FILTER (WHERE p.kind = 'referral_reversed')`, 'reversed')
       .where('true')
-      .groupBy('s.public_id')
-      .addGroupBy('s.commission_cents'),
+      .groupBy('s.id')
+      .addGroupBy('o.status'),
     's',
-  ).getRawMany<{ sale_id: string; stored: string; booked: string | null }>();
+  ).getRawMany<{ sale_id: string; stored: string; order_status: string; window_passed: boolean; booked: string; accrued: string; reversed: string }>();
   for (const r of referral) {
-    const booked = r.booked === null ? 0 : Number(r.booked);
-    if (booked !== Number(r.stored)) differences.push({ kind: 'referral_sale', id: r.sale_id, field: 'commission_cents', stored: Number(r.stored), from_ledger: booked });
+    if (Number(r.booked) !== Number(r.stored)) differences.push({ kind: 'referral_sale', id: r.sale_id, field: 'commission_cents', stored: Number(r.stored), from_ledger: Number(r.booked) });
+    const reversed = Number(r.reversed) > 0;
+    if ((r.order_status === 'REFUNDED' || r.order_status === 'TRANSFER_FAILED') && !reversed) {
+      differences.push({ kind: 'referral_sale', id: r.sale_id, field: `commission reversed (order ${r.order_status})`, stored: Number(r.accrued) > 0 ? 'accrued' : 'pending', from_ledger: 'reversed' });
+    } else if (r.window_passed && !reversed && Number(r.accrued) === 0) {
+      differences.push({ kind: 'referral_sale', id: r.sale_id, field: 'commission after its 30-day window', stored: 'pending', from_ledger: 'accrued or reversed' });
+    }
+  }
+
+  // 6. Each card payment is booked, and the buyer of a refunded or failed hosted-checkout sale
+  //    got it back (src/checkout/card-refunds.ts).
+  const cards = await inEnv(
+    manager
+      .getRepository(CheckoutPayment)
+      .createQueryBuilder('cp')
+      .innerJoin(Order, 'o', 'o.checkout_session_id = cp.session_id')
+      .leftJoin(LedgerPosting, 'paid', "paid.idempotency_key = 'card:' || cp.payment_ref || ':paid'")
+      .leftJoin(LedgerPosting, 'back', "back.idempotency_key = 'card:' || cp.payment_ref || ':refunded'")
+      .select('o.public_id', 'order_id')
+      .addSelect('o.status', 'status')
+      .addSelect('paid.id IS NOT NULL', 'booked')
+      .addSelect('back.id IS NOT NULL', 'refunded')
+      .where('true'),
+    'o',
+  ).getRawMany<{ order_id: string; status: string; booked: boolean; refunded: boolean }>();
+  for (const c of cards) {
+    if (!c.booked) differences.push({ kind: 'order', id: c.order_id, field: 'card payment booked', stored: 'missing', from_ledger: 'card_payment' });
+    if ((c.status === 'REFUNDED' || c.status === 'TRANSFER_FAILED') && !c.refunded) differences.push({ kind: 'order', id: c.order_id, field: `buyer's card refunded (order ${c.status})`, stored: 'missing', from_ledger: 'card_refund' });
   }
 
   return {
     ok: differences.length === 0,
     environment: environment ?? 'all',
-    checked: { postings: postings.length, transactions: txns.length, settlements: closed.length, payouts: payouts.length },
-    balances: balances.map((b) => ({ partner_id: b.partner_id, environment: b.environment, service_owes_partner_cents: Number(b.balance), unpaid_lines_cents: Number(b.unpaid) })),
+    checked: { transactions: txns.length, settlements: settlements.length, orders: orders.length, referral_sales: referral.length },
+    balances: balances.map((b) => ({ partner_id: b.partner_id, environment: b.environment, currency: b.currency, service_owes_partner_cents: Number(b.balance), unpaid_lines_cents: Number(b.unpaid) })),
     differences,
   };
 }

@@ -6,7 +6,7 @@ import { defineRoute, type RouteSpec } from '../api/route';
 import { Currency, CURRENCY_CODE, CurrencyFilter, z } from '../api/schemas';
 import { UUID_ANY } from '../ids';
 import { listPayouts } from './payouts';
-import { listSettlements } from './settlements';
+import { closeEndedMonthsOf, listSettlements } from './settlements';
 import { listTransactions, transactionTotals } from './transactions';
 
 /** Figures that a reversal in the period can make negative. */
@@ -25,6 +25,7 @@ const Transaction = z
     currency: Currency,
     occurred_at: z.string().openapi({ format: 'date-time' }),
     reversed_at: z.string().nullable().openapi({ format: 'date-time', description: 'when the sale was undone (null while it stands); its reversal is booked in the settlement of that month, or the next open one when that month is already closed' }),
+    settlement_period: Day.openapi({ description: 'the first day of the settlement month that holds the sale: its own month, or the next open one when it was booked after its month closed' }),
   })
   .openapi('Transaction');
 
@@ -118,6 +119,7 @@ export function financeRoutes(deps: { dataSource: DataSource }): RouteSpec[] {
       handler: async ({ query, auth }) => {
         const c = query.cursor ? decodeCursor<{ p: string; c: string }>(query.cursor, ['p', 'c']) : undefined;
         if (query.cursor && (!c || !/^\d{4}-\d{2}-01$/.test(c.p) || !isCalendarDate(c.p) || !CURRENCY_CODE.test(c.c))) throw new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+        await closeEndedMonthsOf(dataSource, auth.partnerId, auth.environment);
         const page = await listSettlements(dataSource, auth.partnerId, auth.environment, { limit: query.limit, after: c ? { periodStart: c.p, currency: c.c } : undefined, currency: query.currency });
         return { body: { data: page.data, next_cursor: page.next ? encodeCursor({ p: page.next.periodStart, c: page.next.currency }) : null } };
       },

@@ -11,7 +11,9 @@ import type { Order } from '../db/entities/order';
 import { SaleTransaction } from '../db/entities/sale-transaction';
 import { publicId } from '../ids';
 import { commissionCents } from '../money';
-import { brokerageEntries, post, saleEntries, type Account } from './ledger';
+import { ACCOUNT, brokerageEntries, commissionPayableEntries, post, saleEntries, type Account } from './ledger';
+import type { DataSource } from 'typeorm';
+import { Order as OrderRow } from '../db/entities/order';
 
 /** Books the completed order at the rate fixed on it; a retry finds the sale booked and does nothing. */
 export async function bookSale(tx: EntityManager, order: Order, at: Date): Promise<void> {
@@ -95,14 +97,18 @@ export async function bookBrokerageDeal(tx: EntityManager, deal: Pick<BrokerageC
 
 /**
  * Undoes a booked sale: the transaction reads `reversed` and a posting with every entry of the
- * sale negated is booked in the period of `at` (or the next open one). Returns false when it was
- * already reversed.
+ * sale negated is booked in the period of `at` (or the next open one). A service-collected
+ * commission that had become payable (a chargeback after the refund window) is taken back from
+ * what the service owes the partner instead of from the pending commission. Returns false when it
+ * was already reversed.
  */
 export async function reverseSale(tx: EntityManager, transactionId: string, at: Date): Promise<boolean> {
   const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('pessimistic_write').where('t.id = :transactionId', { transactionId }).getOneOrFail();
   if (txn.status === 'reversed') return false;
   const sale = await tx.getRepository(LedgerPosting).findOneByOrFail({ transactionId, kind: 'sale' });
   const entries = await tx.getRepository(LedgerEntry).findBy({ postingId: sale.id });
+  const payable = await tx.getRepository(LedgerPosting).existsBy({ idempotencyKey: payableKey(transactionId) });
+  const undo = (account: Account): Account => (payable && account === ACCOUNT.partnerCommissionPending ? ACCOUNT.serviceOwesPartner : account);
   const posted = await post(tx, {
     idempotencyKey: `transaction:${transactionId}:reversed`,
     partnerId: txn.partnerId,
@@ -112,8 +118,41 @@ export async function reverseSale(tx: EntityManager, transactionId: string, at: 
     transactionId,
     occurredAt: at,
     currency: txn.currency,
-    entries: entries.map((e) => ({ account: e.account as Account, amountCents: -e.amountCents })),
+    entries: entries.map((e) => ({ account: undo(e.account as Account), amountCents: -e.amountCents })),
   });
   await tx.getRepository(SaleTransaction).update({ id: transactionId }, { status: 'reversed', reversedAt: at });
   return posted !== undefined;
+}
+
+/** The posting that makes a service-collected sale's commission payable, by its transaction. */
+export const payableKey = (transactionId: string) => `transaction:${transactionId}:payable`;
+
+/**
+ * A service-collected sale's 30-day refund window has passed (the checkout session's workflow
+ * timer): its commission becomes payable, once, unless the sale was undone meanwhile. Under the
+ * transaction's row lock, which a refund of the sale takes too, so the two never both happen.
+ * `not_booked` while the order's transfer is still under way (the sale is booked when it completes).
+ */
+export async function makeCommissionPayable(dataSource: DataSource, orderId: string, at: Date): Promise<'payable' | 'reversed' | 'not_booked' | 'never'> {
+  return dataSource.transaction(async (tx) => {
+    const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('pessimistic_write').where('t.order_id = :orderId', { orderId }).getOne();
+    if (!txn) {
+      const order = await tx.getRepository(OrderRow).findOneByOrFail({ id: orderId });
+      return order.status === 'REFUNDED' || order.status === 'TRANSFER_FAILED' ? 'never' : 'not_booked';
+    }
+    if (txn.status === 'reversed') return 'reversed';
+    await post(tx, {
+      idempotencyKey: payableKey(txn.id),
+      partnerId: txn.partnerId,
+      environment: txn.environment,
+      kind: 'commission_payable',
+      paymentModel: txn.paymentModel,
+      transactionId: txn.id,
+      occurredAt: at,
+      currency: txn.currency,
+      settled: false,
+      entries: commissionPayableEntries(txn.commissionCents),
+    });
+    return 'payable';
+  });
 }

@@ -8,6 +8,8 @@ import type { Environment } from '../config';
 import { LedgerEntry } from '../db/entities/ledger-entry';
 import { Settlement } from '../db/entities/settlement';
 import { ACCOUNT } from './ledger';
+import { periodStartOf } from './periods';
+import { databaseNow } from '../db/clock';
 
 export interface SettlementFigures {
   gross_sold_cents: number;
@@ -62,6 +64,22 @@ function snapshot(s: Settlement): SettlementFigures {
   return { gross_sold_cents: s.grossSoldCents!, commission_retained_cents: s.commissionRetainedCents!, amount_owed_to_service_cents: s.amountOwedToServiceCents! };
 }
 
+/** The first day of the current month on the database's clock (UTC). */
+export async function currentPeriodStart(manager: EntityManager): Promise<string> {
+  return periodStartOf(await databaseNow(manager));
+}
+
+/**
+ * A partner's months that have ended are closed before they are listed, so /settlements never
+ * shows a past month as `open` (the month-end close runs a few minutes after midnight; a sale
+ * booked after this close lands in the next open month, as after the scheduled one).
+ */
+export async function closeEndedMonthsOf(dataSource: DataSource, partnerId: string, environment: Environment): Promise<number> {
+  const endedBefore = await currentPeriodStart(dataSource.manager);
+  const pending = await dataSource.getRepository(Settlement).existsBy({ partnerId, environment, status: 'open', periodStart: LessThan(endedBefore) });
+  return pending ? closeSettlements(dataSource, endedBefore, undefined, { partnerId, environment }) : 0;
+}
+
 /** Newest period first, then by currency; keyset-paginated on (period_start, currency). */
 export async function listSettlements(
   dataSource: DataSource,
@@ -93,8 +111,14 @@ export async function listSettlements(
  * and its catch-up after a worker was down over a month end. Returns how many it closed.
  * `onEach` runs before each settlement (the activity heartbeats there, and may stop).
  */
-export async function closeSettlements(dataSource: DataSource, before: string, onEach: () => void = () => undefined): Promise<number> {
-  const due = await dataSource.getRepository(Settlement).find({ select: { id: true }, where: { status: 'open', periodStart: LessThan(before) }, order: { periodStart: 'ASC' } });
+export async function closeSettlements(
+  dataSource: DataSource,
+  before: string,
+  onEach: () => void = () => undefined,
+  /** Only this partner's (in one environment); every partner's when absent. */
+  only?: { partnerId: string; environment: Environment },
+): Promise<number> {
+  const due = await dataSource.getRepository(Settlement).find({ select: { id: true }, where: { status: 'open', periodStart: LessThan(before), ...(only ?? {}) }, order: { periodStart: 'ASC' } });
   let closed = 0;
   for (const { id } of due) {
     onEach();

@@ -29,6 +29,8 @@ export interface TransactionView {
   occurred_at: string;
   /** When the sale was undone; null while it stands. Its reversal is booked in that month, or the next open one. */
   reversed_at: string | null;
+  /** The settlement month (its first day) that holds the sale's booking. */
+  settlement_period: string;
 }
 
 function filtered(dataSource: DataSource, partnerId: string, environment: Environment, f: TransactionFilter): SelectQueryBuilder<SaleTransaction> {
@@ -62,13 +64,15 @@ export async function listTransactions(
   const q = filtered(dataSource, partnerId, environment, f)
     .leftJoin('orders', 'o', 'o.id = t.order_id')
     .addSelect('o.public_id', 'order_public_id')
+    .leftJoin('ledger_postings', 'sp', "sp.transaction_id = t.id AND sp.kind = 'sale'")
+    .addSelect("to_char(sp.period_start, 'YYYY-MM-DD')", 'settlement_period')
     .addSelect(`to_char(t.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, 'cursor_at');
   if (page.cursor) q.andWhere('(t.occurred_at, t.id) < (CAST(:at AS timestamptz), CAST(:id AS uuid))', { at: page.cursor.at, id: page.cursor.id });
   const { entities, raw } = await q
     .orderBy('t.occurred_at', 'DESC')
     .addOrderBy('t.id', 'DESC')
     .limit(page.limit + 1)
-    .getRawAndEntities<{ order_public_id: string | null; cursor_at: string }>();
+    .getRawAndEntities<{ order_public_id: string | null; cursor_at: string; settlement_period: string }>();
   const shown = entities.slice(0, page.limit);
   return {
     data: shown.map((t, i) => ({
@@ -82,6 +86,7 @@ export async function listTransactions(
       currency: t.currency,
       occurred_at: t.occurredAt.toISOString(),
       reversed_at: t.reversedAt ? t.reversedAt.toISOString() : null,
+      settlement_period: raw[i].settlement_period,
     })),
     next: entities.length > page.limit ? { at: raw[page.limit - 1].cursor_at, id: shown[shown.length - 1].id } : null,
   };

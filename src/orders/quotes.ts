@@ -9,6 +9,7 @@ import { ApiError } from '../api/errors';
 import { Domain } from '../db/entities/domain';
 import { Quote } from '../db/entities/quote';
 import { publicId } from '../ids';
+import { databaseNow } from '../db/clock';
 
 export const QUOTE_RESERVATION_MS = 10 * 60 * 1000;
 
@@ -38,7 +39,7 @@ function quotableOrThrow(domain: string, status: string | undefined): void {
 /** Takes the reservation and records the quote, atomically; `publicId` is chosen by the caller (its workflow already exists). */
 export async function reserveQuote(
   dataSource: DataSource,
-  input: { quotePublicId: string; partnerId: string; environment: Environment; domain: string; now: Date },
+  input: { quotePublicId: string; partnerId: string; environment: Environment; domain: string },
 ): Promise<Quote> {
   return dataSource.transaction(async (tx) => {
     const domain = await tx
@@ -48,6 +49,8 @@ export async function reserveQuote(
       .where('d.environment = :environment AND d.name = :name', { environment: input.environment, name: input.domain })
       .getOne();
     quotableOrThrow(input.domain, domain?.status);
+    // Its 10 minutes on the database's clock (every API host shares it); the workflow's timer ends it.
+    const now = await databaseNow(tx);
     const quote = await tx.getRepository(Quote).save(
       tx.getRepository(Quote).create({
         publicId: input.quotePublicId,
@@ -58,8 +61,8 @@ export async function reserveQuote(
         priceCents: domain!.buyNowPriceCents,
         currency: domain!.currency,
         status: 'active',
-        createdAt: input.now,
-        expiresAt: new Date(input.now.getTime() + QUOTE_RESERVATION_MS),
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + QUOTE_RESERVATION_MS),
         closedAt: null,
       }),
     );

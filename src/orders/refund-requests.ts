@@ -23,6 +23,8 @@ import { findOrderRow, markWorkflowStarted } from './orders';
 import { findRefund, grantRefund, refundCompletedSale, RefundNotAllowed, refundView, type RefundView } from './refunds';
 import { startOrderFulfilment } from './start-workflows';
 import type { WorkflowStarter } from '../temporal/start';
+import { refundBuyerCard, type CardRefundDeps } from '../checkout/card-refunds';
+import { databaseNow } from '../db/clock';
 
 /** How long POST /refunds waits for the workflow's decision before answering 202 `pending`. */
 export const REFUND_DECISION_WAIT_MS = 20_000;
@@ -32,8 +34,7 @@ export interface RefundAnswer {
   refund: RefundView;
 }
 
-interface Deps {
-  dataSource: DataSource;
+interface Deps extends CardRefundDeps {
   workflows: WorkflowStarter;
 }
 
@@ -56,7 +57,7 @@ export async function refundOrder(deps: Deps, order: Order, reason: string | nul
   if (settled) return settled;
 
   if (!order.workflowStarted) {
-    await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain });
+    await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain, ...(order.paymentModel === 'service_collected' ? { serviceCollected: true } : {}) });
     await markWorkflowStarted(deps.dataSource, order.id);
   }
   const handle = deps.workflows.client.workflow.getHandle(orderWorkflowId(order.publicId));
@@ -109,7 +110,11 @@ export async function refundOrder(deps: Deps, order: Order, reason: string | nul
 /** The answers that need no workflow: an existing refund, a refusal the order's status decides, a failed order. */
 async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string | null, by: RefundBy): Promise<RefundAnswer | undefined> {
   const existing = await findRefund(deps.dataSource.manager, order.id);
-  if (existing) return { status: 200, refund: refundView(existing, order.publicId) };
+  if (existing) {
+    // Asking again finishes what a crash may have cut short: the buyer's card refunded once.
+    if (by === 'service') await refundBuyerCard(deps, order.id);
+    return { status: 200, refund: refundView(existing, order.publicId) };
+  }
   if (by === 'partner' && order.paymentModel !== 'partner_collected') {
     throw new ApiError('refund_not_allowed', 'a service-collected sale is refunded by the service, not through this endpoint');
   }
@@ -117,7 +122,8 @@ async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string |
     throw new ApiError('refund_not_allowed', `order ${order.publicId} is partner-collected: its partner refunds it (POST /refunds)`);
   }
   if (by === 'service' && order.status === 'TRANSFER_COMPLETED') {
-    const reversed = await refundCompletedSale(deps.dataSource, order.id, reason, new Date());
+    const reversed = await refundCompletedSale(deps.dataSource, order.id, reason, await databaseNow(deps.dataSource.manager));
+    await refundBuyerCard(deps, order.id);
     await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
     return { status: reversed.created ? 201 : 200, refund: reversed.refund };
   }
@@ -126,7 +132,8 @@ async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string |
   }
   if (order.status !== 'TRANSFER_FAILED') return undefined;
   try {
-    const granted = await grantRefund(deps.dataSource, { orderId: order.id, refundPublicId: publicId('ref'), reason, at: new Date().toISOString() });
+    const granted = await grantRefund(deps.dataSource, { orderId: order.id, refundPublicId: publicId('ref'), reason, at: (await databaseNow(deps.dataSource.manager)).toISOString() });
+    await refundBuyerCard(deps, order.id);
     await notifyEventsAppended(deps.dataSource, deps.workflows, granted.event.partnerId, granted.event.environment);
     return { status: granted.created ? 201 : 200, refund: granted.refund };
   } catch (err) {

@@ -9,8 +9,9 @@ import type { OrderStatus } from '../../workflows/messages';
 import { Order } from '../db/entities/order';
 import { Refund } from '../db/entities/refund';
 import { appendEvent } from '../events/outbox';
+import { LedgerPosting } from '../db/entities/ledger-posting';
 import { SaleTransaction } from '../db/entities/sale-transaction';
-import { reverseSale } from '../finance/sales';
+import { payableKey, reverseSale } from '../finance/sales';
 import { reverseCommissionOfOrder } from '../referral/commissions';
 import { publicId } from '../ids';
 import { loadOrderForUpdate, releaseName, writeStatus } from './fulfilment';
@@ -123,14 +124,12 @@ export async function refundCompletedSale(dataSource: DataSource, orderId: strin
     if (order.paymentModel !== 'service_collected' || order.status !== 'TRANSFER_COMPLETED') {
       throw new RefundNotAllowed(`order ${order.publicId} is not a completed service-collected sale`);
     }
-    const { inWindow } = (await tx
-      .getRepository(Order)
-      .createQueryBuilder('o')
-      // The database's clock: the window is counted from the payment the row records.
-      .select(`o.created_at + make_interval(days => :days) > now()`, 'inWindow')
-      .where('o.id = :id', { id: order.id, days: SERVICE_REFUND_WINDOW_DAYS })
-      .getRawOne<{ inWindow: boolean }>())!;
-    if (!inWindow) throw new RefundNotAllowed(`order ${order.publicId} was paid more than ${SERVICE_REFUND_WINDOW_DAYS} days ago; its refund window has closed`);
+    // The window is the checkout session workflow's timer: once it has fired, the commission is
+    // payable and the sale can no longer be refunded. The transaction's row lock orders the two.
+    const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('pessimistic_write').where('t.order_id = :orderId', { orderId: order.id }).getOneOrFail();
+    if (await tx.getRepository(LedgerPosting).existsBy({ idempotencyKey: payableKey(txn.id) })) {
+      throw new RefundNotAllowed(`order ${order.publicId} was paid more than ${SERVICE_REFUND_WINDOW_DAYS} days ago; its refund window has closed`);
+    }
     const view = await refundOrderRow(tx, order, publicId('ref'), reason, at, async () => {
       await reverseSale(tx, (await tx.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id })).id, at);
     });

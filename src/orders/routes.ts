@@ -101,7 +101,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
         await startQuoteReservation(workflows, { quotePublicId, partnerId: auth.partnerId, environment: auth.environment, domain: body.domain });
         let quote;
         try {
-          quote = await reserveQuote(dataSource, { quotePublicId, partnerId: auth.partnerId, environment: auth.environment, domain: body.domain, now: new Date() });
+          quote = await reserveQuote(dataSource, { quotePublicId, partnerId: auth.partnerId, environment: auth.environment, domain: body.domain });
         } catch (err) {
           await cancelQuoteReservation(workflows, quotePublicId).catch(() => undefined);
           throw err;
@@ -136,7 +136,7 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       tag: 'Orders',
       summary: 'Record a sale the partner has already charged',
       description:
-        'Requires `Idempotency-Key` (UUID v4). The same key with the same body answers the first response again with `Idempotent-Replayed: true`; with a different body it is 409 `conflict`. `sale_price_cents` must equal the current listing price (422 `price_mismatch`); a quote past its 10 minutes is 422 `quote_expired`; a quote already used is 409 `conflict`; another partner\'s or an unknown quote is 404. Fulfilment then runs as a workflow (see the order statuses in the README).',
+        'Requires `Idempotency-Key` (UUID v4). The same key with the same body answers the first response again with `Idempotent-Replayed: true`; with a different body it is 409 `conflict`. `sale_price_cents` must equal the quote\'s `price_cents` (422 `price_mismatch`); the order is recorded at the quote\'s price and currency whatever the listing became meanwhile; a quote past its 10 minutes is 422 `quote_expired`; a quote already used is 409 `conflict`; another partner\'s or an unknown quote is 404. Fulfilment then runs as a workflow (see the order statuses in the README).',
       headers: z.object({ 'Idempotency-Key': z.string().uuid().openapi({ description: 'UUID v4, unique per operation' }) }),
       body: z.object({
         quote_id: z.string().min(1).max(100),

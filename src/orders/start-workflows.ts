@@ -29,11 +29,11 @@ export async function signalQuoteConsumed(w: WorkflowStarter, quotePublicId: str
 
 export async function startOrderFulfilment(
   w: WorkflowStarter,
-  order: { orderId: string; orderPublicId: string; partnerId: string; environment: Environment; domain: string },
+  order: { orderId: string; orderPublicId: string; partnerId: string; environment: Environment; domain: string; serviceCollected?: boolean },
 ): Promise<void> {
   await startWorkflow(w, 'orderFulfilmentWorkflow', {
     workflowId: orderWorkflowId(order.orderPublicId),
-    args: [{ orderId: order.orderId, orderPublicId: order.orderPublicId }],
+    args: [{ orderId: order.orderId, orderPublicId: order.orderPublicId, ...(order.serviceCollected ? { serviceCollected: true } : {}) }],
     mode: 'once',
     summary: `Order ${order.orderPublicId} ${order.domain} for partner ${order.partnerId} (${order.environment})`,
     details: [

@@ -5,7 +5,7 @@
  * worker → starters → capabilities.
  */
 import type { DataSource } from 'typeorm';
-import { startReferralCommission } from '../checkout/sessions';
+import { signalCheckoutPaid, startReferralCommission } from '../checkout/sessions';
 import type { Environment } from '../config';
 import { startOrderFulfilment } from '../orders/start-workflows';
 import { notifyEventsAppended, wakeDelivery } from '../webhooks/notify';
@@ -13,7 +13,9 @@ import type { WorkflowStarter } from './start';
 
 export interface Starters {
   /** An order's fulfilment workflow (once per order). */
-  orderFulfilment(order: { orderId: string; orderPublicId: string; partnerId: string; environment: Environment; domain: string }): Promise<void>;
+  orderFulfilment(order: { orderId: string; orderPublicId: string; partnerId: string; environment: Environment; domain: string; serviceCollected?: boolean }): Promise<void>;
+  /** Tells a checkout session's workflow that the session was paid (its refund window starts). */
+  checkoutPaid(sessionPublicId: string): Promise<void>;
   /** A referred sale's commission window (once per sale). */
   referralCommission(sale: { publicId: string; partnerId: string; domain: string; environment: Environment }): Promise<void>;
   /** A partner's webhook delivery: started, or signalled when it waits for events (`idle`). */
@@ -28,5 +30,6 @@ export function workflowStarters(workflows: WorkflowStarter, dataSource: DataSou
     referralCommission: (sale) => startReferralCommission(workflows, dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment),
     wakeDelivery: (partnerId, environment, idle) => wakeDelivery(workflows, partnerId, environment, idle),
     eventsAppended: (partnerId, environment) => notifyEventsAppended(dataSource, workflows, partnerId, environment),
+    checkoutPaid: (sessionPublicId) => signalCheckoutPaid(workflows, sessionPublicId),
   };
 }

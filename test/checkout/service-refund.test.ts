@@ -5,7 +5,7 @@ import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { Order } from '../../src/db/entities/order';
 import { SaleTransaction } from '../../src/db/entities/sale-transaction';
 import { reconcile } from '../../src/finance/reconcile';
-import { completedSale } from '../helpers/money';
+import { refundWindowPassed, completedSale } from '../helpers/money';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { admin } from '../helpers/admin';
 
@@ -48,7 +48,8 @@ describe('admin order refund: the service refunds a service-collected sale (CONT
     assert.match(res.stderr, /partner-collected/);
 
     const old = await completedSale(partnerId, new Date().toISOString(), { paymentModel: 'service_collected' });
-    await s.dataSource.getRepository(Order).update({ id: old.id }, { createdAt: () => "now() - interval '31 days'" });
+    // Its 30-day window ended (the checkout session workflow's timer made the commission payable).
+    await refundWindowPassed(old);
     const late = await admin('order', 'refund', old.publicId, '--json');
     assert.equal(late.code, 1);
     assert.match(late.stderr, /refund window/);

@@ -4,7 +4,7 @@ import { importInventory } from '../../src/discovery/inventory';
 import { reconcile } from '../../src/finance/reconcile';
 import { runPayouts } from '../../src/finance/payouts';
 import { nextPeriodStart, periodStartOf } from '../../src/finance/periods';
-import { completedSale } from '../helpers/money';
+import { completedSale, refundWindowPassed } from '../helpers/money';
 import { freshDomain, fulfilmentStepwise, order, quote } from '../helpers/orders';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
@@ -71,8 +71,9 @@ describe('currencies never mix: a EUR sale beside USD ones (CONTRACT §8)', func
 
     // Service-collected commissions in both currencies: one payout per currency, each its own sum.
     const at = new Date(await s.env.currentTimeMs()).toISOString();
-    await completedSale(partnerId, at, { paymentModel: 'service_collected', priceCents: 10_000, commissionBps: 1000, currency: 'USD' });
-    await completedSale(partnerId, at, { paymentModel: 'service_collected', priceCents: 20_000, commissionBps: 1000, currency: 'EUR' });
+    for (const [priceCents, currency] of [[10_000, 'USD'], [20_000, 'EUR']] as const) {
+      await refundWindowPassed(await completedSale(partnerId, at, { paymentModel: 'service_collected', priceCents, commissionBps: 1000, currency }));
+    }
     const made = (await runPayouts(s.dataSource, 'sandbox', new Date())).filter((p) => p.breakdown.service_collected_cents > 0);
     const mine = (await client.get<PayoutList>('/api/partner/v1/payouts')).body.data;
     assert.deepEqual(mine.map((p) => [p.currency, p.amount_cents, p.breakdown.currency]).sort(), [['EUR', 2_000, 'EUR'], ['USD', 1_000, 'USD']]);

@@ -12,7 +12,7 @@ import { reconcile } from '../../src/finance/reconcile';
 import { advanceOrder } from '../../src/orders/fulfilment';
 import { Order } from '../../src/db/entities/order';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
-import { completedSale, pendingOrder } from '../helpers/money';
+import { completedSale, pendingOrder, refundWindowPassed } from '../helpers/money';
 import { admin } from '../helpers/admin';
 
 
@@ -122,7 +122,7 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', fun
     assert.equal((await client.get('/api/partner/v1/transactions?cursor=bogus')).status, 400);
   });
 
-  it('a month closes into a settlement equal to the sums of its sales; a closed settlement never changes and a reversal after the close lands in the next month', async () => {
+  it('a month closes into a settlement equal to the sums of its sales; a past month is never listed open; a closed settlement never changes and a reversal or a late sale after the close lands in the next open month, which the transaction names', async () => {
     const s = getStack();
     const { partnerId, client } = await newPartner();
     const july = [
@@ -131,45 +131,56 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', fun
       await completedSale(partnerId, '2026-07-31T23:59:59.999Z', { priceCents: 30_000 }),
     ];
     await completedSale(partnerId, '2026-08-01T00:00:00Z', { priceCents: 7_000 });
-    const open = (await client.get<SettlementList>('/api/partner/v1/settlements')).body.data;
-    assert.deepEqual(open.map((x) => [x.period_start, x.period_end, x.status]), [
-      ['2026-08-01', '2026-08-31', 'open'],
-      ['2026-07-01', '2026-07-31', 'open'],
-    ]);
+    assert.equal(await s.dataSource.getRepository(Settlement).countBy({ partnerId, status: 'open' }), 2, 'booked into two open months');
 
-    assert.ok((await closeSettlements(s.dataSource, '2026-08-01')) >= 1);
+    // Both months have ended (the dates are past): reading them closes them, as the month end would.
     const [aug, jul] = (await client.get<SettlementList>('/api/partner/v1/settlements')).body.data;
+    assert.deepEqual([aug, jul].map((x) => [x.period_start, x.period_end, x.status]), [
+      ['2026-08-01', '2026-08-31', 'closed'],
+      ['2026-07-01', '2026-07-31', 'closed'],
+    ]);
     const gross = july.reduce((sum, o) => sum + o.salePriceCents, 0);
     const commission = july.reduce((sum, o) => sum + Math.floor((o.salePriceCents * 1500) / 10_000), 0);
     assert.deepEqual(
-      { status: jul.status, gross: jul.gross_sold_cents, commission: jul.commission_retained_cents, owed: jul.amount_owed_to_service_cents },
-      { status: 'closed', gross, commission, owed: gross - commission },
+      { gross: jul.gross_sold_cents, commission: jul.commission_retained_cents, owed: jul.amount_owed_to_service_cents },
+      { gross, commission, owed: gross - commission },
     );
     const txns = (await client.get<TxnList>('/api/partner/v1/transactions?from=2026-07-01&to=2026-07-31')).body.totals;
     assert.deepEqual([txns.gmv_cents, txns.commission_cents], [gross, commission], 'the settlement equals the sum of its transactions');
-    assert.equal(aug.status, 'open');
+    assert.equal(aug.gross_sold_cents, 7_000);
 
-    // A chargeback of a July sale booked after July closed: July is untouched, August takes it.
+    // A chargeback of a July sale booked after July (and August) closed: both untouched, the next open month takes it.
     const txn = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: july[1].id });
     await s.dataSource.transaction((tx) => reverseSale(tx, txn.id, new Date('2026-07-20T00:00:00Z')));
     await s.dataSource.transaction((tx) => reverseSale(tx, txn.id, new Date('2026-07-20T00:00:00Z'))); // once only
-    const [aug2, jul2] = (await client.get<SettlementList>('/api/partner/v1/settlements')).body.data;
-    assert.deepEqual(jul2, jul);
-    assert.equal(aug2.gross_sold_cents, 7_000 - 20_001);
-    assert.equal(aug2.amount_owed_to_service_cents, aug2.gross_sold_cents - aug2.commission_retained_cents);
+    assert.equal((await s.dataSource.getRepository(LedgerPosting).findOneByOrFail({ transactionId: txn.id, kind: 'reversal' })).periodStart, '2026-09-01');
+    const [sep, aug2, jul2] = (await client.get<SettlementList>('/api/partner/v1/settlements')).body.data;
+    assert.deepEqual([jul2, aug2], [jul, aug]);
+    assert.deepEqual([sep.period_start, sep.status, sep.gross_sold_cents], ['2026-09-01', 'closed', -20_001]);
+    assert.equal(sep.amount_owed_to_service_cents, sep.gross_sold_cents - sep.commission_retained_cents);
     assert.equal(await s.dataSource.getRepository(LedgerPosting).countBy({ partnerId, kind: 'reversal' }), 1);
-    // A late completion dated in July is booked into August too.
+    // A late completion dated in July is booked into the next open month, and its transaction says which.
     const late = await completedSale(partnerId, '2026-07-31T12:00:00Z', { priceCents: 1_000 });
-    assert.equal((await s.dataSource.getRepository(LedgerPosting).findOneByOrFail({ idempotencyKey: `order:${late.id}:completed` })).periodStart, '2026-08-01');
-    assert.deepEqual((await client.get<SettlementList>('/api/partner/v1/settlements')).body.data[1], jul);
+    assert.equal((await s.dataSource.getRepository(LedgerPosting).findOneByOrFail({ idempotencyKey: `order:${late.id}:completed` })).periodStart, '2026-10-01');
+    const listed = (await client.get<{ data: Array<{ order_id: string; occurred_at: string; settlement_period: string }> }>('/api/partner/v1/transactions?from=2026-07-31&to=2026-07-31')).body.data;
+    assert.deepEqual(listed.find((t) => t.order_id === late.publicId), { ...listed.find((t) => t.order_id === late.publicId), occurred_at: '2026-07-31T12:00:00.000Z', settlement_period: '2026-10-01' });
+    assert.equal(listed.find((t) => t.order_id === july[2].publicId)?.settlement_period, '2026-07-01');
+    assert.deepEqual((await client.get<SettlementList>('/api/partner/v1/settlements')).body.data.slice(-2), [aug, jul]);
   });
 
   it('payouts run pays what is owed on service-collected sales once, as the sum of its lines; GET /payouts shows it', async () => {
     const s = getStack();
     const { partnerId, client } = await newPartner();
-    await completedSale(partnerId, '2026-09-03T10:00:00Z', { paymentModel: 'service_collected', priceCents: 80_000, commissionBps: 1000 });
-    await completedSale(partnerId, '2026-09-04T10:00:00Z', { paymentModel: 'service_collected', priceCents: 12_345, commissionBps: 1000 });
+    const a = await completedSale(partnerId, '2026-09-03T10:00:00Z', { paymentModel: 'service_collected', priceCents: 80_000, commissionBps: 1000 });
+    const b = await completedSale(partnerId, '2026-09-04T10:00:00Z', { paymentModel: 'service_collected', priceCents: 12_345, commissionBps: 1000 });
     await completedSale(partnerId, '2026-09-05T10:00:00Z', { paymentModel: 'partner_collected', priceCents: 5_000 });
+    // Not payable while their 30-day refund windows run: a payout run pays none of it.
+    const early = await admin('payouts', 'run', '--env', 'sandbox', '--json');
+    assert.equal(early.code, 0, early.stderr);
+    assert.equal((await client.get<{ data: unknown[] }>('/api/partner/v1/payouts')).body.data.length, 0, 'nothing paid inside the window');
+    // Their windows end 30 days on, in October: the commissions become payable then.
+    await refundWindowPassed(a, new Date('2026-10-03T10:00:00Z'));
+    await refundWindowPassed(b, new Date('2026-10-04T10:00:00Z'));
 
     const first = await admin('payouts', 'run', '--env', 'sandbox', '--json');
     assert.equal(first.code, 0, first.stderr);
@@ -181,15 +192,15 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', fun
     assert.deepEqual(JSON.parse(second.stdout), [], 'nothing is paid twice');
 
     const listed = (await client.get<{ data: Array<{ payout_id: string; amount_cents: number; status: string; period_start: string; period_end: string }> }>('/api/partner/v1/payouts')).body.data;
-    assert.deepEqual(listed.map((p) => [p.payout_id, p.amount_cents, p.status, p.period_start, p.period_end]), [[made[0].payout_id, 9234, 'paid', '2026-09-01', '2026-09-30']]);
+    assert.deepEqual(listed.map((p) => [p.payout_id, p.amount_cents, p.status, p.period_start, p.period_end]), [[made[0].payout_id, 9234, 'paid', '2026-10-01', '2026-10-31']]);
     assert.ok((await reconcile(s.dataSource)).ok);
 
-    // The 80,000 sale is refunded after its commission was paid: the next payout nets the
-    // clawback, and its breakdown says how much of it was taken back. A sale refunded before any
-    // payout paid it shows there too, netted against itself.
+    // The 80,000 sale is charged back after its commission was paid: the next payout nets the
+    // clawback, and its breakdown says how much of it was taken back. A sale refunded inside its
+    // window was never payable: no payout sees it.
     const refunded = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ partnerId, grossCents: 80_000 });
     await s.dataSource.transaction((tx) => reverseSale(tx, refunded.id, new Date('2026-09-20T00:00:00Z')));
-    await completedSale(partnerId, '2026-09-21T10:00:00Z', { paymentModel: 'service_collected', priceCents: 100_000, commissionBps: 1000 });
+    await refundWindowPassed(await completedSale(partnerId, '2026-09-21T10:00:00Z', { paymentModel: 'service_collected', priceCents: 100_000, commissionBps: 1000 }), new Date('2026-10-21T10:00:00Z'));
     const undoneUnpaid = await completedSale(partnerId, '2026-09-22T10:00:00Z', { paymentModel: 'service_collected', priceCents: 30_000, commissionBps: 1000 });
     const undoneTxn = await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: undoneUnpaid.id });
     await s.dataSource.transaction((tx) => reverseSale(tx, undoneTxn.id, new Date('2026-09-23T00:00:00Z')));
@@ -197,7 +208,7 @@ describe('the ledger: double entry, booked once, reconciled (CONTRACT §8)', fun
     assert.equal(third.code, 0, third.stderr);
     const mine = (await client.get<{ data: Array<{ amount_cents: number; breakdown: { service_collected_cents: number; reversed_cents: number } }> }>('/api/partner/v1/payouts')).body.data;
     assert.equal(mine.length, 2);
-    assert.deepEqual([mine[0].amount_cents, mine[0].breakdown.service_collected_cents, mine[0].breakdown.reversed_cents], [2_000, 2_000, -8_000 - 3_000], 'the newest nets the clawbacks');
+    assert.deepEqual([mine[0].amount_cents, mine[0].breakdown.service_collected_cents, mine[0].breakdown.reversed_cents], [2_000, 2_000, -8_000], 'the newest nets the clawback');
     assert.equal(mine[1].breakdown.reversed_cents, 0);
     assert.ok((await reconcile(s.dataSource)).ok);
   });

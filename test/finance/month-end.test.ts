@@ -7,7 +7,7 @@ import { monthCloseWorkflow, payoutRunWorkflow } from '../../workflows/month-end
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { nextPeriodStart, periodStartOf } from '../../src/finance/periods';
 import { freshDomain, order, quote } from '../helpers/orders';
-import { completedSale } from '../helpers/money';
+import { completedSale, refundWindowPassed } from '../helpers/money';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { recordHistory } from '../helpers/histories';
 
@@ -94,9 +94,9 @@ describe('month end on the time-skipping server: settlements close at midnight U
     const unclosed = periodStartOf(new Date(Date.parse(`${current}T00:00:00Z`) - 40 * 24 * 3_600_000));
     const lastMinutes = (seconds: number) => new Date(Date.parse(`${next}T00:00:00Z`) - seconds * 1000).toISOString();
     // A month two back was never closed (the worker was down at its end), and a hosted-checkout
-    // sale in the month of the midnight owes the partner 5,000.
+    // sale of that month, whose 30-day refund window has passed, owes the partner 5,000.
     await completedSale(partnerId, `${unclosed.slice(0, 8)}15T10:00:00Z`, { priceCents: 9_999 });
-    await completedSale(partnerId, `${month.slice(0, 8)}10T10:00:00Z`, { paymentModel: 'service_collected', priceCents: 50_000, commissionBps: 1000 });
+    await refundWindowPassed(await completedSale(partnerId, `${unclosed.slice(0, 8)}10T10:00:00Z`, { paymentModel: 'service_collected', priceCents: 50_000, commissionBps: 1000 }));
 
     // Two sales through the API, completed by their workflows on this server's clock.
     await skipTo(lastMinutes(120));

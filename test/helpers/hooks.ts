@@ -1,5 +1,10 @@
-/** Mocha root hooks: the real stack comes up once before all tests and goes down after. */
-import { bootStack, teardownStack } from './stack';
+/**
+ * Mocha root hooks: the real stack comes up once before all tests and goes down after. After the
+ * last test, the whole ledger must reconcile (every test's sales, refunds, payouts and referral
+ * lines together): a difference fails the run, listed.
+ */
+import { reconcile } from '../../src/finance/reconcile';
+import { bootStack, getStack, teardownStack } from './stack';
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
@@ -8,6 +13,12 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60 * 1000);
-    await teardownStack();
+    let report: Awaited<ReturnType<typeof reconcile>> | undefined;
+    try {
+      report = await reconcile(getStack().dataSource);
+    } finally {
+      await teardownStack();
+    }
+    if (!report.ok) throw new Error(`the ledger does not reconcile after the suite:\n${report.differences.map((d) => JSON.stringify(d)).join('\n')}`);
   },
 };

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Domain } from '../../src/db/entities/domain';
 import { Order, type PaymentModel } from '../../src/db/entities/order';
 import { advanceOrder } from '../../src/orders/fulfilment';
+import { makeCommissionPayable } from '../../src/finance/sales';
 import { getStack } from './stack';
 
 /** An order waiting at TRANSFER_PENDING (no workflow), as fulfilment leaves it before completion. */
@@ -36,4 +37,13 @@ export async function completedSale(partnerId: string, at: string, options: Para
   const result = await advanceOrder(getStack().dataSource, { orderId: order.id, to: 'TRANSFER_COMPLETED', at });
   if (result.status !== 'TRANSFER_COMPLETED') throw new Error(`order ${order.publicId} did not complete`);
   return order;
+}
+
+/**
+ * What a hosted-checkout sale's workflow does when its 30-day refund window ends (the checkout
+ * session's timer): the commission becomes payable. For fixtures booked without that workflow.
+ */
+export async function refundWindowPassed(order: Pick<Order, 'id'>, at = new Date()): Promise<void> {
+  const outcome = await makeCommissionPayable(getStack().dataSource, order.id, at);
+  if (outcome !== 'payable') throw new Error(`order ${order.id}: commission ${outcome}`);
 }

@@ -40,6 +40,7 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
         },
         startUnstartedReferralWindows: async () => 0,
         wakeLateDeliveries: async () => 0,
+        settleStalledPayments: async () => 0,
       },
     });
     const workflowId = `recovery-test-${randomUUID()}`;
@@ -56,7 +57,7 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
       assert.equal(roundsInRun, ROUNDS_PER_RUN);
       assert.ok(length < HISTORY_WARNING / 2, `${length} events in one run: well under ${HISTORY_WARNING}`);
       assert.ok(rounds >= ROUNDS_PER_RUN);
-      await recordHistory(workflowId, 'fulfilment-recovery-run-with-referrals', { runId: started.firstExecutionRunId });
+      await recordHistory(workflowId, 'fulfilment-recovery-run-with-payments', { runId: started.firstExecutionRunId });
       // Terminated only once the next run sleeps: the test server leaks its time-skipping lock when
       // a run is terminated with a workflow task in flight (sdk-java #3088), stalling later tests.
       const nextRun = s.env.client.workflow.getHandle(workflowId);
@@ -87,6 +88,7 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
           calls.deliveries++;
           return 0;
         },
+        settleStalledPayments: async () => 0,
       },
     });
     const workflowId = `recovery-steps-${randomUUID()}`;

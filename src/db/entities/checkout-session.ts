@@ -62,6 +62,26 @@ export class CheckoutSession {
   /** Cards declined on this session; at MAX_DECLINED_ATTEMPTS it takes no more (card testing). */
   @Column({ name: 'declined_attempts', type: 'integer', default: 0 })
   declinedAttempts: number;
+
+  /** Payments tried on this session; `<session_id>:<attempt>` is the processor's idempotency key. */
+  @Column({ name: 'payment_attempt', type: 'integer', default: 0 })
+  paymentAttempt: number;
+
+  /** While a card is out with the processor: since when (the name is held meanwhile). */
+  @Column({ name: 'paying_since', type: 'timestamptz', nullable: true })
+  payingSince: Date | null;
+
+  /** What the payment out records once approved: the buyer, the card's last digits, the referral link. */
+  @Column({ name: 'paying_details', type: 'jsonb', nullable: true })
+  payingDetails: PayingDetails | null;
+}
+
+export interface PayingDetails {
+  buyerName: string;
+  buyerEmail: string;
+  registrant: Record<string, string>;
+  cardLast4: string;
+  linkCode: string | null;
 }
 
 /** The one card payment taken on a session. */
