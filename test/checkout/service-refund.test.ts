@@ -8,6 +8,14 @@ import { reconcile } from '../../src/finance/reconcile';
 import { refundWindowPassed, completedSale } from '../helpers/money';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { admin } from '../helpers/admin';
+import { randomUUID } from 'node:crypto';
+import { Domain } from '../../src/db/entities/domain';
+import { importInventory } from '../../src/discovery/inventory';
+import { startOrderFulfilment } from '../../src/orders/start-workflows';
+import { refundOrder } from '../../src/orders/refund-requests';
+import type { ApiError } from '../../src/api/errors';
+import { fulfilmentStateQuery, orderWorkflowId } from '../../workflows/messages';
+import { waitUntil } from '../helpers/receiver';
 
 
 
@@ -37,6 +45,26 @@ describe('admin order refund: the service refunds a service-collected sale (CONT
     assert.equal((JSON.parse(again.stdout) as { refund_id: string }).refund_id, refund.refund_id);
     assert.equal(await s.dataSource.getRepository(LedgerPosting).countBy({ transactionId: txn.id, kind: 'reversal' }), 1);
     assert.ok((await reconcile(s.dataSource)).ok);
+  });
+
+  it('before completion too: a live hosted-checkout sale still waiting for an operator 31 days after payment is refused by its workflow, on its clock', async () => {
+    const s = getStack();
+    const { partnerId } = await newPartner({ environment: 'live' });
+    const name = `window-${randomUUID().slice(0, 8)}.com`;
+    await importInventory(s.dataSource, 'live', [{ name, category: 'business', buy_now_price_cents: 10_000, floor_price_cents: 1, currency: 'USD', status: 'listed', active_site: false }]);
+    const domain = await s.dataSource.getRepository(Domain).findOneByOrFail({ environment: 'live', name });
+    const orders = s.dataSource.getRepository(Order);
+    const order = await orders.save(
+      orders.create({ publicId: `ord_window${randomUUID().replace(/-/g, '').slice(0, 16)}`, partnerId, environment: 'live', quoteId: null, domainId: domain.id, domain: name, salePriceCents: 10_000, currency: 'USD', externalPaymentRef: 'pay_live', paymentModel: 'service_collected', commissionBps: 1000, status: 'PAYMENT_RECORDED', failureReason: null, workflowStarted: true }),
+    );
+    const workflows = { client: s.env.client, taskQueue: s.taskQueue };
+    await startOrderFulfilment(workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId, environment: 'live', domain: name, serviceCollected: true });
+    const handle = s.env.client.workflow.getHandle(orderWorkflowId(order.publicId));
+    await waitUntil(async () => (await handle.query(fulfilmentStateQuery)).awaitingOperator, 30_000, 'waiting for an operator');
+    await s.env.sleep('31 days');
+    await assert.rejects(refundOrder({ dataSource: s.dataSource, workflows }, (await orders.findOneByOrFail({ id: order.id })), 'too late', 'service'), (err: ApiError) => err.code === 'refund_not_allowed' && /refund window has closed/.test(err.message));
+    assert.equal((await orders.findOneByOrFail({ id: order.id })).status, 'TRANSFER_PENDING');
+    assert.equal((await handle.query(fulfilmentStateQuery)).refund, null, 'nothing recorded');
   });
 
   it('refuses a partner-collected order, a sale paid more than 30 days ago, and an unknown order, changing nothing', async () => {
