@@ -184,6 +184,11 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     brokeragePages(brokerageDeps(deps), deps.logger).routes(),
   ] as Koa.Middleware<AppState>[]);
   app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) ? next() : pages(ctx, next)));
+  // Partner answers (orders, buyers' emails, money) are never kept by a cache on the way, errors included.
+  app.use(async (ctx, next) => {
+    ctx.set('Cache-Control', 'no-store');
+    await next();
+  });
   app.use(errorMapping());
   app.use(router.routes());
   // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).

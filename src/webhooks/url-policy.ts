@@ -1,7 +1,8 @@
 /**
- * Where webhooks may be delivered. Live: https only, and never to a private, loopback,
- * link-local (which includes cloud metadata at 169.254.169.254), unique-local, carrier-grade NAT,
- * multicast, reserved or unspecified address. Sandbox: http or https, and the same classes are
+ * Where webhooks may be delivered. Live: https only, and only to a public unicast address
+ * (ipaddr.js's `unicast` range): never a private, loopback, link-local (which includes cloud
+ * metadata at 169.254.169.254), site-local (fec0::/10), unique-local, discard-only (100::/64),
+ * carrier-grade NAT, multicast, reserved or unspecified address, nor any other special range. Sandbox: http or https, and the same classes are
  * forbidden; loopback only when the operator switched it on (WEBHOOK_ALLOW_LOOPBACK, which
  * `npm start` does so a developer can receive on the same machine), because on a shared server
  * loopback reaches the service's own ports. Checked when the endpoint is registered and again
@@ -15,7 +16,6 @@ export const MIN_LIVE_SECRET_LENGTH = 16;
 export const MAX_SECRET_LENGTH = 256;
 export const MAX_URL_LENGTH = 2048;
 
-const ALWAYS_FORBIDDEN = new Set(['private', 'linkLocal', 'uniqueLocal', 'carrierGradeNat', 'multicast', 'reserved', 'unspecified', 'broadcast', 'ipv4Mapped', 'rfc6145', 'rfc6052', '6to4', 'teredo', 'benchmarking', 'amt', 'as112', 'as112v6', 'orchid2', 'droneRemoteIdProtocolEntityTags', 'deprecated']);
 
 /** How a message names the common ranges (ipaddr.js names them in camel case); the rare ones by their ipaddr.js name. */
 const RANGE_WORDS: Record<string, string> = {
@@ -40,14 +40,17 @@ export interface TargetPolicy {
 
 const loopbackAllowed = (policy: TargetPolicy) => policy.environment === 'sandbox' && policy.allowLoopback;
 
-/** Why an address may not receive webhooks under this policy, or undefined when it may. */
+/**
+ * Why an address may not receive webhooks under this policy (the kind of address, never the
+ * address: an error about a resolved name must not tell a partner what an internal name resolves
+ * to), or undefined when it may. An allow-list: only unicast, and loopback when allowed.
+ */
 export function forbiddenAddress(address: string, policy: TargetPolicy): string | undefined {
-  if (!ipaddr.isValid(address)) return `${address} is not an IP address`;
-  const parsed = ipaddr.process(address); // unwraps IPv4-mapped IPv6 (::ffff:10.0.0.1)
-  const range = parsed.range();
-  if (range === 'loopback') return loopbackAllowed(policy) ? undefined : `a loopback address (${address})`;
-  if (ALWAYS_FORBIDDEN.has(range)) return `${RANGE_WORDS[range] ?? `an address of the ${range} range`} (${address})`;
-  return undefined;
+  if (!ipaddr.isValid(address)) return 'not an IP address';
+  const range = ipaddr.process(address).range(); // process() unwraps IPv4-mapped IPv6 (::ffff:10.0.0.1)
+  if (range === 'unicast') return undefined;
+  if (range === 'loopback') return loopbackAllowed(policy) ? undefined : 'a loopback address';
+  return RANGE_WORDS[range] ?? `an address of the ${range} range`;
 }
 
 /** Why a secret is too weak for the environment (live asks for MIN_LIVE_SECRET_LENGTH), or undefined. */
@@ -72,7 +75,8 @@ export function urlProblems(raw: string, policy: TargetPolicy): string[] {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (ipaddr.isValid(host)) {
     const why = forbiddenAddress(host, policy);
-    if (why) problems.push(`must not point at ${why}`);
+    // The partner wrote this address: naming it back tells nothing new.
+    if (why) problems.push(`must not point at ${why} (${host})`);
   } else if (/^localhost$|\.localhost$/i.test(host) && !loopbackAllowed(policy)) {
     problems.push('must not point at localhost');
   } else if (/^(metadata|metadata\.google\.internal)$/i.test(host)) {

@@ -15,6 +15,13 @@ function assertErrorShape(res: { status: number; headers: Headers; body: unknown
 
 describe('errors have one shape and every response an X-Request-Id (CONTRACT §2)', () => {
   ownTemporal();
+  it('no API answer is kept by a cache on the way: Cache-Control no-store on answers and errors', async () => {
+    const { client } = await newPartner();
+    for (const res of [await client.get('/api/partner/v1/orders'), await client.get('/api/partner/v1/no-such-thing'), await rawRequest(getStack().baseUrl, 'GET', '/api/partner/v1/orders', {})]) {
+      assert.equal(res.headers.get('cache-control'), 'no-store', `${res.status}`);
+    }
+  });
+
   it('an unknown route under /api/partner/v1 is 404 not_found', async () => {
     const { client } = await newPartner();
     assertErrorShape(await client.get('/api/partner/v1/no-such-thing'), 404, 'not_found');

@@ -1,3 +1,5 @@
+import os from 'node:os';
+import { lookup } from 'node:dns/promises';
 import assert from 'node:assert/strict';
 import { createApp } from '../../src/api/app';
 import { PartnerClient } from '../../src/client/partner-client';
@@ -114,6 +116,25 @@ describe('webhook registration (PUT /api/partner/webhooks)', () => {
         assert.equal(await countEndpoints(client.credential.keyId), 0, 'nothing registered');
       });
     }
+
+    for (const url of ['http://[fec0::1]/hooks', 'http://[100::1]/hooks', 'http://[2001:db8::1]/hooks', 'http://192.0.2.1/hooks', 'http://[64:ff9b::a00:1]/hooks']) {
+      it(`only public unicast addresses: ${url} is 400 validation_error`, async () => {
+        const { client } = await newPartner({ environment: 'sandbox', scopes: ['webhook'], baseUrl });
+        const res = await client.request<Err>('PUT', '/api/partner/webhooks', { body: { url, secret: SECRET } });
+        assert.equal(res.status, 400, res.text);
+        assert.equal(res.body.error.details?.[0].field, 'body.url');
+      });
+    }
+
+    it('a name that resolves to a non-public address is refused without saying which address (no DNS oracle for internal names)', async () => {
+      const { client } = await newPartner({ environment: 'sandbox', scopes: ['webhook'], baseUrl });
+      const host = os.hostname();
+      const resolved = (await lookup(host, { all: true })).map((a) => a.address);
+      const res = await client.request<Err>('PUT', '/api/partner/webhooks', { body: { url: `http://${host}:8080/hooks`, secret: SECRET } });
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.text, /resolves to a (loopback|private)/);
+      for (const address of resolved) assert.ok(!res.text.includes(address), `${address} is not named: ${res.text}`);
+    });
 
     it('a sandbox public URL is still accepted', async () => {
       const { client } = await newPartner({ environment: 'sandbox', scopes: ['webhook'], baseUrl });
