@@ -15,6 +15,7 @@ import { SecretBox } from '../src/auth/secret-box';
 import { SCOPES } from '../src/auth/scopes';
 import { PartnerClient } from '../src/client/partner-client';
 import { findOrCreatePartner } from '../src/partners/partners';
+import { setQuotas } from '../src/partners/quotas';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { cpuSecondsByGroup } from './support';
 
@@ -56,6 +57,8 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const credentials = new CredentialService(dataSource, new SecretBox(resolveMasterKey(config)));
   const { partner } = await findOrCreatePartner(dataSource, 'benchmark');
+  // Its quotes are held at once: the benchmark partner's quota covers them (CONTRACT §15).
+  await setQuotas(dataSource, config.quotas, partner.id, 'sandbox', { activeQuotes: Math.max(100, settings.orders) });
   const issued = await credentials.issue({ partnerId: partner.id, environment: 'sandbox', scopes: [...SCOPES], rateLimitPerSecond: 100_000 });
   const api = new PartnerClient(baseUrl, { keyId: issued.keyId, secret: issued.secret });
 

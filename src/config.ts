@@ -40,6 +40,10 @@ const EnvSchema = z.object({
   RATE_LIMIT_LIVE_PER_SECOND: positiveNumber.default(100),
   RATE_LIMIT_BURST_MULTIPLIER: z.coerce.number().min(1).default(2),
   WEBHOOK_ALLOW_LOOPBACK: flag.default(false),
+  QUOTA_ACTIVE_QUOTES_SANDBOX: z.coerce.number().int().min(1).default(100),
+  QUOTA_ACTIVE_QUOTES_LIVE: z.coerce.number().int().min(1).default(1000),
+  QUOTA_OPEN_CASES_SANDBOX: z.coerce.number().int().min(1).default(100),
+  QUOTA_OPEN_CASES_LIVE: z.coerce.number().int().min(1).default(10_000),
   SEARCH_URL: z.string().regex(/^(unix:\/.+|https?:\/\/.+)$/, 'unix:/absolute/path.sock or http://host:port').optional(),
   SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(50_000),
   SEARCH_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
@@ -50,6 +54,12 @@ const EnvSchema = z.object({
 });
 
 export type Environment = 'sandbox' | 'live';
+
+/** How many active quotes and open brokerage cases a partner may hold per environment, unless raised for it. */
+export interface QuotaDefaults {
+  activeQuotes: Record<Environment, number>;
+  openCases: Record<Environment, number>;
+}
 
 export interface Config {
   projectRoot: string;
@@ -82,6 +92,8 @@ export interface Config {
   rateLimits: { perSecond: Record<Environment, number>; burstMultiplier: number };
   /** allowLoopback: sandbox webhooks may target 127.0.0.0/8, ::1 and localhost (a partner's own machine, local development only). */
   webhooks: { allowLoopback: boolean };
+  /** Per partner and environment (CONTRACT §15): the defaults; `admin partner quota` raises them for one partner. */
+  quotas: QuotaDefaults;
   /**
    * The search process of this host: where it listens and the API processes call it
    * (`unix:<path>` or `http://host:port`), the inventory size above which its vectors go into an
@@ -144,6 +156,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       burstMultiplier: e.RATE_LIMIT_BURST_MULTIPLIER,
     },
     webhooks: { allowLoopback: e.WEBHOOK_ALLOW_LOOPBACK },
+    quotas: {
+      activeQuotes: { sandbox: e.QUOTA_ACTIVE_QUOTES_SANDBOX, live: e.QUOTA_ACTIVE_QUOTES_LIVE },
+      openCases: { sandbox: e.QUOTA_OPEN_CASES_SANDBOX, live: e.QUOTA_OPEN_CASES_LIVE },
+    },
     search: {
       url: e.SEARCH_URL ?? `unix:${path.join(path.resolve(e.DATA_DIR), 'search.sock')}`,
       annThreshold: e.SEARCH_ANN_THRESHOLD,

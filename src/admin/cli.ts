@@ -20,6 +20,7 @@ import { moveCase, revokeCaseLink } from './brokerage';
 import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages';
 import { reconcile } from '../finance/reconcile';
 import { patchUse, withTemporal } from './temporal';
+import { quotasOf, setQuotas } from '../partners/quotas';
 
 interface Session {
   dataSource: DataSource;
@@ -53,6 +54,12 @@ function environmentOption(value: string): Environment {
 function bpsOption(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 10_000) throw new InvalidArgumentError('basis points, 0 to 10000');
+  return n;
+}
+
+function quotaOption(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a whole number of at least 1');
   return n;
 }
 
@@ -175,6 +182,27 @@ partner
     withSession(async ({ dataSource }) => {
       const all = await listPartners(dataSource);
       output(o.json, all.map(partnerJson), all.map((p) => `${p.name}\t${p.id}\tmerchant_of_record=${p.merchantOfRecord}`).join('\n') || '(no partners)');
+    }),
+  );
+
+partner
+  .command('quota')
+  .description("a partner's quotas in one environment: active quotes and open brokerage cases (CONTRACT §15); without a limit given, shows them")
+  .requiredOption('--partner <name>', 'the partner', nameOption)
+  .requiredOption('--env <env>', 'sandbox or live', environmentOption)
+  .option('--active-quotes <k>', 'active quotes it may hold', quotaOption)
+  .option('--open-cases <k>', 'open brokerage cases it may hold', quotaOption)
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const p = await findPartnerByName(dataSource, o.partner);
+      if (!p) throw new Error(`no partner named ${o.partner}`);
+      const defaults = loadConfig().quotas;
+      const quotas =
+        o.activeQuotes === undefined && o.openCases === undefined
+          ? await quotasOf(dataSource.manager, defaults, p.id, o.env)
+          : await setQuotas(dataSource, defaults, p.id, o.env, { activeQuotes: o.activeQuotes, openCases: o.openCases });
+      output(o.json, { partner: p.name, environment: o.env, ...quotas }, `${p.name} (${o.env}): ${quotas.active_quotes} active quotes, ${quotas.open_cases} open cases`);
     }),
   );
 

@@ -43,7 +43,7 @@ import { toRouterPath, type RouteSpec } from './route';
 import type { AppState } from './state';
 
 export interface AppDeps {
-  config: Pick<Config, 'rateLimits' | 'http' | 'webhooks'>;
+  config: Pick<Config, 'rateLimits' | 'http' | 'webhooks' | 'quotas'>;
   dataSource: DataSource;
   credentials: CredentialService;
   /** Seals and opens webhook secrets. */
@@ -82,6 +82,7 @@ export function brokerageDeps(deps: AppDeps): BrokerageDeps {
     workflows: deps.workflows,
     progressToken: new ProgressLinkToken(deps.secretBox.deriveKey('brokerage-progress-token')),
     publicBaseUrl: deps.config.http.publicBaseUrl,
+    quotas: deps.config.quotas,
   };
 }
 

@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   refund_not_allowed: 422,
   domain_not_eligible: 422,
   rate_limited: 429,
+  quota_exceeded: 429,
   internal_error: 500,
   service_unavailable: 503,
 } as const;

@@ -24,6 +24,8 @@ import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { caseNotOpenedSignal, caseWorkflowId, type CaseStatus, type CaseTier } from '../../workflows/brokerage-messages';
 import { progressUrl, type ProgressLinkToken } from './progress-token';
+import { checkCaseQuota } from '../partners/quotas';
+import type { QuotaDefaults } from '../config';
 
 export const TIER_FEE_BPS: Record<CaseTier, number> = { managed: 1500, self_serve: 800 };
 /** Sandbox names outside the inventory that run an active site (see the header). */
@@ -38,6 +40,8 @@ export interface BrokerageDeps {
   workflows: WorkflowStarter;
   progressToken: ProgressLinkToken;
   publicBaseUrl?: string;
+  /** Open cases a partner may hold per environment (CONTRACT §15); unlimited when absent (tools that open no case). */
+  quotas?: QuotaDefaults;
 }
 
 export interface Eligibility {
@@ -91,6 +95,8 @@ export async function openCase(
 ): Promise<BrokerageCase> {
   const verdict = await checkEligibility(deps.dataSource, input.environment, input.domain);
   if (!verdict.eligible) throw notEligible(input.domain, verdict.reason!);
+  // Before any work: a partner at its quota starts no workflow (checked again under lock below).
+  if (deps.quotas) await checkCaseQuota(deps.dataSource.manager, deps.quotas, input.partnerId, input.environment);
 
   const caseId = randomUUID();
   const casePublicId = publicId('brk');
@@ -104,6 +110,8 @@ export async function openCase(
   }))!;
   try {
     const opened = await deps.dataSource.transaction(async (tx) => {
+      // Under the partner's row lock: two cases racing at the quota cannot both open.
+      if (deps.quotas) await checkCaseQuota(tx, deps.quotas, input.partnerId, input.environment, true);
       const partner = await tx.getRepository(Partner).findOneOrFail({ select: { id: true, commissionBrokerageBps: true }, where: { id: input.partnerId } });
       const now = new Date();
       const row = tx.getRepository(BrokerageCase).create({

@@ -70,7 +70,7 @@ export function brokerageRoutes(deps: BrokerageDeps): RouteSpec[] {
       tag: 'Brokerage',
       summary: 'Open an acquisition case for a buyer',
       description:
-        'The case runs as a workflow that operators move through its statuses (README "Brokerage"); every status change is a `brokerage.*` event. Give the buyer `progress_url`: a no-login page with the status and timeline. An ineligible name is 422 `domain_not_eligible` with the reason in the message and in `details`.',
+        'The case runs as a workflow that operators move through its statuses (README "Brokerage"); every status change is a `brokerage.*` event. Give the buyer `progress_url`: a no-login page with the status and timeline. An ineligible name is 422 `domain_not_eligible` with the reason in the message and in `details`. A partner holds at most its quota of open cases per environment (100 in sandbox, 10,000 in live unless raised): beyond it 429 `quota_exceeded` with `Retry-After: 3600`.',
       body: z.object({
         domain: DomainName,
         tier: z.enum(['managed', 'self_serve']),
@@ -78,7 +78,7 @@ export function brokerageRoutes(deps: BrokerageDeps): RouteSpec[] {
         budget_cents: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
       }),
       response: { status: 201, description: 'the case', schema: Case },
-      errors: ['validation_error', 'domain_not_eligible'],
+      errors: ['validation_error', 'domain_not_eligible', 'quota_exceeded'],
       handler: async ({ body, auth, headers }) => {
         const opened = await openCase(deps, {
           partnerId: auth.partnerId,

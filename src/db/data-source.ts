@@ -20,6 +20,7 @@ import { Refund } from './entities/refund';
 import { SaleTransaction } from './entities/sale-transaction';
 import { SandboxTransfer } from './entities/sandbox-transfer';
 import { SandboxCharge, SandboxRefund } from './entities/sandbox-charge';
+import { PartnerQuota } from './entities/partner-quota';
 import { WebhookDelivery } from './entities/webhook-delivery';
 import { WebhookEndpoint } from './entities/webhook-endpoint';
 import { Foundation1795000000000 } from './migrations/1795000000000-foundation';
@@ -45,6 +46,7 @@ import { CheckoutDeclines1795001800000 } from './migrations/1795001800000-checko
 import { DeliveryIdle1795001900000 } from './migrations/1795001900000-delivery-idle';
 import { SettlementCurrency1795002000000 } from './migrations/1795002000000-settlement-currency';
 import { CardPayments1795002100000 } from './migrations/1795002100000-card-payments';
+import { PartnerQuotas1795002200000 } from './migrations/1795002200000-partner-quotas';
 
 export const entities = [
   Partner,
@@ -66,6 +68,7 @@ export const entities = [
   SandboxTransfer,
   SandboxCharge,
   SandboxRefund,
+  PartnerQuota,
   WebhookEndpoint,
   WebhookDelivery,
   LedgerPosting,
@@ -105,6 +108,7 @@ export const migrations = [
   DeliveryIdle1795001900000,
   SettlementCurrency1795002000000,
   CardPayments1795002100000,
+  PartnerQuotas1795002200000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

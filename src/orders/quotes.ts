@@ -4,7 +4,8 @@
  * consumes the quote.
  */
 import type { DataSource } from 'typeorm';
-import type { Environment } from '../config';
+import type { Environment, QuotaDefaults } from '../config';
+import { checkQuoteQuota } from '../partners/quotas';
 import { ApiError } from '../api/errors';
 import { Domain } from '../db/entities/domain';
 import { Quote } from '../db/entities/quote';
@@ -40,8 +41,11 @@ function quotableOrThrow(domain: string, status: string | undefined): void {
 export async function reserveQuote(
   dataSource: DataSource,
   input: { quotePublicId: string; partnerId: string; environment: Environment; domain: string },
+  quotas: QuotaDefaults,
 ): Promise<Quote> {
   return dataSource.transaction(async (tx) => {
+    // Under the partner's row lock: two quotes racing at the quota cannot both pass.
+    await checkQuoteQuota(tx, quotas, input.partnerId, input.environment, true);
     const domain = await tx
       .getRepository(Domain)
       .createQueryBuilder('d')

@@ -15,6 +15,8 @@ import { REFUND_DECISION_WAIT_MS, requestRefund } from './refund-requests';
 import { notifyEventsAppended } from '../webhooks/notify';
 import { cancelQuoteReservation, signalQuoteConsumed, startOrderFulfilment, startQuoteReservation } from './start-workflows';
 import type { WorkflowStarter } from '../temporal/start';
+import { checkQuoteQuota } from '../partners/quotas';
+import type { QuotaDefaults } from '../config';
 
 
 const Quote = z
@@ -63,6 +65,7 @@ export interface OrderDeps {
   dataSource: DataSource;
   workflows: WorkflowStarter;
   quoteSigner: QuoteTokenSigner;
+  config: { quotas: QuotaDefaults };
 }
 
 /** The partner's commission rates, once it is known to be merchant of record. */
@@ -89,19 +92,21 @@ export function orderRoutes(deps: OrderDeps): RouteSpec[] {
       tag: 'Orders',
       summary: 'A firm price and a 10-minute reservation',
       description:
-        'While the quote is active the domain is reserved for this partner: `available` is false for everyone else and their quotes are 409 `conflict`; the holder\'s own second quote is 409 too, naming the id of its active quote in the message, so a lost first answer can still be ordered on. The reservation ends 10 minutes after creation (a Temporal timer) unless an order consumes the quote first.',
+        'While the quote is active the domain is reserved for this partner: `available` is false for everyone else and their quotes are 409 `conflict`; the holder\'s own second quote is 409 too, naming the id of its active quote in the message, so a lost first answer can still be ordered on. A partner holds at most its quota of active quotes per environment (100 in sandbox, 1,000 in live unless raised): beyond it 429 `quota_exceeded` with `Retry-After` (seconds until its oldest active quote expires). The reservation ends 10 minutes after creation (a Temporal timer) unless an order consumes the quote first.',
       body: z.object({ domain: DomainName }),
       response: { status: 201, description: 'the quote', schema: Quote },
-      errors: ['validation_error', 'merchant_of_record_required', 'not_found', 'conflict'],
+      errors: ['validation_error', 'merchant_of_record_required', 'not_found', 'conflict', 'quota_exceeded'],
       precondition: merchantOnly,
       handler: async ({ body, auth }) => {
         await checkQuotable(dataSource, auth.environment, body.domain, auth.partnerId);
+        // Before any work: a partner at its quota starts no workflow (checked again under lock below).
+        await checkQuoteQuota(dataSource.manager, deps.config.quotas, auth.partnerId, auth.environment);
         const quotePublicId = newQuotePublicId();
         // The timer exists before the reservation does, so no reservation can outlive its quote.
         await startQuoteReservation(workflows, { quotePublicId, partnerId: auth.partnerId, environment: auth.environment, domain: body.domain });
         let quote;
         try {
-          quote = await reserveQuote(dataSource, { quotePublicId, partnerId: auth.partnerId, environment: auth.environment, domain: body.domain });
+          quote = await reserveQuote(dataSource, { quotePublicId, partnerId: auth.partnerId, environment: auth.environment, domain: body.domain }, deps.config.quotas);
         } catch (err) {
           await cancelQuoteReservation(workflows, quotePublicId).catch(() => undefined);
           throw err;

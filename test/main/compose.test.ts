@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+
+type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[] };
+
+/**
+ * The production stack has no open doors (read as an attacker reaching the host would): only the
+ * API is published; Temporal's frontend not at all, its UIs on loopback only; Redis and Postgres
+ * need passwords, and no part of the service connects as a superuser or the schema's owner but
+ * the migration job.
+ */
+describe('docker-compose.yml: no open doors in production', () => {
+  const root = path.resolve(__dirname, '..', '..', '..');
+  const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8')) as { services: Record<string, Service>; 'x-app-env': Record<string, string> };
+  const services = compose.services;
+  const env = (name: string) => ({ ...compose['x-app-env'], ...(services[name].environment ?? {}) });
+
+  it('publishes only the API on every interface; no Temporal port; the UIs on the host loopback only', () => {
+    const published = Object.entries(services).flatMap(([name, s]) => (s.ports ?? []).map((p) => [name, String(p)] as const));
+    assert.deepEqual(published.filter(([, p]) => !p.startsWith('127.0.0.1:')).map(([name]) => name), ['api']);
+    assert.equal(services.temporal.ports, undefined, 'the Temporal frontend is not published');
+    assert.ok(published.every(([, p]) => !p.endsWith(':7233')));
+  });
+
+  it('the everyday UI is read-only; the one that allows actions signs operators in first', () => {
+    assert.equal(services['temporal-ui'].environment?.TEMPORAL_DISABLE_WRITE_ACTIONS, 'true');
+    const operators = services['temporal-ui-operators'];
+    assert.deepEqual(operators.profiles, ['operators']);
+    assert.equal(operators.environment?.TEMPORAL_AUTH_ENABLED, 'true');
+    assert.equal(operators.environment?.TEMPORAL_AUTH_TYPE, 'oidc');
+  });
+
+  it('Redis asks for a password, and the API gives it', () => {
+    assert.ok(services.redis.command?.includes('--requirepass'));
+    assert.match(env('api').REDIS_URL, /^redis:\/\/:\$\{REDIS_PASSWORD\}@redis:6379$/);
+  });
+
+  it('each part connects to Postgres as its own role: only the migration job as the owner, the search process read-only, Temporal on its own', () => {
+    const role = (url: string) => /^postgres:\/\/([^:]+):/.exec(url)?.[1];
+    assert.equal(role(env('api').DATABASE_URL), 'partner_api_app');
+    assert.equal(role(env('worker').DATABASE_URL), 'partner_api_app');
+    assert.equal(role(env('migrate').DATABASE_URL), 'partner_api_owner');
+    assert.equal(role(env('search').DATABASE_URL), 'partner_api_search');
+    assert.equal(services.temporal.environment?.POSTGRES_USER, 'temporal');
+    const init = readFileSync(path.join(root, 'deploy', 'postgres-init.sh'), 'utf8');
+    assert.match(init, /GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO partner_api_app/);
+    assert.match(init, /GRANT SELECT ON TABLES TO partner_api_search/);
+    assert.doesNotMatch(init, /SUPERUSER/);
+  });
+});
