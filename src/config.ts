@@ -40,6 +40,11 @@ const EnvSchema = z.object({
   RATE_LIMIT_LIVE_PER_SECOND: positiveNumber.default(100),
   RATE_LIMIT_BURST_MULTIPLIER: z.coerce.number().min(1).default(2),
   WEBHOOK_ALLOW_LOOPBACK: flag.default(false),
+  PAGE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  PAGE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
+  CLICK_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(30),
+  DECLINE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
+  BUY_NOW_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
   QUOTA_ACTIVE_QUOTES_SANDBOX: z.coerce.number().int().min(1).default(100),
   QUOTA_ACTIVE_QUOTES_LIVE: z.coerce.number().int().min(1).default(1000),
   QUOTA_OPEN_CASES_SANDBOX: z.coerce.number().int().min(1).default(100),
@@ -94,6 +99,8 @@ export interface Config {
   webhooks: { allowLoopback: boolean };
   /** Per partner and environment (CONTRACT §15): the defaults; `admin partner quota` raises them for one partner. */
   quotas: QuotaDefaults;
+  /** Per client address on the public pages (CONTRACT §15; src/pages/limits.ts). */
+  pageLimits: { pagesPerMinute: number; pageBurst: number; clicksPerMinute: number; declinesPerHour: number; buyNowPerHour: number };
   /**
    * The search process of this host: where it listens and the API processes call it
    * (`unix:<path>` or `http://host:port`), the inventory size above which its vectors go into an
@@ -156,6 +163,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       burstMultiplier: e.RATE_LIMIT_BURST_MULTIPLIER,
     },
     webhooks: { allowLoopback: e.WEBHOOK_ALLOW_LOOPBACK },
+    pageLimits: {
+      pagesPerMinute: e.PAGE_LIMIT_PER_MINUTE,
+      pageBurst: e.PAGE_LIMIT_BURST,
+      clicksPerMinute: e.CLICK_LIMIT_PER_MINUTE,
+      declinesPerHour: e.DECLINE_LIMIT_PER_HOUR,
+      buyNowPerHour: e.BUY_NOW_LIMIT_PER_HOUR,
+    },
     quotas: {
       activeQuotes: { sandbox: e.QUOTA_ACTIVE_QUOTES_SANDBOX, live: e.QUOTA_ACTIVE_QUOTES_LIVE },
       openCases: { sandbox: e.QUOTA_OPEN_CASES_SANDBOX, live: e.QUOTA_OPEN_CASES_LIVE },

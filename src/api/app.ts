@@ -41,9 +41,11 @@ import { buildOpenApiDocument, type PublicRoute } from './openapi';
 import { readiness } from './readiness';
 import { toRouterPath, type RouteSpec } from './route';
 import type { AppState } from './state';
+import { PageLimits } from '../pages/limits';
+import { renderPage } from '../pages/render';
 
 export interface AppDeps {
-  config: Pick<Config, 'rateLimits' | 'http' | 'webhooks' | 'quotas'>;
+  config: Pick<Config, 'rateLimits' | 'http' | 'webhooks' | 'quotas' | 'pageLimits'>;
   dataSource: DataSource;
   credentials: CredentialService;
   /** Seals and opens webhook secrets. */
@@ -61,6 +63,8 @@ export interface AppDeps {
   admission?: Admission;
   /** Where availability and pricing read listings when admission did not; Postgres unless given. */
   listings?: ListingReader;
+  /** Limits per client address on the public pages; in this process unless given (Redis: src/main/services.ts). */
+  pageLimits?: PageLimits;
   /** Card processors per environment (hosted checkout); sandbox's simulator unless given. */
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
 }
@@ -87,6 +91,8 @@ export function brokerageDeps(deps: AppDeps): BrokerageDeps {
 }
 
 const API_PREFIX = '/api/';
+/** Health probes are no pages: never limited. */
+const PROBES = new Set(['/healthz', '/readyz']);
 export const OPENAPI_PATH = '/api/partner/v1/openapi.json';
 export const QUOTE_KEYS_PATH = '/api/partner/v1/quote-keys';
 
@@ -167,13 +173,23 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
 
   const attribution = new AttributionKeys(deps.secretBox.deriveKey('referral-attribution'));
   const clicks = deps.clickRecorder ?? new ClickRecorder(deps.dataSource, deps.logger);
+  const limits = deps.pageLimits ?? new PageLimits(deps.config.pageLimits);
   // Tracking links first: their redirect is the hot path and needs nothing below.
-  app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks, logger: deps.logger }));
+  app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks, logger: deps.logger, limits }));
   app.use(requestContext(deps.logger));
   // The buyer's pages answer HTML, with their own security headers and error pages. None lives
   // under the API's prefix, so API requests skip their routers' path matching.
+  // Page requests per client address (CONTRACT §15): beyond, a 429 page with Retry-After.
+  const limitedPages: Koa.Middleware<AppState> = async (ctx, next) => {
+    const verdict = await limits.page(ctx.ip);
+    if (!verdict.allowed) {
+      ctx.set('Retry-After', String(verdict.retryAfterSeconds));
+      return renderPage(ctx, 'message', { title: 'Too many requests', text: `Too many pages were asked from your address. Try again in ${verdict.retryAfterSeconds} seconds.` }, 429);
+    }
+    return pages(ctx, next);
+  };
   const pages = compose<Koa.ParameterizedContext<AppState>>([
-    checkoutPages(checkoutDeps(deps), deps.logger, attribution).routes(),
+    checkoutPages(checkoutDeps(deps), deps.logger, attribution, limits).routes(),
     referralPages({
       dataSource: deps.dataSource,
       checkout: checkoutDeps(deps),
@@ -181,10 +197,11 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
       attribution,
       clicks,
       publicBaseUrl: deps.config.http.publicBaseUrl,
+      limits,
     }, deps.logger).routes(),
     brokeragePages(brokerageDeps(deps), deps.logger).routes(),
   ] as Koa.Middleware<AppState>[]);
-  app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) ? next() : pages(ctx, next)));
+  app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) || PROBES.has(ctx.path) ? next() : limitedPages(ctx, next)));
   // Partner answers (orders, buyers' emails, money) are never kept by a cache on the way, errors included.
   app.use(async (ctx, next) => {
     ctx.set('Cache-Control', 'no-store');

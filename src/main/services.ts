@@ -18,6 +18,8 @@ import type { DomainSearch } from '../discovery/search';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import path from 'node:path';
 import type { HybridSearch } from '../search/hybrid-search';
+import { PageLimits } from '../pages/limits';
+import type { Redis } from 'ioredis';
 
 export interface TemporalConnections {
   connection: Connection;
@@ -67,6 +69,8 @@ export interface AdmissionParts {
   listings?: ListingCache;
   /** The change feed that keeps `credentials` and `listings` current (with Redis admission). */
   feed?: ChangeFeed;
+  /** The admission store's client, when admission is in Redis (page limits share it). */
+  redis?: Redis;
   close(): Promise<void>;
 }
 
@@ -92,6 +96,7 @@ export async function admissionParts(config: Pick<Config, 'redis'>, dataSource: 
     credentials,
     listings,
     feed,
+    redis,
     close: async () => {
       await feed.close();
       await admission.close();
@@ -122,6 +127,8 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     credentials: parts.credentials,
     admission: parts.admission,
     listings: parts.listings,
+    // Page limits per client address: in the admission Redis (shared by every API process) when there is one.
+    pageLimits: new PageLimits(deps.config.pageLimits, parts.redis),
     secretBox,
     search: deps.search,
     workflows: configuredStarter(deps.temporal.client, deps.config.temporal),

@@ -20,6 +20,7 @@ import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attributio
 import { ASSETS_DIR, renderPage } from './render';
 import { allowFormTargets, csrfToken, csrfValid, pageRouter } from './security';
 import { money } from './format';
+import { PageLimits } from './limits';
 
 const ASSETS = new Map([
   ['pages.css', 'text/css; charset=utf-8'],
@@ -81,11 +82,12 @@ const MESSAGES = {
   expired: { status: 410, title: 'This checkout has expired', text: 'Checkout links last 7 days. Go back to the site you came from to start a new purchase. You have not been charged.' },
   csrf: { status: 403, title: 'This form has expired', text: 'For your security the form could not be sent. Reload the page and try again. You have not been charged.' },
   noProcessor: { status: 503, title: 'Card payments are not available', text: 'Card payments are not available here yet. You have not been charged.' },
+  tooManyDeclinesHere: { status: 429, title: 'No more cards from here for now', text: 'Too many cards were declined from your connection in the last hour. Try again later, or contact your bank.' },
   tooManyDeclines: { status: 429, title: 'This checkout takes no more cards', text: 'Several cards were declined here. Start a new checkout from the seller\u2019s site, or contact your bank.' },
   busy: { status: 409, title: 'A payment for this checkout is in progress', text: 'Reload this page in a moment to see whether it went through. You have not been charged twice.' },
 } as const;
 
-export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: AttributionKeys): Router {
+export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: AttributionKeys, limits: PageLimits = new PageLimits()): Router {
   /** The link this browser last clicked within 30 days, if its cookie verifies and the link is of this environment. */
   const referredBy = async (ctx: Koa.Context, session: CheckoutSession): Promise<ReferralLink | undefined> => {
     const a = attribution?.read(ctx.cookies.get(ATTRIBUTION_COOKIE), Date.now());
@@ -184,6 +186,12 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
       return showForm(ctx, session, pt!, 422, errors, keep);
     }
     const form = parsed.data;
+    // Card testing across sessions: an address with too many declines this hour gets no form.
+    const may = await limits.mayPay(ctx.ip);
+    if (!may.allowed) {
+      ctx.set('Retry-After', String(may.retryAfterSeconds));
+      return message(ctx, 'tooManyDeclinesHere');
+    }
     const outcome = await payForSession(
       deps,
       session.publicId,
@@ -207,6 +215,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: 
         return renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: outcome.session.environment === 'sandbox', domain: outcome.session.domain, price: money(outcome.session.priceCents, outcome.session.currency), orderId });
       }
       case 'declined':
+        await limits.declined(ctx.ip);
         return showForm(ctx, session, pt!, 402, { card_number: outcome.reason }, keep);
       case 'expired':
         return message(ctx, 'expired');

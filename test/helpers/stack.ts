@@ -137,7 +137,10 @@ export async function listen(app: Koa<any>): Promise<string> {
 export async function bootStack(): Promise<Stack> {
   const started = Date.now();
   // Webhook tests receive on 127.0.0.1 (test/helpers/receiver.ts), as a developer does with npm start.
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_LOOPBACK: 'true' });
+  // Every test's browser and client come from 127.0.0.1: the suite's own app has no page limits
+  // to speak of; test/pages/limits.test.ts runs an app with the real ones.
+  const unlimited = Object.fromEntries(['PAGE_LIMIT_PER_MINUTE', 'PAGE_LIMIT_BURST', 'CLICK_LIMIT_PER_MINUTE', 'DECLINE_LIMIT_PER_HOUR', 'BUY_NOW_LIMIT_PER_HOUR'].map((k) => [k, '1000000']));
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_LOOPBACK: 'true', ...unlimited });
   const masterKey = randomBytes(32);
 
   let postgres: RunningPostgres;

@@ -1,0 +1,91 @@
+/**
+ * Limits on the public pages per client address (CONTRACT §15), in Redis when the API has one
+ * (every API process shares the counts) and in the process otherwise (npm start without Redis,
+ * tests): rate-limiter-flexible's fixed windows, keyed by the client's address (`ctx.ip`, which
+ * reads X-Forwarded-For only with TRUST_PROXY). If Redis stops answering, each process keeps
+ * limiting on its own (the library's insurance limiter) rather than letting everyone through.
+ *
+ * - page requests: 120 a minute, at most 60 of them in any 30 seconds (the burst);
+ * - tracking links (`/r/`): always redirect, but count at most 30 clicks a minute;
+ * - declined cards: 10 an hour across sessions (each session also stops at 5);
+ * - "Buy now": 20 sessions an hour.
+ */
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RateLimiterUnion, type RateLimiterAbstract } from 'rate-limiter-flexible';
+
+export interface PageLimitSettings {
+  pagesPerMinute: number;
+  pageBurst: number;
+  clicksPerMinute: number;
+  declinesPerHour: number;
+  buyNowPerHour: number;
+}
+
+export const DEFAULT_PAGE_LIMITS: PageLimitSettings = { pagesPerMinute: 120, pageBurst: 60, clicksPerMinute: 30, declinesPerHour: 10, buyNowPerHour: 20 };
+
+/** Allowed, or refused with the seconds until it would be. */
+export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+const refused = (msBeforeNext: number): Verdict => ({ allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)) });
+
+export class PageLimits {
+  private readonly pages: RateLimiterUnion;
+  private readonly clicks: RateLimiterAbstract;
+  private readonly declines: RateLimiterAbstract;
+  private readonly buyNow: RateLimiterAbstract;
+
+  constructor(settings: PageLimitSettings = DEFAULT_PAGE_LIMITS, redis?: Redis) {
+    const limiter = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
+      const memory = new RateLimiterMemory({ keyPrefix, points, duration });
+      return redis ? new RateLimiterRedis({ storeClient: redis, keyPrefix: `pl:${keyPrefix}`, points, duration, insuranceLimiter: memory }) : memory;
+    };
+    this.pages = new RateLimiterUnion(limiter('pages', settings.pagesPerMinute, 60), limiter('burst', settings.pageBurst, 30));
+    this.clicks = limiter('clicks', settings.clicksPerMinute, 60);
+    this.declines = limiter('declines', settings.declinesPerHour, 3600);
+    this.buyNow = limiter('buy', settings.buyNowPerHour, 3600);
+  }
+
+  /** One page request from `address`. */
+  async page(address: string): Promise<Verdict> {
+    try {
+      await this.pages.consume(address);
+      return { allowed: true };
+    } catch (err) {
+      // A union rejects with each limiter's answer that refused, by key prefix.
+      const answers = Object.values(err as Record<string, RateLimiterRes>).filter((r) => r instanceof RateLimiterRes);
+      if (!answers.length) throw err;
+      return refused(Math.max(...answers.map((r) => r.msBeforeNext)));
+    }
+  }
+
+  /** Whether a click from `address` is counted (the redirect happens anyway). */
+  async countClick(address: string): Promise<boolean> {
+    return (await this.take(this.clicks, address)).allowed;
+  }
+
+  /** Whether `address` may still submit a card (its declines of the last hour are under the limit). */
+  async mayPay(address: string): Promise<Verdict> {
+    const used = await this.declines.get(address);
+    return used && used.remainingPoints <= 0 ? refused(used.msBeforeNext) : { allowed: true };
+  }
+
+  /** A card from `address` was declined. */
+  async declined(address: string): Promise<void> {
+    await this.take(this.declines, address);
+  }
+
+  /** One "Buy now" (a checkout session opened) from `address`. */
+  async buyNowPress(address: string): Promise<Verdict> {
+    return this.take(this.buyNow, address);
+  }
+
+  private async take(limiter: RateLimiterAbstract, address: string): Promise<Verdict> {
+    try {
+      await limiter.consume(address);
+      return { allowed: true };
+    } catch (err) {
+      if (err instanceof RateLimiterRes) return refused(err.msBeforeNext);
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { createApp } from '../../src/api/app';
+import { DEFAULT_PAGE_LIMITS, PageLimits } from '../../src/pages/limits';
+import { admissionRedis } from '../../src/auth/redis-admission';
+import { startTestRedis } from '../helpers/redis';
+import { freshDomain } from '../helpers/orders';
+import { affiliatePartner, eventually } from '../helpers/referral';
+import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
+
+const BROWSER = { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36' };
+let nextAddress = 10;
+/** A client address of its own (documentation range), as the proxy in front says (TRUST_PROXY). */
+const address = () => ({ ...BROWSER, 'x-forwarded-for': `203.0.113.${nextAddress++}` });
+
+/**
+ * Public pages under load from one address (CONTRACT §15), against an app with the default limits
+ * behind a trusted proxy: the flooding address is refused with a 429 page and Retry-After, while
+ * another address is served as usual.
+ */
+describe('public pages: limits per client address', function () {
+  ownTemporal();
+  this.timeout(120_000);
+  let baseUrl: string;
+  before(async () => {
+    const s = getStack();
+    baseUrl = await listen(createApp({ ...s.appDeps, config: { ...s.appDeps.config, http: { ...s.appDeps.config.http, trustProxy: true }, pageLimits: DEFAULT_PAGE_LIMITS } }));
+  });
+
+  it('page requests: a burst of 60 from one address passes, then 429 with Retry-After; another address is served meanwhile; probes are never limited', async () => {
+    const flood = address();
+    const honest = address();
+    const answers = [];
+    for (let i = 0; i < 70; i++) answers.push((await fetch(`${baseUrl}/search?env=sandbox&q=coffee`, { headers: flood })).status);
+    assert.deepEqual(answers.slice(0, 60), Array(60).fill(200));
+    assert.deepEqual([...new Set(answers.slice(60))], [429]);
+    const refused = await fetch(`${baseUrl}/search?env=sandbox`, { headers: flood });
+    assert.equal(refused.status, 429);
+    const wait = Number(refused.headers.get('retry-after'));
+    assert.ok(wait >= 1 && wait <= 60, `Retry-After ${wait}`);
+    assert.match(await refused.text(), /Too many requests/);
+    assert.equal((await fetch(`${baseUrl}/search?env=sandbox&q=coffee`, { headers: honest })).status, 200, 'another address is served');
+    assert.equal((await fetch(`${baseUrl}/healthz`, { headers: flood })).status, 200, 'probes are not pages');
+    // Without TRUST_PROXY the header is nobody's word: the suite's app serves the same header freely.
+    assert.equal((await fetch(`${getStack().baseUrl}/search?env=sandbox`, { headers: flood })).status, 200);
+  });
+
+  it('tracking links always redirect, but one address counts at most 30 clicks a minute', async () => {
+    const { client } = await affiliatePartner();
+    const link = (await client.post<{ url: string }>('/api/partner/v1/links', { kind: 'generic' })).body;
+    const url = `${baseUrl}${new URL(link.url).pathname}`;
+    const clicker = address();
+    const statuses = [];
+    for (let i = 0; i < 40; i++) statuses.push((await fetch(url, { headers: clicker, redirect: 'manual' })).status);
+    assert.deepEqual([...new Set(statuses)], [302]);
+    await eventually(async () => (await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks === 30, '30 clicks stored');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal((await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks, 30, 'and no more');
+  });
+
+  it('card testing across sessions: after 10 declined cards in an hour, one address gets the 429 page on any session; another address pays', async () => {
+    const { client } = await newPartner();
+    /** A new session's form, opened from `headers`' address; `pay(card)` submits it. */
+    const form = async (headers: Record<string, string>) => {
+      const session = (await client.post<{ checkout_url: string }>('/api/partner/v1/checkout-session', { domain: (await freshDomain()).name })).body;
+      const checkoutUrl = `${baseUrl}${new URL(session.checkout_url).pathname}${new URL(session.checkout_url).search}`;
+      const page = await fetch(checkoutUrl, { headers });
+      assert.equal(page.status, 200);
+      const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
+      const pt = new URL(session.checkout_url).searchParams.get('pt')!;
+      return (card: string) =>
+        fetch(`${baseUrl}/checkout`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ pt, _csrf: csrf, name: 'Card Tester', email: 'tester@example.com', card_number: card, expiry: '12/34', cvc: '123' }),
+        });
+    };
+    const tester = address();
+    const declined = [];
+    for (const tries of [5, 5]) {
+      const pay = await form(tester);
+      for (let i = 0; i < tries; i++) declined.push((await pay('4000000000000002')).status);
+    }
+    assert.deepEqual([...new Set(declined)], [402], 'ten declines, five per session');
+    const third = await form(tester);
+    const blocked = await third('4242424242424242');
+    assert.equal(blocked.status, 429);
+    assert.ok(Number(blocked.headers.get('retry-after')) > 0);
+    assert.match(await blocked.text(), /No more cards from here/);
+    const buyer = await form(address());
+    assert.ok([200, 303].includes((await buyer('4242424242424242')).status), 'another address pays');
+  });
+
+  it('"Buy now" opens at most 20 checkouts an hour per address', async () => {
+    const presser = address();
+    const name = (await freshDomain()).name;
+    const page = await fetch(`${baseUrl}/d/${name}?env=sandbox`, { headers: presser });
+    const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
+    const press = (headers: Record<string, string>) =>
+      fetch(`${baseUrl}/d/${name}/buy?env=sandbox`, { method: 'POST', redirect: 'manual', headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) });
+    const statuses = [];
+    for (let i = 0; i < 21; i++) statuses.push((await press(presser)).status);
+    assert.deepEqual([...new Set(statuses.slice(0, 20))], [303]);
+    assert.equal(statuses[20], 429);
+    assert.equal((await press(address())).status, 303, 'another address is not held back');
+  });
+
+  it('in Redis, every API process counts the same address together: two processes\' limits refuse the 61st page of a burst between them', async () => {
+    const redis = await startTestRedis();
+    const clients = [admissionRedis(redis.url), admissionRedis(redis.url)];
+    try {
+      // Connected as the API's admission connects it (until then the limits are each process's own).
+      await Promise.all(clients.map((client) => client.connect()));
+      const [a, b] = clients.map((client) => new PageLimits(DEFAULT_PAGE_LIMITS, client));
+      const verdicts = [];
+      for (let i = 0; i < 61; i++) verdicts.push((await (i % 2 ? a : b).page('198.51.100.77')).allowed);
+      assert.equal(verdicts.filter(Boolean).length, 60);
+      assert.equal(verdicts[60], false);
+      assert.equal((await a.page('198.51.100.78')).allowed, true, 'another address');
+    } finally {
+      for (const client of clients) client.disconnect();
+      await redis.remove();
+    }
+  });
+});
