@@ -5,6 +5,7 @@ import { Order } from '../src/db/entities/order';
 import { RequestNonce } from '../src/db/entities/admission';
 import { ReferralSale } from '../src/db/entities/referral';
 import { markWorkflowStarted } from '../src/orders/orders';
+import { relistSandboxNames } from '../src/discovery/sandbox-relist';
 import { settleStalledPayment, stalledPayments } from '../src/checkout/sessions';
 import { SandboxCardProcessor } from '../src/checkout/payments';
 import { lateDeliveries } from '../src/webhooks/notify';
@@ -44,6 +45,11 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         if (outcome === 'recorded') await deps.starters?.checkoutPaid(session.publicId);
         log.info('recovery sweep: a stalled payment settled', { session_id: session.publicId, outcome });
       });
+    },
+
+    /** Lists again the sandbox names whose transfer completed before `completedBefore`; returns how many. */
+    async relistSandboxNames(input: { completedBefore: string }): Promise<number> {
+      return relistSandboxNames(deps.dataSource, new Date(input.completedBefore));
     },
 
     /** Deletes request nonces first seen before `seenBefore`; returns how many. */

@@ -32,7 +32,9 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
   });
   showBusinessStatus('open');
   let outcome: 'complete' | 'expired' | 'absent';
-  if (await condition(() => paid, CHECKOUT_SESSION_LIFETIME, { summary: 'the 7-day session' })) {
+  // A "Buy now" session's workflow starts at its first submit: its timer ends at the session's own expiry.
+  const lifetime = input.expiresAt ? Math.max(1, Date.parse(input.expiresAt) - Date.now()) : CHECKOUT_SESSION_LIFETIME;
+  if (await condition(() => paid, lifetime, { summary: 'the 7-day session' })) {
     outcome = 'complete';
   } else {
     outcome = await expireCheckoutSession({ sessionPublicId: input.sessionPublicId });

@@ -8,3 +8,4 @@ export { monthCloseWorkflow, monthEndWorkflow, payoutRunWorkflow } from './month
 export { checkoutSessionWorkflow } from './checkout-session';
 export { referralCommissionWorkflow } from './referral-commission';
 export { brokerageCaseWorkflow } from './brokerage-case';
+export { sandboxRelistWorkflow } from './sandbox-relist';

@@ -133,6 +133,8 @@ export const checkoutPaidSignal = defineSignal('checkoutPaid');
 
 export interface CheckoutSessionInput {
   sessionPublicId: string;
+  /** When the session expires, for a workflow started after the session was opened ("Buy now"); else 7 days from the start. */
+  expiresAt?: string;
 }
 
 export const referralWorkflowId = (salePublicId: string) => `referral:${salePublicId}`;
@@ -167,6 +169,7 @@ export interface WorkflowArgs {
   monthEndWorkflow: [];
   monthCloseWorkflow: [{ before?: string }];
   payoutRunWorkflow: [PayoutRunInput];
+  sandboxRelistWorkflow: [];
 }
 export type WorkflowType = keyof WorkflowArgs;
 /** The catalog's names, for checks at run time (the worker's registrations are compared with it). */
@@ -182,4 +185,5 @@ export const WORKFLOW_TYPES = [
   'monthEndWorkflow',
   'monthCloseWorkflow',
   'payoutRunWorkflow',
+  'sandboxRelistWorkflow',
 ] as const satisfies readonly WorkflowType[];

@@ -57,6 +57,12 @@ export interface ResolvedCredential {
 export class CredentialService {
   private readonly cache = new Map<string, { value: ResolvedCredential; until: number }>();
   private readonly fed?: CachedReads<string, { value?: ResolvedCredential }>;
+  /**
+   * Key ids that resolved to nothing, for a few seconds: a flood of made-up key ids costs one
+   * database read each at most every 10 s, and never takes the places of real credentials in the
+   * cache above (they have their own).
+   */
+  private readonly unknown = new LRUCache<string, true>({ max: 100_000, ttl: 10_000 });
 
   constructor(
     private readonly dataSource: DataSource,
@@ -70,7 +76,10 @@ export class CredentialService {
         // The feed's heartbeat finds a dead connection within seconds; the minute's cap is a backstop.
         new LRUCache({ max: 10_000, ttl: 60_000 }),
       );
-      feed.on(CREDENTIAL_CHANNEL, (keyId) => fed.forget(keyId));
+      feed.on(CREDENTIAL_CHANNEL, (keyId) => {
+        fed.forget(keyId);
+        this.unknown.delete(keyId);
+      });
       this.fed = fed;
     }
   }
@@ -96,6 +105,7 @@ export class CredentialService {
 
   /** What this process holds for a key id right now, without waiting (undefined: ask resolve). */
   peek(keyId: string): { value?: ResolvedCredential } | undefined {
+    if (this.unknown.has(keyId)) return {};
     if (this.fed) return this.fed.peek(keyId);
     const hit = this.cache.get(keyId);
     return hit && hit.until > Date.now() ? { value: hit.value } : undefined;
@@ -103,12 +113,24 @@ export class CredentialService {
 
   /** The credential behind a key id, secret decrypted; undefined when unknown. */
   async resolve(keyId: string): Promise<ResolvedCredential | undefined> {
-    if (this.fed) return (await this.fed.get(keyId, async () => ({ value: await this.load(keyId) }))).value;
+    if (this.unknown.has(keyId)) return undefined;
+    if (this.fed) {
+      const { value } = await this.fed.get(keyId, async () => ({ value: await this.load(keyId) }));
+      if (!value) this.notFound(keyId);
+      return value;
+    }
     const hit = this.cache.get(keyId);
     if (hit && hit.until > Date.now()) return hit.value;
     const value = await this.load(keyId);
     if (value) this.cache.set(keyId, { value, until: Date.now() + this.cacheMs });
+    else this.notFound(keyId);
     return value;
+  }
+
+  /** An unknown key id goes to its own short-lived cache, never the credentials'. */
+  private notFound(keyId: string): void {
+    this.fed?.forget(keyId);
+    this.unknown.set(keyId, true);
   }
 
   private async load(keyId: string): Promise<ResolvedCredential | undefined> {

@@ -78,6 +78,8 @@ export async function openSession(
   input: { partnerId: string; environment: Environment; domain: string; successUrl?: string; cancelUrl?: string; customerEmail?: string; clientReferenceId?: string },
   /** The caller's transaction, when it has one (the marketplace's "Buy now" holds a lock in it). */
   manager: EntityManager = deps.dataSource.manager,
+  /** "Buy now": the seven-day workflow starts when a buyer first submits the form (sessionWorkflow), so an abandoned press costs a row, not a workflow. */
+  deferWorkflow = false,
 ): Promise<CheckoutSession> {
   const domain = await manager.getRepository(Domain).findOneBy({ environment: input.environment, name: input.domain });
   if (!domain || domain.status === 'unlisted') throw new ApiError('not_found', `${input.domain} is not listed`);
@@ -87,14 +89,7 @@ export async function openSession(
 
   const sessionPublicId = publicId('cs');
   // The timer exists before the session does, so no session outlives its seven days.
-  await startWorkflow(deps.workflows, 'checkoutSessionWorkflow', {
-    workflowId: checkoutWorkflowId(sessionPublicId),
-    args: [{ sessionPublicId }],
-    mode: 'fresh',
-    summary: `Checkout ${sessionPublicId} ${domain.name} for partner ${input.partnerId} (${input.environment})`,
-    details: 'A hosted checkout session: open for 7 days, then expired unless the buyer paid.',
-    attributes: { partnerId: input.partnerId, domain: domain.name, environment: input.environment, businessStatus: 'open' },
-  });
+  if (!deferWorkflow) await startSessionWorkflow(deps, { publicId: sessionPublicId, partnerId: input.partnerId, environment: input.environment, domain: domain.name }, 'fresh');
   const sessions = manager.getRepository(CheckoutSession);
   // Its 7 days on the database's clock, which payment compares with too.
   const now = await databaseNow(manager);
@@ -142,7 +137,7 @@ export async function buyNowSession(deps: CheckoutDeps, housePartnerId: string, 
           where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
           order: { createdAt: 'DESC' },
         });
-        return open ?? (await openSession(deps, { partnerId: housePartnerId, environment, domain: name }, tx));
+        return open ?? (await openSession(deps, { partnerId: housePartnerId, environment, domain: name }, tx, true));
       }),
     { giveUpMs: 5_000, everyMs: 100 },
   );
@@ -219,6 +214,9 @@ export async function payForSession(
   /** The link this browser last clicked within 30 days (its attribution cookie), if any. */
   referral?: { linkCode: string },
 ): Promise<PayOutcome> {
+  // A "Buy now" session's workflow starts with its first submit (a no-op for every other session).
+  const opened = await findSession(deps.dataSource, sessionPublicId);
+  if (opened?.status === 'open') await startSessionWorkflow(deps, opened, 'once', opened.expiresAt);
   const details: PayingDetails = { buyerName: buyer.name, buyerEmail: buyer.email, registrant: buyer.registrant, cardLast4: card.cardNumber.slice(-4), linkCode: referral?.linkCode ?? null };
   let claim: Claim | undefined;
   for (const giveUp = Date.now() + LOCK_WAIT_MS; !claim || claim.kind === 'in_progress'; ) {
@@ -244,6 +242,21 @@ export async function payForSession(
   }
   await afterPaid(deps, recorded);
   return { kind: 'paid', session: recorded.session, orderPublicId: recorded.orderPublicId };
+}
+
+/**
+ * The session's workflow: its expiry timer (until `expiresAt`, 7 days unless given), then a paid
+ * sale's refund window. `once`: a workflow already started (or ended) for the session is kept.
+ */
+async function startSessionWorkflow(deps: Pick<CheckoutDeps, 'workflows'>, session: Pick<CheckoutSession, 'publicId' | 'partnerId' | 'environment' | 'domain'>, mode: 'fresh' | 'once', expiresAt?: Date): Promise<void> {
+  await startWorkflow(deps.workflows, 'checkoutSessionWorkflow', {
+    workflowId: checkoutWorkflowId(session.publicId),
+    args: [{ sessionPublicId: session.publicId, ...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}) }],
+    mode,
+    summary: `Checkout ${session.publicId} ${session.domain} for partner ${session.partnerId} (${session.environment})`,
+    details: 'A hosted checkout session: open for 7 days, then expired unless the buyer paid.',
+    attributes: { partnerId: session.partnerId, domain: session.domain, environment: session.environment, businessStatus: 'open' },
+  });
 }
 
 /** The processor's idempotency key of a session's payment attempt. */

@@ -1,6 +1,8 @@
 /** Referral for partners linked to an affiliate account (CONTRACT §11); 403 affiliate_account_required otherwise. */
 import type { DataSource } from 'typeorm';
-import { Cursor, DateBound, decodeCursor, encodeCursor, Limit } from '../api/lists';
+import { Cursor, DateBound, decodeCursor, encodeCursor, isCursorTime, Limit } from '../api/lists';
+import { UUID_ANY } from '../ids';
+import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import { defineRoute, type RouteSpec } from '../api/route';
 import type { AuthContext } from '../api/state';
@@ -54,6 +56,27 @@ function page<T>(items: T[], limit: number, cursor: string | undefined, keyOf: (
   return { data, next_cursor: start + limit < items.length ? encodeCursor({ k: keyOf(data[data.length - 1]) }) : null };
 }
 
+/**
+ * A page of the partner's links, newest first, read from the database a page at a time (keyset on
+ * created_at and id), however many links the partner has made.
+ */
+async function linksPage(dataSource: DataSource, partnerId: string, environment: Environment, limit: number, cursor: string | undefined): Promise<{ data: ReferralLink[]; next_cursor: string | null }> {
+  const invalid = () => new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
+  const q = dataSource
+    .getRepository(ReferralLink)
+    .createQueryBuilder('l')
+    .addSelect(`to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, 'cursor_at')
+    .where('l.partner_id = :partnerId AND l.environment = :environment', { partnerId, environment });
+  if (cursor) {
+    const c = decodeCursor<{ c: string; i: string }>(cursor, ['c', 'i']);
+    if (!c || !isCursorTime(c.c) || !UUID_ANY.test(c.i)) throw invalid();
+    q.andWhere('(l.created_at, l.id) < (CAST(:at AS timestamptz), CAST(:id AS uuid))', { at: c.c, id: c.i });
+  }
+  const { entities, raw } = await q.orderBy('l.created_at', 'DESC').addOrderBy('l.id', 'DESC').limit(limit + 1).getRawAndEntities<{ cursor_at: string }>();
+  const data = entities.slice(0, limit);
+  return { data, next_cursor: entities.length > limit ? encodeCursor({ c: raw[limit - 1].cursor_at, i: data[limit - 1].id }) : null };
+}
+
 export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: string }): RouteSpec[] {
   const { dataSource } = deps;
   const affiliateOnly = (auth: AuthContext) => requireAffiliate(dataSource, auth.partnerId);
@@ -100,8 +123,7 @@ export function referralRoutes(deps: { dataSource: DataSource; publicBaseUrl?: s
       errors: [...errors],
       precondition: affiliateOnly,
       handler: async ({ query, auth, headers }) => {
-        const links = await dataSource.getRepository(ReferralLink).find({ where: { partnerId: auth.partnerId, environment: auth.environment }, order: { createdAt: 'DESC', id: 'DESC' } });
-        const shown = page(links, query.limit, query.cursor, (l) => l.id);
+        const shown = await linksPage(dataSource, auth.partnerId, auth.environment, query.limit, query.cursor);
         const stats = await linkStats(dataSource, auth.partnerId, auth.environment, shown.data, query.currency);
         return { body: { data: shown.data.map((l, i) => ({ ...linkView(l, baseUrl(deps.publicBaseUrl, headers)), ...stats[i] })), next_cursor: shown.next_cursor } };
       },

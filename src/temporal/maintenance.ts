@@ -18,6 +18,31 @@ export async function ensureMaintenanceWorkflows(client: Client, taskQueue: stri
     summary: 'Recovery sweep: unstarted fulfilments and referral windows, late webhook deliveries, every minute',
   });
   await ensureMonthEndSchedule(client, taskQueue);
+  await ensureSandboxRelistSchedule(client, taskQueue);
+}
+
+/** The Schedule that lists sold sandbox names again 24 hours after their transfer completed. */
+export const SANDBOX_RELIST_SCHEDULE_ID = 'maintenance:sandbox-relist';
+
+export async function ensureSandboxRelistSchedule(client: Client, taskQueue: string): Promise<void> {
+  try {
+    await client.schedule.create({
+      scheduleId: SANDBOX_RELIST_SCHEDULE_ID,
+      spec: { intervals: [{ every: '10 minutes' }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'sandboxRelistWorkflow',
+        workflowId: 'maintenance:sandbox-relist',
+        taskQueue,
+        args: [],
+        staticSummary: 'Sandbox names sold more than 24 hours ago listed again',
+      },
+      // A missed run is made up by the next: only the latest matters.
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '10 minutes' },
+    });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
 }
 
 /** The Schedule that runs the month's close; operators pause, trigger and backfill it in the UI. */

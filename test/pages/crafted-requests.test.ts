@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { checkoutWorkflowId } from '../../workflows/messages';
 import { Order } from '../../src/db/entities/order';
 import { freshDomain } from '../helpers/orders';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
@@ -29,7 +31,7 @@ describe('buyer pages: crafted requests get a clear 4xx page, never a 500', () =
 
 describe('"Buy now" on a name\'s page: a burst of presses opens one checkout session', () => {
   ownTemporal();
-  it('20 presses at once for one name share one session (and one seven-day workflow)', async () => {
+  it('20 presses at once for one name share one session, whose seven-day workflow starts only when a buyer first submits its form', async () => {
     const s = getStack();
     const name = (await freshDomain()).name;
     const page = await fetch(`${s.baseUrl}/d/${name}?env=sandbox`, { headers: BROWSER });
@@ -45,6 +47,25 @@ describe('"Buy now" on a name\'s page: a burst of presses opens one checkout ses
     assert.equal(new Set(presses.map((r) => r.headers.get('location'))).size, 1, 'every press lands on the same checkout');
     const [{ n }] = (await s.dataSource.query(`SELECT count(*)::int AS n FROM checkout_sessions WHERE environment = 'sandbox' AND domain = $1`, [name])) as Array<{ n: number }>;
     assert.equal(n, 1);
+    // An abandoned press costs a row, not a workflow.
+    const [row] = (await s.dataSource.query(`SELECT public_id, expires_at FROM checkout_sessions WHERE environment = 'sandbox' AND domain = $1`, [name])) as Array<{ public_id: string; expires_at: Date }>;
+    const handle = s.env.client.workflow.getHandle(checkoutWorkflowId(row.public_id));
+    await assert.rejects(handle.describe(), WorkflowNotFoundError);
+    // The first submit starts it, ending when the session does.
+    const checkout = new URL(presses[0].headers.get('location')!, s.baseUrl);
+    const form = await fetch(checkout, { headers: { ...BROWSER, cookie } });
+    const formCookie = [cookie, ...form.headers.getSetCookie().map((c) => c.split(';')[0])].join('; ');
+    const formCsrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1];
+    const submitted = await fetch(new URL('/checkout', s.baseUrl), {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...BROWSER, cookie: formCookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ pt: checkout.searchParams.get('pt')!, _csrf: formCsrf, name: 'Jane Buyer', email: 'jane@example.com', card_number: '4000000000000002', expiry: '12/34', cvc: '123' }),
+    });
+    assert.equal(submitted.status, 402, 'declined');
+    assert.equal((await handle.describe()).status.name, 'RUNNING');
+    const [input] = (await handle.fetchHistory()).events![0].workflowExecutionStartedEventAttributes!.input!.payloads!.map((p) => JSON.parse(Buffer.from(p.data!).toString()) as { expiresAt: string });
+    assert.equal(input.expiresAt, new Date(row.expires_at).toISOString());
   });
 });
 
