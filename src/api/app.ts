@@ -146,7 +146,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
 
   for (const route of routes) {
     router.register(toRouterPath(route.path), [route.method.toUpperCase()], [
-      requireKeyId(),
+      requireKeyId(deps.credentials),
       rawBody(),
       authenticate(auth, route.scopes, route.admittedRead),
       ...(route.precondition ? [precondition(route.precondition)] : []),

@@ -1,3 +1,4 @@
+import type { ResolvedCredential } from '../auth/credentials';
 import type { Logger } from 'pino';
 import type { Environment } from '../config';
 import type { Scope } from '../auth/scopes';
@@ -21,6 +22,8 @@ export interface AppState {
   rawQuery?: Record<string, string | string[]>;
   /** See RouteSpec.admittedRead. */
   admittedRead?: Record<string, unknown> | null;
+  /** The request's credential, resolved from its key id before the body was read (requireKeyId). */
+  credential?: ResolvedCredential;
   /** What the route's precondition answered. */
   checked?: unknown;
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { createHmac, randomUUID } from 'node:crypto';
 import { computeSignature } from '../../src/auth/signing';
 import { PartnerClient } from '../../src/client/partner-client';
@@ -22,6 +23,22 @@ describe('authentication outcomes over HTTP (CONTRACT §1)', () => {
   it('a request without X-Service-Key-Id is 401 missing_credentials', async () => {
     const res = await fetch(getStack().baseUrl + PRICING);
     expectError({ status: res.status, body: await res.json(), headers: res.headers }, 401, 'missing_credentials');
+  });
+
+  it('the key id is resolved before the body is read: an unknown key announcing a 5 MB body is answered 401 at once, its body never waited for', async () => {
+    const url = new URL(getStack().baseUrl + '/api/partner/v1/quotes');
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': String(5 * 1024 * 1024), 'X-Service-Key-Id': 'pk_test_madeupmadeupmadeup' } }, (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.setTimeout(5_000, () => reject(new Error('no answer within 5 s: the server waited for the body')));
+      req.flushHeaders(); // the headers only: not one byte of the body is sent
+    });
+    assert.equal(answer.status, 401, answer.body);
+    assert.equal((JSON.parse(answer.body) as { error: { code: string } }).error.code, 'invalid_signature');
   });
 
   it('without X-Service-Key-Id the body is not looked at: an oversized or gzip body is 401 missing_credentials too', async () => {

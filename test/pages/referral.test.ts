@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Browser, BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { referralWorkflowId } from '../../workflows/messages';
 import { reconcile } from '../../src/finance/reconcile';
 import { launchBrowser, screenshots } from '../helpers/browser';
@@ -16,6 +16,17 @@ import { admin } from '../helpers/admin';
 type Line = { line_id: string; kind: string; amount_cents: number; balance_cents: number; sale_id?: string; payout_id?: string };
 type Commissions = { data: Line[]; balance_cents: number; pending_cents: number };
 type Sale = { sale_id: string; order_id: string; buyer: string; domain: string; amount_cents: number; commission_cents: number };
+
+/** Fills the checkout form open in `page` with the approved sandbox card and pays, up to the receipt. */
+async function payWithTestCard(page: Page, name: string, email: string): Promise<void> {
+  await page.getByLabel('Full name', { exact: true }).fill(name);
+  await page.getByLabel('Email', { exact: true }).fill(email);
+  await page.getByLabel('Card number', { exact: true }).fill('4242 4242 4242 4242');
+  await page.getByLabel('Expiry', { exact: true }).fill('12/34');
+  await page.getByLabel('CVC', { exact: true }).fill('123');
+  await page.getByRole('button', { name: 'Pay' }).click();
+  await page.getByRole('heading', { name: 'Payment received' }).waitFor();
+}
 
 async function commissions(client: PartnerClient): Promise<Commissions> {
   return (await client.get<Commissions>('/api/partner/v1/me/commissions?limit=100')).body;
@@ -43,13 +54,7 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     if (shots) await screenshots(page, `${shots}-landing`);
     await page.getByRole('button', { name: 'Buy now' }).click();
     await page.getByRole('heading', { name: `Buy ${name}` }).waitFor();
-    await page.getByLabel('Full name', { exact: true }).fill('Jane Buyer');
-    await page.getByLabel('Email', { exact: true }).fill('jane@example.com');
-    await page.getByLabel('Card number', { exact: true }).fill('4242 4242 4242 4242');
-    await page.getByLabel('Expiry', { exact: true }).fill('12/34');
-    await page.getByLabel('CVC', { exact: true }).fill('123');
-    await page.getByRole('button', { name: 'Pay' }).click();
-    await page.getByRole('heading', { name: 'Payment received' }).waitFor();
+    await payWithTestCard(page, 'Jane Buyer', 'jane@example.com');
     await page.close();
     const sale = (await client.get<{ data: Sale[] }>('/api/partner/v1/me/sales')).body.data.find((s) => s.domain === name);
     assert.ok(sale, 'the purchase is a referred sale of the link\'s partner');
@@ -148,13 +153,7 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     const session = await client.post<{ session_id: string; checkout_url: string }>('/api/partner/v1/checkout-session', { domain: name });
     assert.equal(session.status, 201, session.text);
     await page.goto(session.body.checkout_url);
-    await page.getByLabel('Full name', { exact: true }).fill('Own Buyer');
-    await page.getByLabel('Email', { exact: true }).fill('own@example.com');
-    await page.getByLabel('Card number', { exact: true }).fill('4242 4242 4242 4242');
-    await page.getByLabel('Expiry', { exact: true }).fill('12/34');
-    await page.getByLabel('CVC', { exact: true }).fill('123');
-    await page.getByRole('button', { name: 'Pay' }).click();
-    await page.getByRole('heading', { name: 'Payment received' }).waitFor();
+    await payWithTestCard(page, 'Own Buyer', 'own@example.com');
     const paid = (await client.get<{ status: string; order_id: string }>(`/api/partner/v1/checkout-session/${session.body.session_id}`)).body;
     assert.equal(paid.status, 'complete');
     assert.deepEqual((await client.get<{ data: Sale[] }>('/api/partner/v1/me/sales')).body.data, [], 'no referred sale');

@@ -38,28 +38,49 @@ function reject(message: string): never {
  * CONTRACT §1's first step, before the body is read: a request without a key id is refused
  * whatever its body (an oversized or compressed one included), and its body is never read.
  */
-export function requireKeyId(): Middleware<AppState> {
+export function requireKeyId(credentials?: Pick<CredentialService, 'peek' | 'resolve'>): Middleware<AppState> {
   return async (ctx, next) => {
-    if (!ctx.req.headers[HEADER.keyId]) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
+    const keyId = ctx.req.headers[HEADER.keyId];
+    if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
+    // The key is resolved before the body is read: a made-up key id costs no body read.
+    if (credentials && typeof keyId === 'string') ctx.state.credential = await knownCredential(credentials, keyId);
     await next();
   };
 }
 
+/** The credential of a key id, or the request refused (unknown, revoked, or of another environment). */
+async function knownCredential(credentials: Pick<CredentialService, 'peek' | 'resolve'>, keyId: string) {
+  const environment = environmentOfKeyId(keyId);
+  // Held in memory (the usual case): no await.
+  const held = environment ? credentials.peek(keyId) : undefined;
+  const credential = held ? held.value : environment ? await credentials.resolve(keyId) : undefined;
+  if (!credential || credential.environment !== environment) reject('unknown key id');
+  if (credential.revoked) reject('this credential has been revoked');
+  return credential;
+}
+
+/**
+ * Requests one credential may have waiting for admission in this process at once: its share of the
+ * admission queue (4,096 in Redis, 2,048 in Postgres), so one partner's flood never fills the
+ * queue for everyone; beyond it, 429 rate_limited with Retry-After: 1.
+ */
+export const ADMISSION_SHARE_PER_CREDENTIAL = 256;
+
+/** Requests waiting for admission per key id, per admission store (one store per app). */
+const waitingByStore = new WeakMap<Admission, Map<string, number>>();
+
 /** `scopes`: any one of them grants the route (the spec lists orders under search and buy). */
 export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: AdmittedRead): Middleware<AppState> {
   const now = deps.now ?? Date.now;
+  if (!waitingByStore.has(deps.admission)) waitingByStore.set(deps.admission, new Map());
+  const waiting = waitingByStore.get(deps.admission)!;
   return async (ctx, next) => {
     // Node's own header map (names lower case, as HEADER's): ctx.get lower-cases every name again.
     const headers = ctx.req.headers as Record<string, string | undefined>;
     // Present: requireKeyId ran first.
     const keyId = headers[HEADER.keyId] ?? '';
 
-    const environment = environmentOfKeyId(keyId);
-    // Held in memory (the usual case): no await.
-    const held = environment ? deps.credentials.peek(keyId) : undefined;
-    const credential = held ? held.value : environment ? await deps.credentials.resolve(keyId) : undefined;
-    if (!credential || credential.environment !== environment) reject('unknown key id');
-    if (credential.revoked) reject('this credential has been revoked');
+    const credential = ctx.state.credential ?? (await knownCredential(deps.credentials, keyId));
 
     const timestamp = headers[HEADER.timestamp] ?? '';
     if (!/^\d{1,12}$/.test(timestamp)) reject('X-Service-Timestamp must be Unix seconds');
@@ -87,6 +108,11 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
 
     const scopeOk = scopes.some((s) => credential.scopes.includes(s));
     const readParams = read && deps.admission.makesReads ? read.params({ query: (ctx.state.rawQuery = queryObject(query)), environment: credential.environment }) : undefined;
+    const mine = waiting.get(keyId) ?? 0;
+    if (mine >= ADMISSION_SHARE_PER_CREDENTIAL) {
+      throw new ApiError('rate_limited', `this credential already has ${mine} requests waiting for admission in this process: slow down`, undefined, { 'Retry-After': '1' });
+    }
+    waiting.set(keyId, mine + 1);
     const admission = await deps.admission
       .admit({
         keyId,
@@ -103,6 +129,11 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
           throw new ApiError('service_unavailable', 'the request could not be admitted right now; send it again (signed anew) shortly', undefined, { 'Retry-After': '1' });
         }
         throw err;
+      })
+      .finally(() => {
+        const left = (waiting.get(keyId) ?? 1) - 1;
+        if (left > 0) waiting.set(keyId, left);
+        else waiting.delete(keyId);
       });
 
     switch (admission.outcome) {
