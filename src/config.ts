@@ -56,6 +56,7 @@ const EnvSchema = z.object({
   REDIS_INSTALL: flag.default(true),
   REDIS_URL: z.string().regex(/^(rediss?:\/\/.+|\/.+)$/, 'redis://host:port, rediss://… or /absolute/path.sock').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  NODE_ENV: z.string().optional(),
 });
 
 export type Environment = 'sandbox' | 'live';
@@ -114,6 +115,8 @@ export interface Config {
    */
   redis: { url?: string; install?: boolean };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** NODE_ENV=production (the image sets it): no key is ever invented, they must be given. */
+  production: boolean;
 }
 
 export function decodeMasterKey(text: string): Buffer {
@@ -181,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL },
     logLevel: e.LOG_LEVEL,
+    production: e.NODE_ENV === 'production',
   };
 }
 

@@ -26,6 +26,8 @@ export function resolveMasterKey(config: Config, log: (m: string) => void = say)
   if (config.masterKey) return config.masterKey;
   const file = path.join(config.dataDir, 'master.key');
   if (existsSync(file)) return decodeMasterKey(readFileSync(file, 'utf8'));
+  // A key invented here would seal secrets that the service, which has its own, cannot open.
+  if (config.production) throw new Error('MASTER_KEY is required in production (NODE_ENV=production): no key is invented outside development');
   mkdirSync(config.dataDir, { recursive: true });
   writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
   log(`created a master key for credential secrets in ${file} (set MASTER_KEY in production)`);
@@ -42,6 +44,7 @@ export function resolveQuoteSigner(config: Config, log: (m: string) => void = sa
   if (config.quoteSigningKeyPem) return QuoteTokenSigner.fromPem(config.quoteSigningKeyPem);
   const file = path.join(config.dataDir, 'quote-signing-key.pem');
   if (!existsSync(file)) {
+    if (config.production) throw new Error('QUOTE_SIGNING_KEY is required in production (NODE_ENV=production): no key is invented outside development');
     mkdirSync(config.dataDir, { recursive: true });
     writeFileSync(file, QuoteTokenSigner.generatePem(), { mode: 0o600 });
     log(`created an Ed25519 quote-token signing key in ${file} (set QUOTE_SIGNING_KEY in production)`);

@@ -39,4 +39,20 @@ describe('production entry points refuse to start without MASTER_KEY and QUOTE_S
     assert.equal(code, 1);
     assert.match(stderr, /refusing to start without QUOTE_SIGNING_KEY \(/);
   });
+
+  it('the admin CLI invents no key outside development: with NODE_ENV=production and no MASTER_KEY it refuses, making nothing', async () => {
+    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const inherited = { ...process.env };
+      for (const name of ['MASTER_KEY', 'QUOTE_SIGNING_KEY']) delete inherited[name];
+      execFile(
+        process.execPath,
+        [path.join(getStack().config.projectRoot, 'dist/src/admin/cli.js'), 'credential', 'create', '--partner', 'nobody', '--env', 'sandbox', '--scopes', 'search', '--json'],
+        { env: { ...inherited, NODE_ENV: 'production', DATA_DIR: dataDir, DATABASE_URL: getStack().databaseUrl }, timeout: 30_000 },
+        (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
+      );
+    });
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /MASTER_KEY is required in production/);
+    assert.deepEqual(readdirSync(dataDir), [], 'no key file made up');
+  });
 });
