@@ -5,7 +5,8 @@
  * the `card_payment` the checkout booked). Called after the refund or failure is committed, never
  * inside a transaction; idempotent, keyed by the order: a retry refunds and books once.
  */
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Environment } from '../config';
 import { CheckoutPayment } from '../db/entities/checkout-session';
 import { Order } from '../db/entities/order';
 import { ACCOUNT, post } from '../finance/ledger';
@@ -29,21 +30,35 @@ export async function refundBuyerCard(deps: CardRefundDeps, orderId: string): Pr
   if (!processor) throw new Error(`no card processor for ${order.environment}: the buyer of ${order.publicId} cannot be refunded`);
   await processor.refund(payment.paymentRef, payment.amountCents, `refund:${order.id}`);
   await deps.dataSource.transaction((tx) =>
-    post(tx, {
-      idempotencyKey: `card:${payment.paymentRef}:refunded`,
-      partnerId: order.partnerId,
-      environment: order.environment,
-      kind: 'card_refund',
-      paymentModel: 'service_collected',
-      transactionId: null,
-      occurredAt: new Date(),
-      currency: payment.currency,
-      settled: false,
-      entries: [
-        { account: ACCOUNT.buyerPayments, amountCents: payment.amountCents },
-        { account: ACCOUNT.serviceCash, amountCents: -payment.amountCents },
-      ],
-    }),
+    bookCardMoney(tx, 'card_refund', { partnerId: order.partnerId, environment: order.environment, paymentRef: payment.paymentRef, amountCents: payment.amountCents, currency: payment.currency }),
   );
   return 'refunded';
+}
+
+/**
+ * The buyer's card money in the ledger, once per payment: `card_payment` (the service holds it:
+ * `service_cash` +A, `buyer_payments` −A, until the sale is booked) or `card_refund` (given back:
+ * the opposite).
+ */
+export async function bookCardMoney(
+  tx: EntityManager,
+  kind: 'card_payment' | 'card_refund',
+  p: { partnerId: string; environment: Environment; paymentRef: string; amountCents: number; currency: string },
+): Promise<void> {
+  const sign = kind === 'card_payment' ? 1 : -1;
+  await post(tx, {
+    idempotencyKey: `card:${p.paymentRef}:${kind === 'card_payment' ? 'paid' : 'refunded'}`,
+    partnerId: p.partnerId,
+    environment: p.environment,
+    kind,
+    paymentModel: 'service_collected',
+    transactionId: null,
+    occurredAt: new Date(),
+    currency: p.currency,
+    settled: false,
+    entries: [
+      { account: ACCOUNT.serviceCash, amountCents: sign * p.amountCents },
+      { account: ACCOUNT.buyerPayments, amountCents: -sign * p.amountCents },
+    ],
+  });
 }

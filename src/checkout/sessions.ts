@@ -22,7 +22,7 @@ import { ReferralSale } from '../db/entities/referral';
 import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId, STALLED_PAYMENT_SECONDS } from '../../workflows/messages';
 import type { CheckoutPageToken } from './page-token';
 import type { Authorization, CardPayment, PaymentPort } from './payments';
-import { ACCOUNT, post } from '../finance/ledger';
+import { bookCardMoney } from './card-refunds';
 
 export const CHECKOUT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -363,7 +363,7 @@ async function recordPaidSession(dataSource: DataSource, sessionPublicId: string
       checkoutSessionId: session.id,
       clientReferenceId: session.clientReferenceId,
     });
-    await bookCardPayment(tx, { partnerId: session.partnerId, environment: session.environment, paymentRef: auth.paymentRef, amountCents: session.priceCents, currency: session.currency });
+    await bookCardMoney(tx, 'card_payment', { partnerId: session.partnerId, environment: session.environment, paymentRef: auth.paymentRef, amountCents: session.priceCents, currency: session.currency });
     await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'complete', orderId: sale.id, closedAt: () => 'now()', payingSince: null, payingDetails: null });
     const referred = details.linkCode
       ? await recordReferredSale(tx, {
@@ -432,25 +432,6 @@ export async function settleStalledPayment(deps: Pick<CheckoutDeps, 'dataSource'
   if (paid) return 'resolved';
   await processor.void(auth.paymentRef);
   return 'voided';
-}
-
-/** The buyer's card money in the ledger: the service holds it (cash) for the buyer until the sale is booked. */
-async function bookCardPayment(tx: EntityManager, p: { partnerId: string; environment: Environment; paymentRef: string; amountCents: number; currency: string }): Promise<void> {
-  await post(tx, {
-    idempotencyKey: `card:${p.paymentRef}:paid`,
-    partnerId: p.partnerId,
-    environment: p.environment,
-    kind: 'card_payment',
-    paymentModel: 'service_collected',
-    transactionId: null,
-    occurredAt: new Date(),
-    currency: p.currency,
-    settled: false,
-    entries: [
-      { account: ACCOUNT.serviceCash, amountCents: p.amountCents },
-      { account: ACCOUNT.buyerPayments, amountCents: -p.amountCents },
-    ],
-  });
 }
 
 /**

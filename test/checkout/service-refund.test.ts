@@ -57,6 +57,8 @@ describe('admin order refund: the service refunds a service-collected sale (CONT
     const order = await orders.save(
       orders.create({ publicId: `ord_window${randomUUID().replace(/-/g, '').slice(0, 16)}`, partnerId, environment: 'live', quoteId: null, domainId: domain.id, domain: name, salePriceCents: 10_000, currency: 'USD', externalPaymentRef: 'pay_live', paymentModel: 'service_collected', commissionBps: 1000, status: 'PAYMENT_RECORDED', failureReason: null, workflowStarted: true }),
     );
+    // Sold to this order, as recording a sale does: off the market (other files' live searches never meet it).
+    await s.dataSource.getRepository(Domain).update({ id: domain.id }, { status: 'sold', heldByOrderId: order.id });
     const workflows = { client: s.env.client, taskQueue: s.taskQueue };
     await startOrderFulfilment(workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId, environment: 'live', domain: name, serviceCollected: true });
     const handle = s.env.client.workflow.getHandle(orderWorkflowId(order.publicId));
