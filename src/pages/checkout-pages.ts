@@ -20,7 +20,7 @@ import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attributio
 import { ASSETS_DIR, renderPage } from './render';
 import { allowFormTargets, csrfToken, csrfValid, pageRouter } from './security';
 import { money } from './format';
-import { PageLimits } from './limits';
+import type { PageLimits } from './limits';
 
 const ASSETS = new Map([
   ['pages.css', 'text/css; charset=utf-8'],
@@ -87,7 +87,7 @@ const MESSAGES = {
   busy: { status: 409, title: 'A payment for this checkout is in progress', text: 'Reload this page in a moment to see whether it went through. You have not been charged twice.' },
 } as const;
 
-export function checkoutPages(deps: CheckoutDeps, logger: Logger, attribution?: AttributionKeys, limits: PageLimits = new PageLimits()): Router {
+export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLimits, attribution?: AttributionKeys): Router {
   /** The link this browser last clicked within 30 days, if its cookie verifies and the link is of this environment. */
   const referredBy = async (ctx: Koa.Context, session: CheckoutSession): Promise<ReferralLink | undefined> => {
     const a = attribution?.read(ctx.cookies.get(ATTRIBUTION_COOKIE), Date.now());

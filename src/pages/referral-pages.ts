@@ -31,7 +31,7 @@ import { csrfToken, csrfValid, pageRouter } from './security';
 import type { Logger } from 'pino';
 import { ApiError } from '../api/errors';
 import { money } from './format';
-import { PageLimits } from './limits';
+import type { PageLimits } from './limits';
 
 export const HOUSE_PARTNER = 'marketplace (direct sales)';
 
@@ -43,7 +43,7 @@ export interface ReferralPageDeps {
   clicks: ClickRecorder;
   publicBaseUrl?: string;
   /** Per client address (the app's, shared with the other pages). */
-  limits?: PageLimits;
+  limits: PageLimits;
 }
 
 function environmentOf(ctx: Koa.Context): Environment {
@@ -58,7 +58,7 @@ function isPrefetch(ctx: Koa.Context): boolean {
  * GET/HEAD /r/<code>, first in the app (before request logging and the routers): the hot path of
  * every tracking link, kept to a cached lookup, a cached bot check, three HMACs and a queued write.
  */
-export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attribution' | 'clicks'> & { logger?: Logger; limits?: PageLimits }): Koa.Middleware {
+export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attribution' | 'clicks' | 'limits'> & { logger?: Logger }): Koa.Middleware {
   // Only well-formed codes are looked up and remembered, so the cache's keys stay short.
   const links = new LRUCache<string, ReferralLink | false>({ max: 10_000, ttl: 60_000 });
   // The same user agents come back again and again: isbot's verdict is remembered (for ordinary
@@ -94,7 +94,7 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
     }
     if (!link) return notFound(ctx);
     // Always redirected; counted only within the address's click limit (a flood grows no table).
-    const counted = ctx.method === 'GET' && !isPrefetch(ctx) && !isBot(ctx.get('User-Agent')) && (!deps.limits || (await deps.limits.countClick(ctx.ip)));
+    const counted = ctx.method === 'GET' && !isPrefetch(ctx) && !isBot(ctx.get('User-Agent')) && (await deps.limits.countClick(ctx.ip));
     if (counted) {
       const now = new Date();
       const previous = deps.attribution.read(ctx.cookies.get(ATTRIBUTION_COOKIE), now.getTime());
@@ -115,7 +115,6 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
 }
 
 export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
-  const defaultLimits = new PageLimits();
   const router = pageRouter(logger, { what: 'marketplace page', text: 'We could not show this page. Try again in a moment.', page: { tagline: 'Domains for sale' } });
 
   router.get('/d/:name', async (ctx) => {
@@ -148,7 +147,7 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
       return renderPage(ctx, 'message', { title: 'This form could not be read', text: 'Reload the page and try again.' }, 400);
     }
     if (!csrfValid(ctx, fields.get('_csrf'))) return renderPage(ctx, 'message', { title: 'This form has expired', text: 'Reload the page and try again.' }, 403);
-    const press = await (deps.limits ?? defaultLimits).buyNowPress(ctx.ip);
+    const press = await deps.limits.buyNowPress(ctx.ip);
     if (!press.allowed) {
       ctx.set('Retry-After', String(press.retryAfterSeconds));
       return renderPage(ctx, 'message', { title: 'Too many checkouts from here', text: `Too many checkouts were opened from your connection this hour. Try again in ${Math.ceil(press.retryAfterSeconds / 60)} minutes.` }, 429);

@@ -25,6 +25,11 @@ export interface Quotas {
   open_cases: number;
 }
 
+/** The partner's row lock: a partner's quota checks and the quote or case recorded after them take turns. */
+async function lockPartner(manager: EntityManager, partnerId: string): Promise<void> {
+  await manager.getRepository(Partner).createQueryBuilder('p').setLock('pessimistic_write').where('p.id = :partnerId', { partnerId }).getOneOrFail();
+}
+
 /** The partner's quotas in an environment: its own where an operator set them, else the defaults. */
 export async function quotasOf(manager: EntityManager, defaults: QuotaDefaults, partnerId: string, environment: Environment): Promise<Quotas> {
   const own = await manager.getRepository(PartnerQuota).findOneBy({ partnerId, environment });
@@ -33,7 +38,7 @@ export async function quotasOf(manager: EntityManager, defaults: QuotaDefaults, 
 
 /** Refuses a new quote when the partner holds its quota of active ones; `lock` serialises the partner's quotes (inside the recording transaction). */
 export async function checkQuoteQuota(manager: EntityManager, defaults: QuotaDefaults, partnerId: string, environment: Environment, lock = false): Promise<void> {
-  if (lock) await manager.getRepository(Partner).createQueryBuilder('p').setLock('pessimistic_write').where('p.id = :partnerId', { partnerId }).getOneOrFail();
+  if (lock) await lockPartner(manager, partnerId);
   const { active_quotes: limit } = await quotasOf(manager, defaults, partnerId, environment);
   const active = await manager.getRepository(Quote).find({
     select: { expiresAt: true },
@@ -48,7 +53,7 @@ export async function checkQuoteQuota(manager: EntityManager, defaults: QuotaDef
 
 /** Refuses a new brokerage case when the partner holds its quota of open ones. */
 export async function checkCaseQuota(manager: EntityManager, defaults: QuotaDefaults, partnerId: string, environment: Environment, lock = false): Promise<void> {
-  if (lock) await manager.getRepository(Partner).createQueryBuilder('p').setLock('pessimistic_write').where('p.id = :partnerId', { partnerId }).getOneOrFail();
+  if (lock) await lockPartner(manager, partnerId);
   const { open_cases: limit } = await quotasOf(manager, defaults, partnerId, environment);
   const open = await manager.getRepository(BrokerageCase).count({ where: { partnerId, environment, status: Not(In([...FINAL_CASE_STATUSES])) } });
   if (open < limit) return;

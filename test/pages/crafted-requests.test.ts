@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { checkoutWorkflowId } from '../../workflows/messages';
 import { Order } from '../../src/db/entities/order';
+import { BROWSER, openCheckoutForm } from '../helpers/checkout-form';
 import { freshDomain } from '../helpers/orders';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
-const BROWSER = { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36' };
 
 describe('buyer pages: crafted requests get a clear 4xx page, never a 500', () => {
   ownTemporal();
@@ -52,16 +52,8 @@ describe('"Buy now" on a name\'s page: a burst of presses opens one checkout ses
     const handle = s.env.client.workflow.getHandle(checkoutWorkflowId(row.public_id));
     await assert.rejects(handle.describe(), WorkflowNotFoundError);
     // The first submit starts it, ending when the session does.
-    const checkout = new URL(presses[0].headers.get('location')!, s.baseUrl);
-    const form = await fetch(checkout, { headers: { ...BROWSER, cookie } });
-    const formCookie = [cookie, ...form.headers.getSetCookie().map((c) => c.split(';')[0])].join('; ');
-    const formCsrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1];
-    const submitted = await fetch(new URL('/checkout', s.baseUrl), {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { ...BROWSER, cookie: formCookie, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ pt: checkout.searchParams.get('pt')!, _csrf: formCsrf, name: 'Jane Buyer', email: 'jane@example.com', card_number: '4000000000000002', expiry: '12/34', cvc: '123' }),
-    });
+    const { pay } = await openCheckoutForm(new URL(presses[0].headers.get('location')!, s.baseUrl).href, { cookie });
+    const submitted = await pay('4000000000000002');
     assert.equal(submitted.status, 402, 'declined');
     assert.equal((await handle.describe()).status.name, 'RUNNING');
     const [input] = (await handle.fetchHistory()).events![0].workflowExecutionStartedEventAttributes!.input!.payloads!.map((p) => JSON.parse(Buffer.from(p.data!).toString()) as { expiresAt: string });
@@ -73,20 +65,8 @@ describe('"Buy now" on a name\'s page: a burst of presses opens one checkout ses
 async function checkoutForm() {
   const { client, partnerId } = await newPartner();
   const session = (await client.post<{ session_id: string; checkout_url: string }>('/api/partner/v1/checkout-session', { domain: (await freshDomain()).name })).body;
-  const page = await fetch(session.checkout_url, { headers: BROWSER });
-  assert.equal(page.status, 200);
-  const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-  const html = await page.text();
+  const { html, pay } = await openCheckoutForm(session.checkout_url);
   assert.match(html, /<strong>Sandbox<\/strong>/, 'a sandbox checkout says so');
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1];
-  const pt = new URL(session.checkout_url).searchParams.get('pt')!;
-  const pay = (card: string) =>
-    fetch(new URL('/checkout', session.checkout_url), {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { ...BROWSER, cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ pt, _csrf: csrf, name: 'Jane Buyer', email: 'jane@example.com', card_number: card, expiry: '12/34', cvc: '123' }),
-    });
   return { client, partnerId, pay };
 }
 

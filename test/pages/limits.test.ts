@@ -3,11 +3,11 @@ import { createApp } from '../../src/api/app';
 import { DEFAULT_PAGE_LIMITS, PageLimits } from '../../src/pages/limits';
 import { admissionRedis } from '../../src/auth/redis-admission';
 import { startTestRedis } from '../helpers/redis';
+import { BROWSER, openCheckoutForm } from '../helpers/checkout-form';
 import { freshDomain } from '../helpers/orders';
 import { affiliatePartner, eventually } from '../helpers/referral';
 import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 
-const BROWSER = { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36' };
 let nextAddress = 10;
 /** A client address of its own (documentation range), as the proxy in front says (TRUST_PROXY). */
 const address = () => ({ ...BROWSER, 'x-forwarded-for': `203.0.113.${nextAddress++}` });
@@ -62,19 +62,7 @@ describe('public pages: limits per client address', function () {
     /** A new session's form, opened from `headers`' address; `pay(card)` submits it. */
     const form = async (headers: Record<string, string>) => {
       const session = (await client.post<{ checkout_url: string }>('/api/partner/v1/checkout-session', { domain: (await freshDomain()).name })).body;
-      const checkoutUrl = `${baseUrl}${new URL(session.checkout_url).pathname}${new URL(session.checkout_url).search}`;
-      const page = await fetch(checkoutUrl, { headers });
-      assert.equal(page.status, 200);
-      const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-      const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
-      const pt = new URL(session.checkout_url).searchParams.get('pt')!;
-      return (card: string) =>
-        fetch(`${baseUrl}/checkout`, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ pt, _csrf: csrf, name: 'Card Tester', email: 'tester@example.com', card_number: card, expiry: '12/34', cvc: '123' }),
-        });
+      return (await openCheckoutForm(session.checkout_url, { baseUrl, headers, buyer: { name: 'Card Tester', email: 'tester@example.com' } })).pay;
     };
     const tester = address();
     const declined = [];

@@ -21,6 +21,18 @@ const EventType = temporal.api.enums.v1.EventType;
 /** Temporal warns about a workflow's history at 10,240 events (and fails it at 51,200). */
 const HISTORY_WARNING = 10_240;
 
+/** A worker of the sweep with every step's activity answering 0, but for those given. */
+async function sweepWorker(taskQueue: string, activities: Record<string, () => Promise<number>>): Promise<Worker> {
+  const s = getStack();
+  const idle = async () => 0;
+  return Worker.create({
+    connection: s.env.nativeConnection,
+    taskQueue,
+    workflowBundle: s.workflowBundle,
+    activities: { startUnstartedFulfilments: idle, startUnstartedReferralWindows: idle, wakeLateDeliveries: idle, settleStalledPayments: idle, ...activities },
+  });
+}
+
 describe('fulfilment recovery sweep (time-skipping server)', () => {
   ownTemporal();
   it('continues as new well before its history reaches the 10,240-event warning', async function () {
@@ -29,18 +41,10 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
     const taskQueue = `recovery-${randomUUID()}`;
     let rounds = 0;
     // The sweep's own activities are tested with the orders; here only the history's shape matters.
-    const worker = await Worker.create({
-      connection: s.env.nativeConnection,
-      taskQueue,
-      workflowBundle: s.workflowBundle,
-      activities: {
-        startUnstartedFulfilments: async () => {
-          rounds++;
-          return 0;
-        },
-        startUnstartedReferralWindows: async () => 0,
-        wakeLateDeliveries: async () => 0,
-        settleStalledPayments: async () => 0,
+    const worker = await sweepWorker(taskQueue, {
+      startUnstartedFulfilments: async () => {
+        rounds++;
+        return 0;
       },
     });
     const workflowId = `recovery-test-${randomUUID()}`;
@@ -71,24 +75,18 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
     const s = getStack();
     const taskQueue = `recovery-steps-${randomUUID()}`;
     const calls = { fulfilments: 0, referrals: 0, deliveries: 0 };
-    const worker = await Worker.create({
-      connection: s.env.nativeConnection,
-      taskQueue,
-      workflowBundle: s.workflowBundle,
-      activities: {
-        startUnstartedFulfilments: async () => {
-          calls.fulfilments++;
-          throw new Error('the database refused');
-        },
-        startUnstartedReferralWindows: async () => {
-          calls.referrals++;
-          return 0;
-        },
-        wakeLateDeliveries: async () => {
-          calls.deliveries++;
-          return 0;
-        },
-        settleStalledPayments: async () => 0,
+    const worker = await sweepWorker(taskQueue, {
+      startUnstartedFulfilments: async () => {
+        calls.fulfilments++;
+        throw new Error('the database refused');
+      },
+      startUnstartedReferralWindows: async () => {
+        calls.referrals++;
+        return 0;
+      },
+      wakeLateDeliveries: async () => {
+        calls.deliveries++;
+        return 0;
       },
     });
     const workflowId = `recovery-steps-${randomUUID()}`;
