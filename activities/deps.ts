@@ -1,13 +1,14 @@
 /** What every capability's activities are made from (the worker builds them once per process). */
 import type { DataSource } from 'typeorm';
+import type { MasterKeyring } from '../src/auth/secret-box';
 import type { PaymentPort } from '../src/checkout/payments';
 import type { RegistrarPort } from '../src/orders/registrar';
 import type { Starters } from '../src/temporal/starters';
 
 export interface ActivityDeps {
   dataSource: DataSource;
-  /** Opens webhook secrets for signing deliveries. */
-  masterKey: Buffer;
+  /** Opens webhook secrets for signing deliveries (a keyring, or one key as version 1). */
+  masterKey: MasterKeyring | Buffer;
   /**
    * The workflow starts activities make (the recovery sweep, waking webhook deliveries after a
    * step appended events), bound by the worker to its client (src/temporal/starters.ts); absent

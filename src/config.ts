@@ -3,6 +3,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { singleKeyring, type MasterKeyring } from './auth/secret-box';
 
 const projectRoot = path.resolve(__dirname, '..', '..');
 
@@ -92,7 +93,7 @@ export interface Config {
   dataDir: string;
   toolCacheDir: string;
   /** 32-byte key that encrypts credential secrets at rest; undefined means "use the dev stack's key file". */
-  masterKey?: Buffer;
+  masterKey?: MasterKeyring;
   /** PKCS#8 PEM Ed25519 key that signs quote tokens; undefined means "use the dev stack's key file". */
   quoteSigningKeyPem?: string;
   rateLimits: { perSecond: Record<Environment, number>; burstMultiplier: number };
@@ -119,11 +120,30 @@ export interface Config {
   production: boolean;
 }
 
-export function decodeMasterKey(text: string): Buffer {
+function decodeOneKey(text: string): Buffer {
   const trimmed = text.trim();
   const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
   if (key.length !== 32) throw new Error('MASTER_KEY must be 32 bytes, as 64 hex characters or base64');
   return key;
+}
+
+/**
+ * MASTER_KEY: one key (version 1), or a keyring `<version>:<key>,<version>:<key>…` (versions 1 to
+ * 255, each key 32 bytes as hex or base64); the highest version seals, every one opens
+ * (src/auth/secret-box.ts; README, Keys).
+ */
+export function decodeMasterKey(text: string): MasterKeyring {
+  const trimmed = text.trim();
+  if (!trimmed.includes(':')) return singleKeyring(decodeOneKey(trimmed));
+  const keys = new Map<number, Buffer>();
+  for (const entry of trimmed.split(',')) {
+    const match = /^\s*(\d{1,3}):(.+)$/.exec(entry);
+    const version = Number(match?.[1]);
+    if (!match || version < 1 || version > 255) throw new Error('MASTER_KEY as a keyring is <version>:<key>,… with versions 1 to 255');
+    if (keys.has(version)) throw new Error(`MASTER_KEY names version ${version} twice`);
+    keys.set(version, decodeOneKey(match[2]));
+  }
+  return { current: Math.max(...keys.keys()), keys };
 }
 
 /** A PEM given as it is or base64-encoded (handy in environment files). */

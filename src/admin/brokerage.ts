@@ -16,7 +16,7 @@ function baseUrl(config: Config): string {
 }
 
 function token(secretBox: SecretBox): ProgressLinkToken {
-  return new ProgressLinkToken(secretBox.deriveKey('brokerage-progress-token'));
+  return new ProgressLinkToken(secretBox.deriveKeys('brokerage-progress-token'));
 }
 
 /**

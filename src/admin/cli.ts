@@ -21,6 +21,7 @@ import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages'
 import { reconcile } from '../finance/reconcile';
 import { patchUse, withTemporal } from './temporal';
 import { quotasOf, setQuotas } from '../partners/quotas';
+import { rotateSealedSecrets } from './keys';
 
 interface Session {
   dataSource: DataSource;
@@ -367,6 +368,24 @@ program
         : report.differences.map((d) => `${d.kind} ${d.id} ${d.field}: stored ${d.stored}, ledger says ${d.from_ledger}`).join('\n');
       output(o.json, report, text);
       if (!report.ok) throw new Error(`the ledger does not reconcile: ${report.differences.length} difference(s)`);
+    }),
+  );
+
+program
+  .command('keys')
+  .description('the master keyring (MASTER_KEY)')
+  .command('rotate')
+  .description('seal every stored secret again under the current (highest) MASTER_KEY version; safe to repeat and while the service runs')
+  .option('--json', 'JSON output: { current_version, credentials: { resealed, already_current }, webhook_endpoints: { … } }')
+  .action(async (o) =>
+    withSession(async ({ dataSource, secretBox }) => {
+      const r = await rotateSealedSecrets(dataSource, secretBox);
+      output(
+        o.json,
+        r,
+        `sealed under version ${r.current_version}: credentials ${r.credentials.resealed} resealed, ${r.credentials.already_current} already current; ` +
+          `webhook endpoints ${r.webhook_endpoints.resealed} resealed, ${r.webhook_endpoints.already_current} already current`,
+      );
     }),
   );
 

@@ -74,7 +74,7 @@ export function checkoutDeps(deps: AppDeps): CheckoutDeps {
   return {
     dataSource: deps.dataSource,
     workflows: deps.workflows,
-    pageToken: new CheckoutPageToken(deps.secretBox.deriveKey('checkout-page-token')),
+    pageToken: new CheckoutPageToken(deps.secretBox.deriveKeys('checkout-page-token')),
     payments: deps.payments ?? { sandbox: new SandboxCardProcessor(deps.dataSource) },
   };
 }
@@ -84,7 +84,7 @@ export function brokerageDeps(deps: AppDeps): BrokerageDeps {
   return {
     dataSource: deps.dataSource,
     workflows: deps.workflows,
-    progressToken: new ProgressLinkToken(deps.secretBox.deriveKey('brokerage-progress-token')),
+    progressToken: new ProgressLinkToken(deps.secretBox.deriveKeys('brokerage-progress-token')),
     publicBaseUrl: deps.config.http.publicBaseUrl,
     quotas: deps.config.quotas,
   };
@@ -171,7 +171,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     ] as RouterMiddleware<AppState>[]);
   }
 
-  const attribution = new AttributionKeys(deps.secretBox.deriveKey('referral-attribution'));
+  const attribution = new AttributionKeys(deps.secretBox.deriveKeys('referral-attribution'));
   const clicks = deps.clickRecorder ?? new ClickRecorder(deps.dataSource, deps.logger);
   const limits = deps.pageLimits ?? new PageLimits(deps.config.pageLimits);
   // Tracking links first: their redirect is the hot path and needs nothing below.

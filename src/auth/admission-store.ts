@@ -18,17 +18,25 @@ import type { RedisAdmission } from './redis-admission';
 
 export type AdmissionStoreName = AdmissionStore['store'];
 
-/** Records `store` as the one deciding admission; returns whether it was a switch that started a new epoch. */
+/**
+ * Records `store` (and which Redis) as the one deciding admission; returns whether it was a switch
+ * that started a new epoch: from Postgres to Redis or back, or from one Redis to another.
+ */
 export async function recordAdmissionStore(dataSource: DataSource, store: AdmissionStoreName, redis?: RedisAdmission): Promise<boolean> {
+  const storeId = store === 'redis' ? (redis?.storeId ?? null) : null;
   return dataSource.transaction(async (m) => {
     const row = await m.getRepository(AdmissionStore).createQueryBuilder('s').setLock('pessimistic_write').getOne();
-    if (row?.store === store) return false;
+    if (row?.store === store && (row.storeId === storeId || row.storeId === null)) {
+      // The same store (a row from before store ids names no Redis: it is taken as this one).
+      if (row.storeId !== storeId) await m.getRepository(AdmissionStore).update({ singleton: true }, { storeId });
+      return false;
+    }
     // No credential yet (a new database): nothing can have been admitted, so nothing signed
     // earlier needs refusing. An empty Redis would otherwise set its epoch at the first admission
     // and refuse the requests signed in that same second.
     if (!(await m.getRepository(Credential).exists())) {
       if (store === 'redis') await redis?.markFresh();
-      await m.getRepository(AdmissionStore).save({ singleton: true, store, switchedAt: new Date() });
+      await m.getRepository(AdmissionStore).save({ singleton: true, store, storeId, switchedAt: new Date() });
       return false;
     }
     if (store === 'redis') {
@@ -37,7 +45,7 @@ export async function recordAdmissionStore(dataSource: DataSource, store: Admiss
     } else {
       await m.getRepository(AdmissionEpoch).createQueryBuilder().update().set({ startedAt: () => 'clock_timestamp()' }).execute();
     }
-    await m.getRepository(AdmissionStore).save({ singleton: true, store, switchedAt: new Date() });
+    await m.getRepository(AdmissionStore).save({ singleton: true, store, storeId, switchedAt: new Date() });
     return true;
   });
 }
@@ -45,12 +53,12 @@ export async function recordAdmissionStore(dataSource: DataSource, store: Admiss
 /** Advisory locks of the stores in use: one key per store identity (see AdmissionStoreHold). */
 const STORE_LOCK_SPACE = 804_202;
 
-/** A store's identity for the lock: `postgres`, or `redis:` and where it is (host:port or socket path, no password). */
-export function admissionStoreIdentity(redisUrl: string | undefined): string {
-  if (!redisUrl) return 'postgres';
-  if (redisUrl.startsWith('/')) return `redis:${redisUrl}`;
-  const url = new URL(redisUrl);
-  return `redis:${url.hostname}:${url.port || '6379'}${url.pathname && url.pathname !== '/' ? url.pathname : ''}`;
+/**
+ * A store's identity for the lock: `postgres`, or `redis:` and the random id kept in that Redis
+ * (not its address: two Redis servers at `localhost:6379` on two hosts are two stores).
+ */
+export function admissionStoreIdentity(redis: Pick<RedisAdmission, 'storeId'> | undefined): string {
+  return redis ? `redis:${redis.storeId}` : 'postgres';
 }
 
 /** The lock key of an identity: 31 bits of its SHA-256 (an advisory lock's second int4, as pg_locks shows it). */

@@ -8,7 +8,7 @@
  * What stays with the API process: unknown and revoked keys and a credential's own rate limit come
  * from the credential cache, which the Postgres change feed keeps current (CredentialService).
  *
- * Keys: `<prefix>epoch`, `<prefix>n:<key id>:<nonce>` (a used nonce, kept until its timestamp is 420 s
+ * Keys: `<prefix>store-id` (the store's random id, see storeId), `<prefix>epoch`, `<prefix>n:<key id>:<nonce>` (a used nonce, kept until its timestamp is 420 s
  * old, beyond the 300 s skew any API process accepts, with 120 s for clocks that disagree) and `<prefix>b:<key id>` (the GCRA bucket's
  * theoretical arrival time in microseconds of Redis' clock). All are in one Redis, not a cluster.
  *
@@ -26,6 +26,7 @@
  * never re-sent, since its nonces may have been recorded. Commands are never queued while the
  * connection is down.
  */
+import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { AdmissionUnavailable, type Admission, type AdmissionRequest, type AdmissionResult } from './admission';
 
@@ -40,6 +41,13 @@ const MAX_CLOCK_DIFFERENCE_SECONDS = 60;
 const MIN_REDIS_VERSION = [6, 2];
 
 const ADMIT_SCRIPT = `
+local storeId = redis.call('GET', KEYS[2])
+if storeId == false then
+  -- This Redis came back empty: it is still the store this process holds (the epoch below refuses what it forgot).
+  redis.call('SET', KEYS[2], ARGV[4])
+elseif storeId ~= ARGV[4] then
+  return {'another_store', storeId}
+end
 local t = redis.call('TIME')
 local nowSec = tonumber(t[1])
 local now = nowSec * 1000000 + tonumber(t[2])
@@ -87,7 +95,22 @@ const MAX_BATCH = 256;
 /** Requests waiting or in flight beyond which a process sheds load (503) instead of queueing. */
 const MAX_OUTSTANDING = 4096;
 
-type AdmitCommand = (epochKey: string, ...args: (string | number)[]) => Promise<Array<string | number>>;
+type AdmitCommand = (epochKey: string, storeIdKey: string, ...args: (string | number)[]) => Promise<Array<string | number>>;
+type ClaimCommand = (storeIdKey: string, candidate: string) => Promise<string>;
+
+/** The store's id, or `candidate` written as it when it has none. */
+const CLAIM_SCRIPT = `
+local id = redis.call('GET', KEYS[1])
+if id then return id end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+`;
+
+/** Deletes the store's id if it is still `ARGV[1]` (a start that wrote it and then failed). */
+const DISOWN_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
 
 interface Pending {
   request: AdmissionRequest;
@@ -125,6 +148,12 @@ export class RedisAdmission implements Admission {
   private scheduled = false;
   private inFlight = 0;
   private readonly admitBatch: AdmitCommand;
+  private readonly claim: ClaimCommand;
+  private readonly disown: ClaimCommand;
+  private id?: string;
+  /** This process wrote the id at start (the Redis had none): a failed start removes it again. */
+  private wroteId = false;
+  private lastForeignId?: string;
   readonly sent = { batches: 0, requests: 0 };
 
   constructor(
@@ -136,9 +165,33 @@ export class RedisAdmission implements Admission {
      * script), so fewer, larger batches are cheaper per request (README, Benchmarks).
      */
     private readonly maxInFlight = 1,
+    /** Called once per foreign id met: the Redis at this address is not the store this process holds. */
+    private readonly onForeignStore?: (foreignId: string) => void,
   ) {
-    redis.defineCommand('partnerApiAdmit', { numberOfKeys: 1, lua: ADMIT_SCRIPT });
-    this.admitBatch = (redis as unknown as { partnerApiAdmit: AdmitCommand }).partnerApiAdmit.bind(redis);
+    redis.defineCommand('partnerApiAdmit', { numberOfKeys: 2, lua: ADMIT_SCRIPT });
+    redis.defineCommand('partnerApiClaimStore', { numberOfKeys: 1, lua: CLAIM_SCRIPT });
+    redis.defineCommand('partnerApiDisownStore', { numberOfKeys: 1, lua: DISOWN_SCRIPT });
+    const commands = redis as unknown as { partnerApiAdmit: AdmitCommand; partnerApiClaimStore: ClaimCommand; partnerApiDisownStore: ClaimCommand };
+    this.admitBatch = commands.partnerApiAdmit.bind(redis);
+    this.claim = commands.partnerApiClaimStore.bind(redis);
+    this.disown = commands.partnerApiDisownStore.bind(redis);
+  }
+
+  /**
+   * The store's identity: a random id kept in Redis (`<prefix>store-id`), read or written by
+   * start(). Two Redis servers at one address on two hosts are two stores, each with its own id,
+   * so API processes using them never serve side by side (src/auth/admission-store.ts). A Redis
+   * that comes back empty gets the id back from the first batch any running process sends.
+   */
+  get storeId(): string {
+    if (!this.id) throw new Error('the Redis admission store has no id before start()');
+    return this.id;
+  }
+
+  /** A start that failed after writing the store's id removes it, so the processes that hold the store's old id write it back. */
+  async abandonStart(): Promise<void> {
+    if (this.wroteId && this.id) await this.disown(`${this.prefix}store-id`, this.id).catch(() => undefined);
+    this.wroteId = false;
   }
 
   /** Connects and checks Redis: its version, that it never evicts, and that its clock agrees with this host's (see the file comment). */
@@ -158,6 +211,9 @@ export class RedisAdmission implements Admission {
     if (difference > MAX_CLOCK_DIFFERENCE_SECONDS) {
       throw new Error(`this host's clock and Redis' differ by ${difference.toFixed(0)} s (at most ${MAX_CLOCK_DIFFERENCE_SECONDS} allowed): nonces could expire while their timestamps are still accepted`);
     }
+    const candidate = randomUUID();
+    this.id = await this.claim(`${this.prefix}store-id`, candidate);
+    this.wroteId = this.id === candidate;
   }
 
   /** Starts a new epoch now: requests signed before this second are refused (a switch of store, src/auth/admission-store.ts). */
@@ -218,7 +274,16 @@ export class RedisAdmission implements Admission {
         if (r.burstMultiplier !== batch[0].request.burstMultiplier) throw new Error('one burst multiplier per batch');
         lines += `${r.keyId} ${r.nonce} ${r.scopeOk ? 1 : 0} ${r.rateOverride ?? r.ratePerSecond} ${r.signedAt}\n`;
       }
-      const out = await this.admitBatch(`${this.prefix}epoch`, String(batch[0].request.burstMultiplier), this.prefix, lines);
+      const out = await this.admitBatch(`${this.prefix}epoch`, `${this.prefix}store-id`, String(batch[0].request.burstMultiplier), this.prefix, lines, this.storeId);
+      if (out[0] === 'another_store') {
+        // Another Redis answers at this address (or one started after an empty restart wrote its own id): never admit there.
+        const foreign = String(out[1]);
+        if (foreign !== this.lastForeignId) {
+          this.lastForeignId = foreign;
+          this.onForeignStore?.(foreign);
+        }
+        throw new Error(`the Redis at this address is another admission store (${foreign}, not ${this.storeId})`);
+      }
       if (out.length !== batch.length * 2) throw new Error(`admission script answered ${out.length / 2} of ${batch.length} requests`);
       batch.forEach((p, i) => p.resolve({ outcome: String(out[2 * i]), retryAfterSeconds: Number(out[2 * i + 1]) }));
     } catch (error) {

@@ -16,7 +16,8 @@ const message = ([casePublicId, version]: string[]) => `brokerage-progress.v1|${
 export class ProgressLinkToken {
   private readonly signer: SignedFields;
 
-  constructor(key: Buffer) {
+  /** The purpose's key, or its keys under every master key version (current first). */
+  constructor(key: Buffer | readonly Buffer[]) {
     this.signer = new SignedFields(key);
   }
 

@@ -18,7 +18,8 @@ const message = ([sessionId, expiry]: string[]) => `checkout-pt.v1|${sessionId}|
 export class CheckoutPageToken {
   private readonly signer: SignedFields;
 
-  constructor(key: Buffer) {
+  /** The purpose's key, or its keys under every master key version (current first). */
+  constructor(key: Buffer | readonly Buffer[]) {
     this.signer = new SignedFields(key);
   }
 

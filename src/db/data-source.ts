@@ -47,6 +47,7 @@ import { DeliveryIdle1795001900000 } from './migrations/1795001900000-delivery-i
 import { SettlementCurrency1795002000000 } from './migrations/1795002000000-settlement-currency';
 import { CardPayments1795002100000 } from './migrations/1795002100000-card-payments';
 import { PartnerQuotas1795002200000 } from './migrations/1795002200000-partner-quotas';
+import { BoundedClicksStoreId1795002300000 } from './migrations/1795002300000-bounded-clicks-store-id';
 
 export const entities = [
   Partner,
@@ -109,6 +110,7 @@ export const migrations = [
   SettlementCurrency1795002000000,
   CardPayments1795002100000,
   PartnerQuotas1795002200000,
+  BoundedClicksStoreId1795002300000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

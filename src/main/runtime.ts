@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { decodeMasterKey, type Config } from '../config';
+import type { MasterKeyring } from '../auth/secret-box';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/embedded-postgres';
 import { openDatabase } from '../db/data-source';
 import { QuoteTokenSigner } from '../orders/quote-token';
@@ -22,7 +23,7 @@ export async function resolveDatabase(config: Config, log: (m: string) => void =
   return startEmbeddedPostgres(path.join(config.dataDir, 'postgres'), config.database.embeddedPort, log);
 }
 
-export function resolveMasterKey(config: Config, log: (m: string) => void = say): Buffer {
+export function resolveMasterKey(config: Config, log: (m: string) => void = say): MasterKeyring {
   if (config.masterKey) return config.masterKey;
   const file = path.join(config.dataDir, 'master.key');
   if (existsSync(file)) return decodeMasterKey(readFileSync(file, 'utf8'));
@@ -63,7 +64,7 @@ export class StartRefused extends Error {
  * it, leaving sealed credential secrets unreadable and quote tokens unverifiable by the other
  * processes. `npm start` runs the same services in-process and keeps its keys in DATA_DIR.
  */
-export function productionKeys(config: Config, entryPoint: string): { masterKey: Buffer; quoteSigner: QuoteTokenSigner } {
+export function productionKeys(config: Config, entryPoint: string): { masterKey: MasterKeyring; quoteSigner: QuoteTokenSigner } {
   const missing = [config.masterKey ? undefined : 'MASTER_KEY', config.quoteSigningKeyPem ? undefined : 'QUOTE_SIGNING_KEY'].filter((v): v is string => !!v);
   if (missing.length) {
     throw new StartRefused(

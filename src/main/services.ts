@@ -1,4 +1,5 @@
 /** Wiring shared by the entry points: Temporal connections and the API server. */
+import type { MasterKeyring } from '../auth/secret-box';
 import { configuredStarter } from '../temporal/start';
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
@@ -52,7 +53,7 @@ export function temporalReadiness(connection: Connection): () => Promise<void> {
 export interface ApiServerDeps {
   config: Config;
   dataSource: DataSource;
-  masterKey: Buffer;
+  masterKey: MasterKeyring | Buffer;
   quoteSigner: QuoteTokenSigner;
   search: DomainSearch;
   temporal: Pick<TemporalConnections, 'connection' | 'client'>;
@@ -81,13 +82,16 @@ export async function admissionParts(config: Pick<Config, 'redis'>, dataSource: 
   const listings = new ListingCache(dataSource, feed, undefined, (err) => logger.warn({ err }, 'listing mirror not loaded: availability and pricing read Postgres'));
   const redis = admissionRedis(config.redis.url);
   redis.on('error', (err) => logger.warn({ err }, 'Redis (admission) unavailable'));
-  const admission = new RedisAdmission(redis);
+  const admission = new RedisAdmission(redis, undefined, undefined, (foreignId) =>
+    logger.error({ foreignId }, 'the Redis at REDIS_URL is another admission store than the one this process holds: admission answers 503 until this process is restarted or the store comes back'),
+  );
   try {
     await feed.start();
     await admission.start();
     await listings.warm();
   } catch (err) {
     await feed.close();
+    await admission.abandonStart();
     await admission.close();
     throw err;
   }
@@ -110,12 +114,14 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
   const parts = await admissionParts(deps.config, deps.dataSource, secretBox, deps.logger);
   let hold: AdmissionStoreHold | undefined;
   try {
-    hold = await AdmissionStoreHold.take(deps.dataSource, admissionStoreIdentity(deps.config.redis.url), deps.logger);
+    hold = await AdmissionStoreHold.take(deps.dataSource, admissionStoreIdentity(parts.admission), deps.logger);
     if (await recordAdmissionStore(deps.dataSource, parts.admission ? 'redis' : 'postgres', parts.admission)) {
       deps.logger.warn({ store: hold.identity }, 'admission switched store: requests signed before now are refused once');
     }
   } catch (err) {
     await hold?.release();
+    // An id this start wrote into an empty Redis goes again, so processes holding its old id write theirs back.
+    await parts.admission?.abandonStart();
     await parts.close();
     throw err;
   }

@@ -25,7 +25,8 @@ const message = (fields: string[]) => `cookie|${fields.join('.')}`;
 export class AttributionKeys {
   private readonly signer: SignedFields;
 
-  constructor(key: Buffer) {
+  /** The purpose's key, or its keys under every master key version (current first). */
+  constructor(key: Buffer | readonly Buffer[]) {
     this.signer = new SignedFields(key);
   }
 

@@ -1,7 +1,8 @@
 /**
  * Click recording that never makes the buyer wait: a click is queued in memory and written in
- * batches (one multi-row insert every 200 ms, or as soon as 500 are waiting), after the redirect
- * has been answered. The cost is stated plainly: clicks queued in the last 200 ms before a
+ * batches (one multi-row upsert every 200 ms, or as soon as 500 are waiting), after the redirect
+ * has been answered. A batch adds its clicks to the row of their link, visitor and day
+ * (ReferralClick), so the table grows by at most one row per visitor, link and day. The cost is stated plainly: clicks queued in the last 200 ms before a
  * process dies uncleanly are lost (a clean stop flushes them). A click is never written twice.
  * The queue has a cap (MAX_QUEUED_CLICKS): while the database cannot keep up (or is down), clicks
  * beyond it are dropped and counted (`dropped`), so a flood of `/r/` never grows the process's
@@ -11,7 +12,32 @@ import type { DataSource } from 'typeorm';
 import type { Logger } from 'pino';
 import { ReferralClick } from '../db/entities/referral';
 
-export type NewClick = Omit<ReferralClick, 'id'>;
+/** One click as the `/r/` page saw it. */
+export interface NewClick {
+  linkId: string;
+  partnerId: string;
+  environment: ReferralClick['environment'];
+  visitorHash: string;
+  day: string;
+  clickedAt: Date;
+}
+
+/** A batch's clicks folded into one row per link, visitor and day (an upsert touches each row once). */
+function byVisitorDay(batch: NewClick[]): ReferralClick[] {
+  const rows = new Map<string, ReferralClick>();
+  for (const c of batch) {
+    const key = `${c.linkId}|${c.visitorHash}|${c.day}`;
+    const row = rows.get(key);
+    if (!row) {
+      rows.set(key, { linkId: c.linkId, partnerId: c.partnerId, environment: c.environment, visitorHash: c.visitorHash, day: c.day, clicks: 1, firstClickedAt: c.clickedAt, lastClickedAt: c.clickedAt });
+      continue;
+    }
+    row.clicks++;
+    if (c.clickedAt < row.firstClickedAt) row.firstClickedAt = c.clickedAt;
+    if (c.clickedAt > row.lastClickedAt) row.lastClickedAt = c.clickedAt;
+  }
+  return [...rows.values()];
+}
 
 /** Clicks a process holds waiting for the database at most. */
 export const MAX_QUEUED_CLICKS = 10_000;
@@ -55,7 +81,17 @@ export class ClickRecorder {
       await previous;
       if (!batch.length) return;
       try {
-        await this.dataSource.getRepository(ReferralClick).insert(batch);
+        const rows = byVisitorDay(batch);
+        const column = <K extends keyof ReferralClick>(key: K) => rows.map((r) => r[key]);
+        // Raw SQL: an upsert that adds to the stored count, which TypeORM's orUpdate (overwrite only) cannot express.
+        await this.dataSource.query(
+          `INSERT INTO referral_clicks (link_id, visitor_hash, day, partner_id, environment, clicks, first_clicked_at, last_clicked_at)
+           SELECT * FROM unnest($1::uuid[], $2::text[], $3::date[], $4::uuid[], $5::text[], $6::int[], $7::timestamptz[], $8::timestamptz[])
+           ON CONFLICT (link_id, visitor_hash, day) DO UPDATE SET clicks = referral_clicks.clicks + EXCLUDED.clicks,
+             first_clicked_at = least(referral_clicks.first_clicked_at, EXCLUDED.first_clicked_at),
+             last_clicked_at = greatest(referral_clicks.last_clicked_at, EXCLUDED.last_clicked_at)`,
+          [column('linkId'), column('visitorHash'), column('day'), column('partnerId'), column('environment'), column('clicks'), column('firstClickedAt'), column('lastClickedAt')],
+        );
       } catch (err) {
         this.logger?.error({ err, clicks: batch.length }, 'could not store referral clicks');
       } finally {

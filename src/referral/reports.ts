@@ -40,11 +40,11 @@ export async function clickTotals(dataSource: DataSource, partnerId: string, env
   const q = dataSource
     .getRepository(ReferralClick)
     .createQueryBuilder('c')
-    .select('count(*)', 'clicks')
-    .addSelect("count(DISTINCT (c.link_id, c.visitor_hash, c.day))", 'unique_clicks')
+    .select('coalesce(sum(c.clicks), 0)', 'clicks')
+    .addSelect('count(*)', 'unique_clicks')
     .where('c.partner_id = :partnerId AND c.environment = :environment', { partnerId, environment });
-  if (w.from) q.andWhere('c.clicked_at >= :from', { from: w.from });
-  if (w.to) q.andWhere('c.clicked_at < :to', { to: w.to });
+  if (w.from) q.andWhere('c.first_clicked_at >= :from', { from: w.from });
+  if (w.to) q.andWhere('c.first_clicked_at < :to', { to: w.to });
   if (linkId) q.andWhere('c.link_id = :linkId', { linkId });
   const row = (await q.getRawOne<{ clicks: string; unique_clicks: string }>())!;
   return { clicks: Number(row.clicks), unique_clicks: Number(row.unique_clicks) };
@@ -57,7 +57,7 @@ export async function linkStats(dataSource: DataSource, partnerId: string, envir
     .getRepository(ReferralClick)
     .createQueryBuilder('c')
     .select('c.link_id', 'link_id')
-    .addSelect('count(*)', 'clicks')
+    .addSelect('sum(c.clicks)', 'clicks')
     .where('c.partner_id = :partnerId AND c.environment = :environment AND c.link_id IN (:...ids)', { partnerId, environment, ids })
     .groupBy('c.link_id')
     .getRawMany<{ link_id: string; clicks: string }>();
@@ -228,9 +228,9 @@ export async function analytics(dataSource: DataSource, partnerId: string, envir
     .getRepository(ReferralClick)
     .createQueryBuilder('c')
     .select("to_char(c.day, 'YYYY-MM-DD')", 'day')
-    .addSelect('count(*)', 'clicks')
-    .addSelect('count(DISTINCT (c.link_id, c.visitor_hash))', 'unique')
-    .where('c.partner_id = :partnerId AND c.environment = :environment AND c.clicked_at >= :from AND c.clicked_at < :to', scope)
+    .addSelect('sum(c.clicks)', 'clicks')
+    .addSelect('count(*)', 'unique')
+    .where('c.partner_id = :partnerId AND c.environment = :environment AND c.first_clicked_at >= :from AND c.first_clicked_at < :to', scope)
     .groupBy('c.day')
     .getRawMany<Row>();
   const checkoutRows = await dataSource

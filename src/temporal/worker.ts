@@ -1,3 +1,4 @@
+import type { MasterKeyring } from '../auth/secret-box';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
@@ -15,7 +16,7 @@ export interface WorkerDeps {
   namespace: string;
   taskQueue: string;
   dataSource: DataSource;
-  masterKey: Buffer;
+  masterKey: MasterKeyring | Buffer;
   /** WEBHOOK_ALLOW_LOOPBACK, for the delivery activities. */
   allowLoopbackWebhooks: boolean;
   /** For activities that start workflows (the fulfilment recovery sweep). */
@@ -85,7 +86,7 @@ export async function createServiceWorkers(deps: WorkerDeps & { webhookTaskQueue
  */
 export async function runServiceWorkers(
   config: Config,
-  parts: { connection: NativeConnection; client: Client; dataSource: DataSource; masterKey: Buffer },
+  parts: { connection: NativeConnection; client: Client; dataSource: DataSource; masterKey: MasterKeyring | Buffer },
 ): Promise<{ workers: ServiceWorkers; running: Promise<void> }> {
   const version = configuredVersion(config);
   const workers = await createServiceWorkers({

@@ -12,7 +12,9 @@ export interface EndpointView {
   updated_at: string;
 }
 
-const aad = (partnerId: string, environment: Environment) => `webhook:${partnerId}:${environment}`;
+/** What an endpoint's sealed secret is bound to (SecretBox's associated data). */
+export const webhookSecretAad = (partnerId: string, environment: Environment) => `webhook:${partnerId}:${environment}`;
+const aad = webhookSecretAad;
 
 /** Resolves the URL's host and checks every address; returns the reasons it is refused. */
 export async function resolvedAddressProblems(url: URL, policy: TargetPolicy): Promise<string[]> {

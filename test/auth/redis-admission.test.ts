@@ -339,6 +339,16 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
       assert.equal(await decide(inPostgres), 'admitted');
       assert.equal(await recordAdmissionStore(s.dataSource, 'redis', inRedis), true, 'a switch');
       assert.equal(await recordAdmissionStore(s.dataSource, 'redis', inRedis), false, 'the same store again');
+      const other = await startTestRedis();
+      const inOther = new RedisAdmission(admissionRedis(other.url));
+      try {
+        await inOther.start();
+        assert.equal(await recordAdmissionStore(s.dataSource, 'redis', inOther), true, 'another Redis is a switch');
+        assert.equal(await recordAdmissionStore(s.dataSource, 'redis', inRedis), true, 'and back');
+      } finally {
+        await inOther.close();
+        await other.remove();
+      }
       assert.equal(await decide(inRedis), 'signed_before_restart', 'Redis did not see the nonces Postgres admitted');
       assert.equal(await recordAdmissionStore(s.dataSource, 'postgres'), true);
       assert.equal(await decide(inPostgres), 'signed_before_restart', 'nor Postgres those Redis admitted');
@@ -353,19 +363,69 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
 
   it('API processes with different admission stores never serve side by side: the one starting with another store refuses', async () => {
     const s = getStack();
+    // A second Redis at another address stands for a sidecar Redis at the same `localhost:6379` on another host: its own store, its own id.
+    const other = await startTestRedis();
+    const here = new RedisAdmission(admissionRedis(redis.url));
+    const elsewhere = new RedisAdmission(admissionRedis(other.url));
     const postgresProcess = await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(undefined));
     const holds: AdmissionStoreHold[] = [postgresProcess];
     try {
-      await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(redis.url)), /another admission store/);
+      await here.start();
+      await elsewhere.start();
+      assert.notEqual(here.storeId, elsewhere.storeId);
+      const again = new RedisAdmission(admissionRedis(redis.url));
+      await again.start();
+      assert.equal(again.storeId, here.storeId, 'one Redis, one id, whichever process reads it');
+      await again.close();
+      await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(here)), /another admission store/);
       holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(undefined))); // a second process with the same store starts
       await postgresProcess.release();
       await holds[1].release();
-      holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(redis.url)));
-      holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(redis.url)));
-      await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity('redis://elsewhere:6379')), /another admission store/, 'another Redis is another store');
+      holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(here)));
+      holds.push(await AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(here)));
+      await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(elsewhere)), /another admission store/, 'another Redis is another store');
       await assert.rejects(AdmissionStoreHold.take(s.dataSource, admissionStoreIdentity(undefined)), /another admission store/);
     } finally {
       for (const hold of holds) await hold.release();
+      await here.close();
+      await elsewhere.close();
+      await other.remove();
+    }
+  });
+
+  it("the store's id survives Redis coming back empty (running processes write it back); another Redis at the address is never admitted to", async () => {
+    const server = await startTestRedis();
+    const holder = new RedisAdmission(admissionRedis(server.url));
+    const probe = admissionRedis(server.url);
+    const decide = async () =>
+      holder.admit({ keyId: 'pk_test_store', nonce: randomUUID(), scopeOk: true, ratePerSecond: 100, burstMultiplier: 2, signedAt: String(Math.floor(Date.now() / 1000) + 1) });
+    try {
+      await holder.start();
+      await probe.connect();
+      const id = holder.storeId;
+      await probe.flushall(); // as a crash and an empty restart leave it
+      assert.equal((await decide()).outcome, 'admitted');
+      assert.equal(await probe.get('adm:store-id'), id, 'written back by the first batch');
+
+      // A process starting while the id is missing writes its own; when its start then fails (the store lock), it removes it again.
+      await probe.flushall();
+      const starting = new RedisAdmission(admissionRedis(server.url));
+      await starting.start();
+      assert.notEqual(starting.storeId, id);
+      await assert.rejects(decide(), AdmissionUnavailable, 'never admits in a store it does not hold');
+      await starting.abandonStart();
+      await starting.close();
+      assert.equal(await probe.get('adm:store-id'), null);
+      assert.equal((await decide()).outcome, 'admitted');
+      assert.equal(await probe.get('adm:store-id'), id);
+
+      // Another Redis now answers at the address (its own id): admission is unavailable, never decided there.
+      await probe.set('adm:store-id', randomUUID());
+      await assert.rejects(decide(), AdmissionUnavailable);
+    } finally {
+      await holder.close();
+      probe.disconnect();
+      await server.remove();
     }
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { affiliatePartner, BROWSER_UA, eventually } from '../helpers/referral';
-import { newPartner } from '../helpers/stack';
+import { getStack, newPartner } from '../helpers/stack';
+import { ReferralClick, ReferralLink } from '../../src/db/entities/referral';
 import { freshDomain } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
 
@@ -91,6 +92,27 @@ describe('referral links and honest click counts (CONTRACT §11)', () => {
     assert.deepEqual(await clicks(client, `?from=${today}&to=${today}`), { from: today, to: today, clicks: 3, unique_clicks: 2 } as never);
     assert.deepEqual(await clicks(client, '?from=2000-01-01&to=2000-01-31'), { from: '2000-01-01', to: '2000-01-31', clicks: 0, unique_clicks: 0 } as never);
     assert.equal((await client.get('/api/partner/v1/me/clicks?from=yesterday')).status, 400);
+  });
+
+  it('a flood of /r/ from one visitor grows no table: one row per link, visitor and day holds the count (CONTRACT §15)', async () => {
+    const { client } = await affiliatePartner();
+    const link = (await client.post<LinkBody>('/api/partner/v1/links', { kind: 'generic' })).body;
+    const cookie = (await open(link.url)).headers.get('set-cookie')!.split(';')[0];
+    // In waves, so the clicks reach the database in several batches (each adds to the same row).
+    for (let wave = 0; wave < 4; wave++) {
+      const answers = await Promise.all(Array.from({ length: 30 }, () => open(link.url, { cookie })));
+      assert.ok(answers.every((r) => r.status === 302));
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    await eventually(async () => (await clicks(client)).clicks === 121, 'every click counted');
+    assert.deepEqual(await clicks(client), { from: null, to: null, clicks: 121, unique_clicks: 1 } as never);
+    const stored = await getStack().dataSource.getRepository(ReferralLink).findOneByOrFail({ publicId: link.link_id });
+    const rows = await getStack().dataSource.getRepository(ReferralClick).findBy({ linkId: stored.id });
+    assert.equal(rows.length, 1, 'one row for the visitor and day');
+    assert.equal(rows[0].clicks, 121);
+    assert.ok(rows[0].firstClickedAt <= rows[0].lastClickedAt);
+    const links = (await client.get<{ data: Array<{ link_id: string; clicks: number }> }>('/api/partner/v1/links')).body.data;
+    assert.equal(links.find((l) => l.link_id === link.link_id)?.clicks, 121);
   });
 
   it('an unknown or malformed link is a 404 page', async () => {

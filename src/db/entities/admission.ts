@@ -51,6 +51,10 @@ export class AdmissionStore {
   @Column({ type: 'text' })
   store: 'postgres' | 'redis';
 
+  /** Which Redis: its random id (`<prefix>store-id`, src/auth/redis-admission.ts); null for Postgres, or when recorded before ids. */
+  @Column({ name: 'store_id', type: 'text', nullable: true })
+  storeId: string | null;
+
   @Column({ name: 'switched_at', type: 'timestamptz' })
   switchedAt: Date;
 }

@@ -38,14 +38,23 @@ export class ReferralLink {
   createdAt: Date;
 }
 
-/** One counted click: a person (not a bot, a HEAD or a prefetch) opened the link. */
+/**
+ * Counted clicks (a person, not a bot, a HEAD or a prefetch, opened the link) of one visitor on one
+ * link in one UTC day: one row, upserted, so a flood of `/r/` grows no table beyond a row per
+ * visitor and day (CONTRACT §15). `unique_clicks` counts rows; `clicks` sums their counts.
+ */
 @Entity({ name: 'referral_clicks' })
 export class ReferralClick {
-  @PrimaryGeneratedColumn({ type: 'bigint' })
-  id: string;
-
-  @Column({ name: 'link_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'link_id', type: 'uuid' })
   linkId: string;
+
+  /** HMAC of the visitor (its attribution cookie's visitor id). */
+  @PrimaryColumn({ name: 'visitor_hash', type: 'text' })
+  visitorHash: string;
+
+  /** The clicks' UTC day, `YYYY-MM-DD`. */
+  @PrimaryColumn({ type: 'date' })
+  day: string;
 
   @Column({ name: 'partner_id', type: 'uuid' })
   partnerId: string;
@@ -53,16 +62,15 @@ export class ReferralClick {
   @Column({ type: 'text' })
   environment: Environment;
 
-  /** HMAC of the visitor (its attribution cookie's visitor id): unique clicks count these per link per day. */
-  @Column({ name: 'visitor_hash', type: 'text' })
-  visitorHash: string;
+  @Column({ type: 'integer' })
+  clicks: number;
 
-  /** The click's UTC day, `YYYY-MM-DD`. */
-  @Column({ type: 'date' })
-  day: string;
+  /** A time window counts the row's clicks when this, the day's first click, lies in it. */
+  @Column({ name: 'first_clicked_at', type: 'timestamptz' })
+  firstClickedAt: Date;
 
-  @Column({ name: 'clicked_at', type: 'timestamptz' })
-  clickedAt: Date;
+  @Column({ name: 'last_clicked_at', type: 'timestamptz' })
+  lastClickedAt: Date;
 }
 
 /** A hosted checkout shown to a browser a link referred (the funnel's middle step). */
