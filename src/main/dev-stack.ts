@@ -2,14 +2,17 @@
  * `npm start`: the whole service on one machine. Postgres (embedded, unless DATABASE_URL),
  * migrations, Redis for admission (when redis-server is installed, unless REDIS_URL), the sandbox inventory, the search process (a child process holding the model and
  * the indexes, on SEARCH_URL), the Temporal dev server with its UI (unless TEMPORAL_ADDRESS), the
- * worker and the API; then a sandbox credential and an example request.
- * Ctrl-C stops everything; the next start finds the same data in DATA_DIR. Sandbox webhooks may
+ * worker (a child process) and the API; then a sandbox credential and an example request.
+ * Each part it runs (Postgres, Redis, the Temporal dev server, the search process, the worker) is
+ * supervised: when one dies, it is started again with back-off and a log line (src/main/supervise.ts);
+ * the API and the worker reconnect meanwhile, and the API answers 503 with Retry-After.
+ * Ctrl-C stops everything in order; the next start finds the same data in DATA_DIR. Sandbox webhooks may
  * go to loopback here (loadDevStackConfig), so a receiver on the developer's machine works.
  */
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { loadDevStackConfig } from '../config';
+import { encodeMasterKey, loadDevStackConfig } from '../config';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
 import { SCOPES } from '../auth/scopes';
@@ -18,18 +21,23 @@ import { createLogger } from '../logger';
 import { findOrCreatePartner } from '../partners/partners';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { ensureTemporalCli } from '../temporal/tools';
-import { installTemporalRuntime, runServiceWorkers } from '../temporal/worker';
+import { installTemporalRuntime } from '../temporal/worker';
 import { configuredVersion } from '../temporal/versioning';
-import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, say } from './runtime';
+import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, resolveQuoteSigningPem, say } from './runtime';
 import { SearchClient } from '../search/search-client';
 import { startSearchProcess } from '../search/search-process';
-import { connectTemporal, startApiServer } from './services';
+import { API_TEMPORAL_CALL_ATTEMPTS, connectTemporal, startApiServer } from './services';
+import { forkUntilReady } from './child-process';
+import { Supervisor } from './supervise';
 import { findRedisServer, installRedisServer, redisServerUsable, startRedisServer } from './redis-server';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
+const WORKER_ENTRY = path.join(__dirname, 'worker.js');
 
 /** What has been started so far, stopped in reverse order on Ctrl-C or on a failed start. */
 const stops: Array<[string, () => Promise<void>]> = [];
+/** Every supervised part: none is started again once the stack stops. */
+const supervisors: Supervisor[] = [];
 let failed: (err: unknown) => void = (err) => {
   say(`[start] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exit(1);
@@ -43,6 +51,7 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
+    for (const supervisor of supervisors) supervisor.halt();
     step(`${signal}: stopping`);
     for (const [name, stop] of stops.reverse()) {
       try {
@@ -65,7 +74,29 @@ async function main(): Promise<void> {
   const masterKey = resolveMasterKey(config, step);
   step(config.database.url ? 'using DATABASE_URL' : `embedded Postgres, data in ${path.join(config.dataDir, 'postgres')}`);
   const { dataSource, postgres } = await openProjectDatabase(config, step);
-  stops.push(['Postgres', () => postgres.stop()], ['database pool', () => dataSource.destroy()]);
+  const supervised = { log: step };
+  const supervise = (supervisor: Supervisor) => {
+    supervisors.push(supervisor);
+    return supervisor;
+  };
+  const postgresProcess = postgres.process;
+  if (postgresProcess) {
+    let first = true;
+    const supervisor = supervise(new Supervisor(
+      'Postgres',
+      async () => {
+        if (!first) await postgresProcess.restart();
+        first = false;
+        return { exited: postgresProcess.exited(), stop: () => postgres.stop(), detail: `pid ${postgresProcess.pid}` };
+      },
+      supervised,
+    ));
+    await supervisor.run();
+    stops.push(['Postgres', () => supervisor.stop()]);
+  } else {
+    stops.push(['Postgres', () => postgres.stop()]);
+  }
+  stops.push(['database pool', () => dataSource.destroy()]);
   step('migrations applied');
 
   if (!config.redis.url) {
@@ -76,12 +107,20 @@ async function main(): Promise<void> {
     }
     const usable = executable ? redisServerUsable(executable) : undefined;
     if (executable && usable?.ok) {
-      const redis = await startRedisServer(executable, config.dataDir, step);
-      stops.push(['Redis', () => redis.stop()]);
-      void redis.exited.then((code) => {
-        if (!stopping) step(`Redis exited (${code}): signed requests answer 503 until npm start runs again`);
-      });
-      config.redis.url = redis.url;
+      const redisServer = executable;
+      let url = '';
+      const supervisor = supervise(new Supervisor(
+        'Redis',
+        async () => {
+          const redis = await startRedisServer(redisServer, config.dataDir, step);
+          url = redis.url;
+          return { exited: redis.exited.then((code) => (code === null ? 'killed by a signal' : `code ${code}`)), stop: () => redis.stop(), detail: `pid ${redis.pid}` };
+        },
+        supervised,
+      ));
+      await supervisor.run();
+      stops.push(['Redis', () => supervisor.stop()]);
+      config.redis.url = url;
     } else if (executable) {
       step(usable?.version ? `redis-server ${usable.version} is older than 7.0: admission in Postgres` : `${executable} --version did not answer: admission in Postgres`);
     } else {
@@ -96,9 +135,16 @@ async function main(): Promise<void> {
 
   // Loads the model and the indexes while Temporal and the worker start.
   step(`starting the search process (model and indexes) on ${config.search.url}`);
-  const searchStarting = startSearchProcess({
-    env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: config.search.url, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: config.logLevel },
-  });
+  const searchEnv = { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: config.search.url, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: config.logLevel };
+  const searchSupervisor = supervise(new Supervisor(
+    'the search process',
+    async () => {
+      const search = await startSearchProcess({ env: searchEnv });
+      return { exited: search.exited, stop: () => search.stop(), detail: `pid ${search.pid}` };
+    },
+    supervised,
+  ));
+  const searchStarting = searchSupervisor.run();
   // A failure is reported where it is awaited, below (not as an unhandled rejection meanwhile).
   searchStarting.catch(() => undefined);
 
@@ -106,38 +152,59 @@ async function main(): Promise<void> {
   let devServer: DevServer | undefined;
   if (!address) {
     const cliPath = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);
-    devServer = await startDevServer({
-      cliPath,
-      dataDir: path.join(config.dataDir, 'temporal'),
-      port: config.temporal.devServerPort,
-      uiPort: config.temporal.uiPort,
-      namespace: config.temporal.namespace,
-      log: step,
-    });
-    stops.push(['Temporal dev server', () => devServer!.stop()]);
-    address = devServer.address;
+    const options = { cliPath, dataDir: path.join(config.dataDir, 'temporal'), port: config.temporal.devServerPort, uiPort: config.temporal.uiPort, namespace: config.temporal.namespace, log: step };
+    const supervisor = supervise(new Supervisor(
+      'the Temporal dev server',
+      async () => {
+        devServer = await startDevServer(options);
+        return { exited: devServer.exited, stop: () => devServer!.stop(), detail: devServer.pid ? `pid ${devServer.pid}` : undefined };
+      },
+      supervised,
+    ));
+    await supervisor.run();
+    stops.push(['Temporal dev server', () => supervisor.stop()]);
+    address = devServer!.address;
   } else {
     step(`using Temporal at ${address}`);
   }
   installTemporalRuntime(config.logLevel);
-  const temporal = await connectTemporal(address, config.temporal.namespace);
+  const temporal = await connectTemporal(address, config.temporal.namespace, { callAttempts: API_TEMPORAL_CALL_ATTEMPTS });
   stops.push(['Temporal connections', () => temporal.close()]);
 
   const version = configuredVersion(config);
-  step(`bundling workflows and starting the worker${version ? ` (worker deployment ${version.deploymentName}, build ${version.buildId})` : ''}`);
-  const { workers: worker, running: workerRun } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey });
-  stops.push(['worker', async () => {
-    worker.shutdown();
-    await workerRun;
-  }]);
+  step(`bundling workflows and starting the worker process${version ? ` (worker deployment ${version.deploymentName}, build ${version.buildId})` : ''}`);
+  const workerEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: postgres.url,
+    TEMPORAL_ADDRESS: address,
+    TEMPORAL_NAMESPACE: config.temporal.namespace,
+    TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+    TEMPORAL_WEBHOOK_TASK_QUEUE: config.temporal.webhookTaskQueue,
+    TEMPORAL_WORKER_VERSIONING: String(config.temporal.workerVersioning),
+    TEMPORAL_BUILD_ID: config.temporal.buildId ?? '',
+    WEBHOOK_ALLOW_LOOPBACK: String(config.webhooks.allowLoopback),
+    MASTER_KEY: encodeMasterKey(masterKey),
+    QUOTE_SIGNING_KEY: resolveQuoteSigningPem(config, step),
+    DATA_DIR: config.dataDir,
+    TOOL_CACHE_DIR: config.toolCacheDir,
+    LOG_LEVEL: config.logLevel,
+  };
+  const workerSupervisor = supervise(new Supervisor(
+    'the worker',
+    async () => {
+      const worker = await forkUntilReady(WORKER_ENTRY, 'the worker', { env: workerEnv });
+      // A worker lets the activities under way finish (20 s), then it is killed.
+      return { exited: worker.exited, stop: () => worker.stop(30_000), detail: `pid ${worker.pid}` };
+    },
+    supervised,
+  ));
+  await workerSupervisor.run();
+  stops.push(['worker', () => workerSupervisor.stop()]);
 
   step('waiting for the search process');
   const searchProcess = await searchStarting;
-  stops.push(['search process', () => searchProcess.stop()]);
-  void searchProcess.exited.then((code) => {
-    if (!stopping) step(`the search process exited (${code}): search answers 503 until npm start runs again; everything else keeps working`);
-  });
-  step(`search process ready (pid ${searchProcess.pid})`);
+  stops.push(['search process', () => searchSupervisor.stop()]);
+  step(`search process ready (${searchProcess.detail})`);
   const search = new SearchClient(config.search.url, config.search.timeoutMs, (err) => logger.warn({ err }, 'search process unavailable'));
   const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), search, temporal, logger });
   stops.push(['API', async () => {
@@ -166,10 +233,6 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
-  void workerRun.catch((err) => {
-    logger.error({ err }, 'worker stopped unexpectedly');
-    void shutdown('worker failure');
-  });
 }
 
 /** The dev stack's own sandbox credential: issued once, then shown again on every start. */

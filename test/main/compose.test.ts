@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 
-type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[] };
+type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; restart?: string; healthcheck?: { test?: string[] } };
 
 /**
  * The production stack has no open doors (read as an attacker reaching the host would): only the
@@ -48,5 +48,19 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.match(init, /GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO partner_api_app/);
     assert.match(init, /GRANT SELECT ON TABLES TO partner_api_search/);
     assert.doesNotMatch(init, /SUPERUSER/);
+  });
+
+  it('every long-running service (the worker and the API included) comes back by itself and says whether it is healthy; only the one-shot jobs do not restart', () => {
+    const oneShot = ['migrate', 'temporal-setup'];
+    for (const [name, service] of Object.entries(services)) {
+      if (oneShot.includes(name)) {
+        assert.equal(service.restart, 'no', name);
+        continue;
+      }
+      assert.equal(service.restart, 'unless-stopped', `${name} has a restart policy`);
+      assert.ok(service.healthcheck?.test?.length, `${name} has a health check`);
+    }
+    assert.equal(env('worker').WORKER_HEALTH_FILE, '/tmp/worker-health');
+    assert.match(services.worker.healthcheck!.test!.join(' '), /worker-health/);
   });
 });

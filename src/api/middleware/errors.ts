@@ -1,11 +1,17 @@
 import type { Middleware } from 'koa';
 import { ApiError, errorBody } from '../errors';
+import { dependencyUnavailable } from '../unavailable';
 import type { AppState } from '../state';
 
 /**
  * The one place errors become HTTP answers (CONTRACT §2). Expected outcomes arrive as ApiError;
- * anything else is logged with its stack and answered as a bare 500 `internal_error`.
+ * a part underneath that cannot be reached (Postgres, Redis, Temporal restarting) is 503
+ * `service_unavailable` with Retry-After (src/api/unavailable.ts); anything else is logged with
+ * its stack and answered as a bare 500 `internal_error`.
  */
+/** Seconds a partner waits before retrying while a part restarts (most come back within a few). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
+
 export function errorMapping(): Middleware<AppState> {
   return async (ctx, next) => {
     try {
@@ -25,6 +31,11 @@ export function errorMapping(): Middleware<AppState> {
         ctx.status = err.status;
         for (const [name, value] of Object.entries(err.headers)) ctx.set(name, value);
         ctx.body = errorBody(err.code, err.message, requestId, err.details);
+      } else if (dependencyUnavailable(err)) {
+        ctx.state.log?.warn({ err }, 'a part underneath is unavailable: answered 503');
+        ctx.status = 503;
+        ctx.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+        ctx.body = errorBody('service_unavailable', 'the service cannot reach a part it needs right now; retry after Retry-After seconds (with the same Idempotency-Key)', requestId);
       } else {
         ctx.state.log?.error({ err }, 'unexpected failure');
         ctx.status = 500;

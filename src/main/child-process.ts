@@ -1,0 +1,80 @@
+/**
+ * A part of the service run as a child of this process (the search process, npm start's worker):
+ * forked with an IPC channel, resolved once it reports `{ type: 'ready' }`, stopped with SIGTERM
+ * (then SIGKILL after a grace period) and waited for. A child stops itself when this process goes
+ * (its IPC channel closes), so none is left behind.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+
+export interface ReadyChild {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** The child's ready message (it may carry, say, the address it listens on). */
+  readonly ready: { type: 'ready'; [key: string]: unknown };
+  /** Settles with how it ended (`code 1`, `signal SIGKILL`), whatever the reason. */
+  readonly exited: Promise<string>;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves when it has exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface ForkOptions {
+  /** The child's whole environment (its configuration). */
+  env: NodeJS.ProcessEnv;
+  /** Where its output goes: inherited (npm start) or handed to a function line by line. */
+  output?: 'inherit' | ((line: string) => void);
+  timeoutMs?: number;
+}
+
+/** How a child process ended, for the log: `code 1`, `signal SIGKILL`. */
+export function howItEnded(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `signal ${signal}` : `code ${code}`;
+}
+
+export async function forkUntilReady(entry: string, name: string, options: ForkOptions): Promise<ReadyChild> {
+  const output = options.output ?? 'inherit';
+  const child = fork(entry, [], { env: options.env, stdio: output === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'] });
+  if (typeof output === 'function') {
+    for (const stream of [child.stdout!, child.stderr!]) {
+      let carry = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        const lines = (carry + chunk).split('\n');
+        carry = lines.pop()!;
+        lines.forEach(output);
+      });
+    }
+  }
+  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(howItEnded(code, signal))));
+  const ready = new Promise<ReadyChild['ready']>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${options.timeoutMs} ms`)), options.timeoutMs ?? 30 * 60_000);
+    child.on('message', (message: { type?: string }) => {
+      if (message?.type !== 'ready') return;
+      clearTimeout(timer);
+      resolve(message as ReadyChild['ready']);
+    });
+    void exited.then((how) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${how}) before it was ready`));
+    });
+  });
+  let message: ReadyChild['ready'];
+  try {
+    message = await ready;
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    child,
+    pid: child.pid!,
+    ready: message,
+    exited,
+    stop: async (graceMs = 60_000) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
