@@ -22,6 +22,7 @@ import { reconcile } from '../finance/reconcile';
 import { patchUse, withTemporal } from './temporal';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
+import { endpointState, recentDeliveries } from './webhooks';
 
 interface Session {
   dataSource: DataSource;
@@ -368,6 +369,46 @@ program
         : report.differences.map((d) => `${d.kind} ${d.id} ${d.field}: stored ${d.stored}, ledger says ${d.from_ledger}`).join('\n');
       output(o.json, report, text);
       if (!report.ok) throw new Error(`the ledger does not reconcile: ${report.differences.length} difference(s)`);
+    }),
+  );
+
+const webhooksCommand = program.command('webhooks').description("partners' webhook endpoints and deliveries");
+webhooksCommand
+  .command('list')
+  .description("the partner's endpoint in the environment and how far delivery has got")
+  .requiredOption('--partner <name>', 'partner name', nameOption)
+  .requiredOption('--env <env>', 'sandbox or live', environmentOption)
+  .option('--json', 'JSON output: { partner, environment, url, enabled, delivered_through_seq, last_event_seq, deliveries: { pending, delivered, failed }, updated_at }')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const e = await endpointState(dataSource, o.partner, o.env);
+      output(
+        o.json,
+        e,
+        `${e.partner} ${e.environment}: ${e.url ?? '(no endpoint)'}${e.enabled ? '' : ' (disabled)'}; delivered through #${e.delivered_through_seq} of #${e.last_event_seq}; ` +
+          `${e.deliveries.pending} pending, ${e.deliveries.delivered} delivered, ${e.deliveries.failed} failed`,
+      );
+    }),
+  );
+webhooksCommand
+  .command('deliveries')
+  .description("the partner's most recent deliveries, newest first: event, attempts, last error")
+  .requiredOption('--partner <name>', 'partner name', nameOption)
+  .requiredOption('--env <env>', 'sandbox or live', environmentOption)
+  .option('--status <status>', 'only pending, delivered or failed ones', (v: string) => {
+    if (v !== 'pending' && v !== 'delivered' && v !== 'failed') throw new InvalidArgumentError('pending, delivered or failed');
+    return v;
+  })
+  .option('--limit <n>', 'how many (default 20, at most 500)', (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 500) throw new InvalidArgumentError('1 to 500');
+    return n;
+  })
+  .option('--json', 'JSON output: an array of { event_id, event_type, status, attempts, last_error, last_attempt_at, finished_at }')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const list = await recentDeliveries(dataSource, o.partner, o.env, { limit: o.limit ?? 20, status: o.status });
+      output(o.json, list, list.map((d) => `${d.event_id}	${d.event_type ?? '?'}	${d.status}	${d.attempts} attempt(s)${d.last_error ? `	${d.last_error}` : ''}`).join('\n') || '(no deliveries)');
     }),
   );
 
