@@ -11,6 +11,7 @@ import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOr
 import type { Environment } from '../src/config';
 import { refundBuyerCard } from '../src/checkout/card-refunds';
 import type { ActivityDeps } from './deps';
+import { registrarCallDuration } from '../src/metrics/metrics';
 
 export function createOrderActivities(deps: ActivityDeps) {
   const registrars: Partial<Record<Environment, RegistrarPort>> = { sandbox: deps.registrars?.sandbox ?? new SandboxRegistrar(deps.dataSource), live: deps.registrars?.live };
@@ -30,9 +31,13 @@ export function createOrderActivities(deps: ActivityDeps) {
   }
 
   async function callRegistrar<T>(registrar: RegistrarPort, order: TransferOrder, call: (r: RegistrarPort, o: TransferOrder, attempt: number) => Promise<T>): Promise<T> {
+    const end = registrarCallDuration.startTimer({ activity: Context.current().info.activityType });
     try {
-      return await call(registrar, order, Context.current().info.attempt);
+      const answer = await call(registrar, order, Context.current().info.attempt);
+      end({ outcome: 'ok' });
+      return answer;
     } catch (err) {
+      end({ outcome: err instanceof TransferRejected ? 'rejected' : 'error' });
       if (err instanceof TransferRejected) throw ApplicationFailure.nonRetryable(err.message, 'TransferRejected');
       throw err;
     }

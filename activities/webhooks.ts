@@ -5,6 +5,7 @@ import { SecretBox } from '../src/auth/secret-box';
 import type { Environment } from '../src/config';
 import { attemptDelivery, markDeliveryFailed, nextEventsToDeliver } from '../src/webhooks/deliveries';
 import type { ActivityDeps } from './deps';
+import { webhookDeliveries } from '../src/metrics/metrics';
 
 export function createWebhookActivities(deps: ActivityDeps) {
   const delivery = { dataSource: deps.dataSource, secretBox: new SecretBox(deps.masterKey), allowLoopback: deps.allowLoopbackWebhooks ?? false };
@@ -20,11 +21,13 @@ export function createWebhookActivities(deps: ActivityDeps) {
       const signal = Context.current().cancellationSignal;
       const result = await attemptDelivery(delivery, input.partnerId, input.environment, input.eventId, signal);
       if (signal.aborted) throw new CancelledFailure(`delivery of ${input.eventId} cancelled`);
+      webhookDeliveries.inc({ environment: input.environment, outcome: result.ok ? 'delivered' : 'failed_attempt' });
       if (!result.ok) throw ApplicationFailure.retryable(`delivery of ${input.eventId} failed: ${result.error}`, 'DeliveryFailed');
     },
 
     async markDeliveryFailed(input: { partnerId: string; environment: Environment; eventId: string; error: string }): Promise<void> {
       await markDeliveryFailed(delivery, input.partnerId, input.environment, input.eventId, input.error);
+      webhookDeliveries.inc({ environment: input.environment, outcome: 'gave_up' });
     },
   };
 }

@@ -40,6 +40,7 @@ import { embeddedUrl } from '../src/db/embedded-postgres';
 import { Domain } from '../src/db/entities/domain';
 import { Order } from '../src/db/entities/order';
 import { Supervisor } from '../src/main/supervise';
+import { freePort } from '../src/main/child-process';
 import { createPartner } from '../src/partners/partners';
 import { setQuotas } from '../src/partners/quotas';
 import { FINAL_ORDER_STATUSES } from '../workflows/messages';
@@ -88,14 +89,6 @@ const API = '/api/partner/v1';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const jitter = (ms: number) => ms / 2 + Math.random() * ms;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Children of `pid` whose command line matches (from /proc). */
 function childrenOf(pid: number, pattern: RegExp): number[] {
@@ -488,9 +481,26 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
       }
     };
 
+    /** The partner's case for `domain`, from its list (GET /brokerage, newest first). */
+    const findCase = async (p: ChaosPartner, domain: string): Promise<PartnerResponse<{ case_id: string }>> => {
+      let cursor: string | undefined;
+      for (;;) {
+        const list = await call<{ data: Array<{ case_id: string; domain: string }>; next_cursor: string | null }>(p, 'GET', `${API}/brokerage?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const found = list.body.data?.find((c) => c.domain === domain);
+        if (found) return { ...list, body: found };
+        if (!list.body.next_cursor) return { headers: list.headers, status: 404, text: `no case for ${domain} in the list`, body: { case_id: '' } };
+        cursor = list.body.next_cursor;
+      }
+    };
+
     const brokerage = async (p: ChaosPartner): Promise<void> => {
-      const created = await call<{ case_id: string }>(p, 'POST', `${API}/brokerage`, { domain: `chaos-${randomUUID().slice(0, 12)}.com`, tier: 'managed', buyer_email: 'buyer@example.com', budget_cents: 500_000 });
-      if (created.status !== 201) return void problems.push(`brokerage case: ${created.status} ${created.text.slice(0, 200)}`);
+      const domain = `chaos-${randomUUID().slice(0, 12)}.com`;
+      let created = await call<{ case_id: string }>(p, 'POST', `${API}/brokerage`, { domain, tier: 'managed', buyer_email: 'buyer@example.com', budget_cents: 500_000 });
+      if (created.status === 422 && /in_case/.test(created.text)) {
+        // An answer lost on the way and retried: the case was opened by the first try; the partner finds it in its list.
+        created = await findCase(p, domain);
+      }
+      if (created.status !== 201 && created.status !== 200) return void problems.push(`brokerage case: ${created.status} ${created.text.slice(0, 200)}`);
       for (const to of ['researching', 'owner_contacted']) {
         const deadline = Date.now() + 5 * 60_000;
         for (;;) {

@@ -22,6 +22,9 @@ const EnvSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PUBLIC_BASE_URL: z.string().url().optional(),
   TRUST_PROXY: flag.default(false),
+  METRICS_HOST: z.string().default('127.0.0.1'),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9465),
   DATABASE_URL: z.string().optional(),
   EMBEDDED_PG_PORT: z.coerce.number().int().default(54329),
   TEMPORAL_ADDRESS: z.string().optional(),
@@ -116,6 +119,8 @@ export interface Config {
    */
   redis: { url?: string; install?: boolean };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** The operators' metrics (CONTRACT §13): the API's on host:port, the worker's on host:workerPort; never the public port. */
+  metrics: { host: string; port: number; workerPort: number };
   /** NODE_ENV=production (the image sets it): no key is ever invented, they must be given. */
   production: boolean;
 }
@@ -209,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL },
     logLevel: e.LOG_LEVEL,
+    metrics: { host: e.METRICS_HOST, port: e.METRICS_PORT, workerPort: e.WORKER_METRICS_PORT },
     production: e.NODE_ENV === 'production',
   };
 }

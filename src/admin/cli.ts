@@ -1,5 +1,8 @@
+#!/usr/bin/env node
 /**
- * `npm run --silent admin -- …`: the operators' command line. Every command takes `--json` for
+ * `npm run --silent admin -- …` (or `partner-api-admin …`, the package's bin, from the built code
+ * alone): the operators' command line. Every change it makes is recorded with the operator who
+ * made it (src/admin/audit.ts). Every command takes `--json` for
  * scripts; progress goes to stderr so stdout holds only the answer.
  */
 import { readFileSync } from 'node:fs';
@@ -23,6 +26,7 @@ import { patchUse, withTemporal } from './temporal';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';
+import { isRecorded, recentActions, recordAction } from './audit';
 
 interface Session {
   dataSource: DataSource;
@@ -88,6 +92,15 @@ function scopesOption(value: string): Scope[] {
 }
 
 /** A partner's name: printable, not blank, at most 200 characters (trimmed). */
+/** A count from 1 to `max`. */
+function countOption(max: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new InvalidArgumentError(`1 to ${max}`);
+    return n;
+  };
+}
+
 function nameOption(value: string): string {
   const name = value.trim();
   // Cc: control characters; Cf: invisible format ones (zero-width space, right-to-left override) that make look-alike names.
@@ -399,11 +412,7 @@ webhooksCommand
     if (v !== 'pending' && v !== 'delivered' && v !== 'failed') throw new InvalidArgumentError('pending, delivered or failed');
     return v;
   })
-  .option('--limit <n>', 'how many (default 20, at most 500)', (v: string) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > 500) throw new InvalidArgumentError('1 to 500');
-    return n;
-  })
+  .option('--limit <n>', 'how many (default 20, at most 500)', countOption(500))
   .option('--json', 'JSON output: an array of { event_id, event_type, status, attempts, last_error, last_attempt_at, finished_at }')
   .action(async (o) =>
     withSession(async ({ dataSource }) => {
@@ -444,6 +453,32 @@ program
       output(o.json, s, `${s.environment}: ${s.rows} rows, ${s.inserted} new, ${s.updated} updated`);
     }),
   );
+
+program
+  .command('audit')
+  .description('the manual acts recorded, newest first: who (ADMIN_OPERATOR, else the OS user), which command, with what')
+  .option('--limit <n>', 'how many (default 50, at most 1000)', countOption(1000))
+  .option('--json', 'JSON output: an array of { operator, command, arguments, at }')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const acts = await recentActions(dataSource, o.limit ?? 50);
+      output(o.json, acts, acts.map((a) => `${a.at}\t${a.operator}\t${a.command}\t${JSON.stringify(a.arguments)}`).join('\n') || '(nothing recorded)');
+    }),
+  );
+
+// Every command that changed something is recorded with who ran it, once it succeeded.
+program.hook('postAction', async (_root, action) => {
+  const names: string[] = [];
+  for (let c: Command | null = action; c && c !== program; c = c.parent) names.unshift(c.name());
+  const command = names.join(' ');
+  const args = { ...action.opts(), ...(action.args.length ? { args: action.args } : {}) };
+  if (!isRecorded(command, args)) return;
+  try {
+    await withSession(({ dataSource }) => recordAction(dataSource, command, args));
+  } catch (err) {
+    process.stderr.write(`admin: done, but not recorded in the operators' log: ${(err as Error).message}\n`);
+  }
+});
 
 program.parseAsync().catch((err) => {
   process.stderr.write(`admin: ${(err as Error).message}\n`);

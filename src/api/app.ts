@@ -17,6 +17,8 @@ import { CheckoutPageToken } from '../checkout/page-token';
 import { SandboxCardProcessor, type PaymentPort } from '../checkout/payments';
 import type { CheckoutDeps } from '../checkout/sessions';
 import { discoveryRoutes } from '../discovery/routes';
+import { timedSearch, watchPool } from '../metrics/metrics';
+import { requestMetrics } from '../metrics/http';
 import { financeRoutes } from '../finance/routes';
 import { referralRoutes } from '../referral/routes';
 import { brokeragePages } from '../pages/brokerage-pages';
@@ -106,7 +108,7 @@ const PUBLIC_ROUTES: PublicRoute[] = [
 /** Every signed route of the API, one table; each declares its scope and schemas. */
 export function partnerRoutes(deps: AppDeps): RouteSpec[] {
   return [
-    ...discoveryRoutes(deps),
+    ...discoveryRoutes({ ...deps, search: timedSearch(deps.search) }),
     ...orderRoutes(deps),
     ...checkoutRoutes({ ...checkoutDeps(deps), publicBaseUrl: deps.config.http.publicBaseUrl }),
     ...brokerageRoutes(brokerageDeps(deps)),
@@ -175,6 +177,9 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   const clicks = deps.clickRecorder ?? new ClickRecorder(deps.dataSource, deps.logger);
   const limits = deps.pageLimits ?? new PageLimits(deps.config.pageLimits);
   // Tracking links first: their redirect is the hot path and needs nothing below.
+  // Every answer timed by route template (the operators' metrics, src/metrics/).
+  app.use(requestMetrics());
+  watchPool(deps.dataSource);
   app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks, logger: deps.logger, limits }));
   app.use(requestContext(deps.logger));
   // The buyer's pages answer HTML, with their own security headers and error pages. None lives
@@ -193,7 +198,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     referralPages({
       dataSource: deps.dataSource,
       checkout: checkoutDeps(deps),
-      search: deps.search,
+      search: timedSearch(deps.search),
       attribution,
       clicks,
       publicBaseUrl: deps.config.http.publicBaseUrl,

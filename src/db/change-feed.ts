@@ -33,12 +33,19 @@ export class ChangeFeed {
   private reconnect?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
   /** The heartbeat sent and not heard back yet, and when it counts as lost. */
-  private awaited?: { token: string; deadline: number };
+  private awaited?: { token: string; sentAt: number; deadline: number };
+  /** The last heartbeat's round trip: how late a change reaches this process's caches. */
+  private roundTripMs?: number;
   private readonly pingPrefix = `${process.pid}-${randomBytes(6).toString('hex')}-`;
   private pings = 0;
   private closed = false;
   live = false;
   generation = 0;
+
+  /** The last heartbeat's round trip in ms while the feed is live (metrics); undefined while it is down. */
+  get lagMs(): number | undefined {
+    return this.live ? this.roundTripMs : undefined;
+  }
 
   constructor(
     private readonly connection: ClientConfig,
@@ -112,7 +119,7 @@ export class ChangeFeed {
     const token = this.pingPrefix + ++this.pings;
     // Counted from when it was sent: a busy pool (up to 10 s for a connection) is not a dead feed.
     // Not sent at all (Postgres unreachable): twice the time, then the feed reconnects, or fails to.
-    const awaited = (this.awaited = { token, deadline: Date.now() + 2 * this.timing.heartbeatTimeoutMs });
+    const awaited = (this.awaited = { token, sentAt: Date.now(), deadline: Date.now() + 2 * this.timing.heartbeatTimeoutMs });
     this.ping(token).then(
       () => {
         if (this.awaited === awaited) awaited.deadline = Date.now() + this.timing.heartbeatTimeoutMs;
@@ -123,7 +130,11 @@ export class ChangeFeed {
 
   private heard(n: Notification): void {
     if (n.channel === FEED_PING_CHANNEL) {
-      if (n.payload === this.awaited?.token) this.awaited = undefined;
+      const awaited = this.awaited;
+      if (awaited && n.payload === awaited.token) {
+        this.roundTripMs = Date.now() - awaited.sentAt;
+        this.awaited = undefined;
+      }
       return;
     }
     this.generation++;

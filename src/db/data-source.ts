@@ -48,6 +48,8 @@ import { SettlementCurrency1795002000000 } from './migrations/1795002000000-sett
 import { CardPayments1795002100000 } from './migrations/1795002100000-card-payments';
 import { PartnerQuotas1795002200000 } from './migrations/1795002200000-partner-quotas';
 import { BoundedClicksStoreId1795002300000 } from './migrations/1795002300000-bounded-clicks-store-id';
+import { OperatorActions1795002400000 } from './migrations/1795002400000-operator-actions';
+import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
   Partner,
@@ -82,6 +84,7 @@ export const entities = [
   BrokerageTimelineEntry,
   ReferralLink,
   ReferralClick,
+  OperatorAction,
   ReferralCheckout,
   ReferralSale,
 ];
@@ -111,6 +114,7 @@ export const migrations = [
   CardPayments1795002100000,
   PartnerQuotas1795002200000,
   BoundedClicksStoreId1795002300000,
+  OperatorActions1795002400000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

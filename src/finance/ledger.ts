@@ -16,6 +16,7 @@ import type { TransactionPaymentModel } from '../db/entities/sale-transaction';
 import { Settlement } from '../db/entities/settlement';
 import { publicId } from '../ids';
 import { nextPeriodStart, periodEndOf, periodStartOf } from './periods';
+import { ledgerPostings } from '../metrics/metrics';
 
 /** Account names; amounts are positive on the debit side (see the ledger migration). */
 export const ACCOUNT = {
@@ -102,6 +103,7 @@ export async function post(tx: EntityManager, posting: NewPosting): Promise<Ledg
     .execute();
   const row = (inserted.raw as Array<{ id: string }>)[0];
   if (!row) return undefined;
+  ledgerPostings.inc({ kind: posting.kind });
   await tx.getRepository(LedgerEntry).insert(
     posting.entries
       .filter((e) => e.amountCents !== 0)

@@ -1,7 +1,7 @@
 /**
  * The API process alone (production, docker-compose): needs a migrated database, a Temporal
  * frontend and, for search only, the host's search process at SEARCH_URL (src/main/search.ts).
- * It loads no model and holds no index; while the search process is down, search answers 503
+ * Its metrics are on METRICS_HOST:METRICS_PORT (CONTRACT §13). It loads no model and holds no index; while the search process is down, search answers 503
  * and every other endpoint works.
  */
 import { ownShutdownSignals } from '../db/embedded-postgres';
@@ -10,6 +10,8 @@ import { createLogger } from '../logger';
 import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
 import { SearchClient } from '../search/search-client';
 import { API_TEMPORAL_CALL_ATTEMPTS, connectTemporal, startApiServer } from './services';
+import { metricsRegistry } from '../metrics/metrics';
+import { startMetricsServer } from '../metrics/server';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -20,9 +22,11 @@ async function main(): Promise<void> {
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace, { callAttempts: API_TEMPORAL_CALL_ATTEMPTS });
   const search = new SearchClient(config.search.url, config.search.timeoutMs, (err) => logger.warn({ err }, 'search process unavailable'));
   const api = await startApiServer({ config, dataSource, masterKey, quoteSigner, search, temporal, logger });
-  logger.info({ url: api.url }, 'API listening');
+  const metrics = await startMetricsServer(config.metrics.host, config.metrics.port, async () => ({ contentType: metricsRegistry.contentType, text: await metricsRegistry.metrics() }));
+  logger.info({ url: api.url, metrics: metrics.url }, 'API listening');
   const stop = async () => {
     await api.close();
+    await metrics.close();
     search.close();
     await temporal.close();
     await dataSource.destroy();

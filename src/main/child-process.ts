@@ -5,6 +5,16 @@
  * (its IPC channel closes), so none is left behind.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+
+/** A TCP port free on loopback now (for a part that must be told its port before it listens). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 export interface ReadyChild {
   readonly child: ChildProcess;

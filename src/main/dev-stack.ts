@@ -29,6 +29,8 @@ import { startSearchProcess } from '../search/search-process';
 import { API_TEMPORAL_CALL_ATTEMPTS, connectTemporal, startApiServer } from './services';
 import { forkUntilReady } from './child-process';
 import { Supervisor } from './supervise';
+import { metricsRegistry } from '../metrics/metrics';
+import { startMetricsServer } from '../metrics/server';
 import { findRedisServer, installRedisServer, redisServerUsable, startRedisServer } from './redis-server';
 
 const SANDBOX_PARTNER = 'sandbox-demo';
@@ -183,16 +185,20 @@ async function main(): Promise<void> {
     TEMPORAL_WORKER_VERSIONING: String(config.temporal.workerVersioning),
     TEMPORAL_BUILD_ID: config.temporal.buildId ?? '',
     WEBHOOK_ALLOW_LOOPBACK: String(config.webhooks.allowLoopback),
+    WORKER_METRICS_PORT: String(config.metrics.workerPort),
+    METRICS_HOST: config.metrics.host,
     MASTER_KEY: encodeMasterKey(masterKey),
     QUOTE_SIGNING_KEY: resolveQuoteSigningPem(config, step),
     DATA_DIR: config.dataDir,
     TOOL_CACHE_DIR: config.toolCacheDir,
     LOG_LEVEL: config.logLevel,
   };
+  let workerMetricsUrl = '';
   const workerSupervisor = supervise(new Supervisor(
     'the worker',
     async () => {
       const worker = await forkUntilReady(WORKER_ENTRY, 'the worker', { env: workerEnv });
+      workerMetricsUrl = String(worker.ready.metricsUrl);
       // A worker lets the activities under way finish (20 s), then it is killed.
       return { exited: worker.exited, stop: () => worker.stop(30_000), detail: `pid ${worker.pid}` };
     },
@@ -207,6 +213,8 @@ async function main(): Promise<void> {
   step(`search process ready (${searchProcess.detail})`);
   const search = new SearchClient(config.search.url, config.search.timeoutMs, (err) => logger.warn({ err }, 'search process unavailable'));
   const api = await startApiServer({ config, dataSource, masterKey, quoteSigner: resolveQuoteSigner(config), search, temporal, logger });
+  const metrics = await startMetricsServer(config.metrics.host, config.metrics.port, async () => ({ contentType: metricsRegistry.contentType, text: await metricsRegistry.metrics() }));
+  stops.push(['metrics', () => metrics.close()]);
   stops.push(['API', async () => {
     await api.close();
     search.close();
@@ -221,6 +229,7 @@ async function main(): Promise<void> {
       `  API:          ${api.url}/api/partner/v1   (OpenAPI: ${api.url}/api/partner/v1/openapi.json)`,
       `  Health:       ${api.url}/healthz   ${api.url}/readyz`,
       `  Temporal UI:  ${uiUrl}   (namespace ${config.temporal.namespace})`,
+      `  Metrics:      ${metrics.url} (API)   ${workerMetricsUrl} (worker)`,
       '',
       `Sandbox credential (partner "${SANDBOX_PARTNER}", every scope):`,
       `  PARTNER_KEY_ID=${credential.keyId}`,

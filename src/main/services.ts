@@ -1,6 +1,7 @@
 /** Wiring shared by the entry points: Temporal connections and the API server. */
 import type { MasterKeyring } from '../auth/secret-box';
 import { configuredStarter } from '../temporal/start';
+import { watchChangeFeed } from '../metrics/metrics';
 import http from 'node:http';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
@@ -98,6 +99,7 @@ export async function admissionParts(config: Pick<Config, 'redis'>, dataSource: 
   );
   try {
     await feed.start();
+    watchChangeFeed(() => feed.lagMs);
     await admission.start();
     await listings.warm();
   } catch (err) {

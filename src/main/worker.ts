@@ -1,7 +1,8 @@
 /**
  * The Temporal worker process alone (production, docker-compose; npm start runs it as a child it
  * supervises). Forked with an IPC channel, it reports `{ type: 'ready' }` once its workers poll and
- * stops when the channel closes (its parent went). With WORKER_HEALTH_FILE set, it touches that
+ * stops when the channel closes (its parent went). It serves the SDK's metrics and the service's
+ * on WORKER_METRICS_PORT (CONTRACT §13). With WORKER_HEALTH_FILE set, it touches that
  * file every 5 s while its workers run: the container's health check reads the file's age.
  */
 import { writeFileSync } from 'node:fs';
@@ -10,6 +11,10 @@ import { loadConfig } from '../config';
 import { installTemporalRuntime, runServiceWorkers } from '../temporal/worker';
 import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
 import { connectTemporal } from './services';
+import { createLogger } from '../logger';
+import { freePort } from './child-process';
+import { metricsRegistry } from '../metrics/metrics';
+import { startMetricsServer } from '../metrics/server';
 
 const HEALTH_EVERY_MS = 5_000;
 
@@ -17,7 +22,13 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const { masterKey } = productionKeys(config, 'worker');
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the worker process (npm start runs a dev server)');
-  installTemporalRuntime(config.logLevel);
+  // The SDK's metrics on a loopback port of their own, served joined to the service's on WORKER_METRICS_PORT.
+  const sdkMetricsPort = await freePort();
+  installTemporalRuntime(config.logLevel, { prometheusAddress: `127.0.0.1:${sdkMetricsPort}`, logger: createLogger(config.logLevel) });
+  const metrics = await startMetricsServer(config.metrics.host, config.metrics.workerPort, async () => {
+    const sdk = await fetch(`http://127.0.0.1:${sdkMetricsPort}/metrics`).then((r) => r.text(), () => '# the SDK metrics did not answer\n');
+    return { contentType: metricsRegistry.contentType, text: `${sdk.trimEnd()}\n${await metricsRegistry.metrics()}` };
+  });
   const { dataSource, postgres } = await openProjectDatabase(config);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
   const { workers: worker, running: run } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey });
@@ -36,13 +47,14 @@ async function main(): Promise<void> {
   if (healthFile) writeFileSync(healthFile, `${new Date().toISOString()}\n`);
   if (process.send) {
     process.once('disconnect', stop);
-    process.send({ type: 'ready' });
+    process.send({ type: 'ready', metricsUrl: metrics.url });
   }
   try {
     await run;
   } finally {
     if (health) clearInterval(health);
   }
+  await metrics.close();
   await temporal.close();
   await dataSource.destroy();
   await postgres.stop();

@@ -4,7 +4,7 @@
  * workflow's own time) and the event, so a retried activity changes nothing twice.
  */
 import type { DataSource, EntityManager } from 'typeorm';
-import type { OrderStatus } from '../../workflows/messages';
+import { FINAL_ORDER_STATUSES, type OrderStatus } from '../../workflows/messages';
 import type { Environment } from '../config';
 import { Domain } from '../db/entities/domain';
 import { Order } from '../db/entities/order';
@@ -13,6 +13,7 @@ import { appendEvent, type EventType } from '../events/outbox';
 import { bookSale } from '../finance/sales';
 import { reverseCommissionOfOrder } from '../referral/commissions';
 import { loadOrderView } from './order-view';
+import { fulfilmentOutcomes } from '../metrics/metrics';
 
 const EVENT_FOR: Partial<Record<OrderStatus, EventType>> = {
   DOMAIN_LOCKED: 'transfer.domain_locked',
@@ -66,6 +67,7 @@ export async function advanceOrder(dataSource: DataSource, input: { orderId: str
     if (!ENTERED_FROM[input.to]?.includes(order.status)) return { status: order.status, applied: false };
 
     const updated = await writeStatus(tx, order, input.to, input.at, input.detail ?? null);
+    if ((FINAL_ORDER_STATUSES as readonly string[]).includes(input.to)) fulfilmentOutcomes.inc({ environment: order.environment, status: input.to });
     if (input.to === 'TRANSFER_COMPLETED') await bookSale(tx, updated, new Date(input.at));
     if (input.to === 'TRANSFER_FAILED') {
       await releaseName(tx, updated);

@@ -11,6 +11,7 @@
  * - "Buy now": 20 sessions an hour.
  */
 import type { Redis } from 'ioredis';
+import { pageLimitRefusals } from '../metrics/metrics';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RateLimiterUnion, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 export interface PageLimitSettings {
@@ -54,19 +55,22 @@ export class PageLimits {
       // A union rejects with each limiter's answer that refused, by key prefix.
       const answers = Object.values(err as Record<string, RateLimiterRes>).filter((r) => r instanceof RateLimiterRes);
       if (!answers.length) throw err;
+      pageLimitRefusals.inc({ limit: 'pages' });
       return refused(Math.max(...answers.map((r) => r.msBeforeNext)));
     }
   }
 
   /** Whether a click from `address` is counted (the redirect happens anyway). */
   async countClick(address: string): Promise<boolean> {
-    return (await this.take(this.clicks, address)).allowed;
+    return (await this.take(this.clicks, address, 'clicks')).allowed;
   }
 
   /** Whether `address` may still submit a card (its declines of the last hour are under the limit). */
   async mayPay(address: string): Promise<Verdict> {
     const used = await this.declines.get(address);
-    return used && used.remainingPoints <= 0 ? refused(used.msBeforeNext) : { allowed: true };
+    if (!used || used.remainingPoints > 0) return { allowed: true };
+    pageLimitRefusals.inc({ limit: 'declines' });
+    return refused(used.msBeforeNext);
   }
 
   /** A card from `address` was declined. */
@@ -76,15 +80,19 @@ export class PageLimits {
 
   /** One "Buy now" (a checkout session opened) from `address`. */
   async buyNowPress(address: string): Promise<Verdict> {
-    return this.take(this.buyNow, address);
+    return this.take(this.buyNow, address, 'buy_now');
   }
 
-  private async take(limiter: RateLimiterAbstract, address: string): Promise<Verdict> {
+  /** One point from `limiter`; a refusal is counted under `limit` when given. */
+  private async take(limiter: RateLimiterAbstract, address: string, limit?: string): Promise<Verdict> {
     try {
       await limiter.consume(address);
       return { allowed: true };
     } catch (err) {
-      if (err instanceof RateLimiterRes) return refused(err.msBeforeNext);
+      if (err instanceof RateLimiterRes) {
+        if (limit) pageLimitRefusals.inc({ limit });
+        return refused(err.msBeforeNext);
+      }
       throw err;
     }
   }

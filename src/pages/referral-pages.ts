@@ -75,6 +75,7 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
   return async (ctx, next) => {
     if (!ctx.path.startsWith('/r/') || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
     const code = ctx.path.slice(3);
+    (ctx.state as { routeTemplate?: string }).routeTemplate = '/r/{code}';
     // Served before the request context (no access log on this hot path), but with an id as every response has.
     ctx.set('X-Request-Id', newRequestId());
     ctx.set('Cache-Control', 'no-store');

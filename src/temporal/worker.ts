@@ -1,5 +1,6 @@
 import type { MasterKeyring } from '../auth/secret-box';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
+import type { Logger as PinoLogger } from 'pino';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
@@ -108,9 +109,33 @@ export async function runServiceWorkers(
  * chatty at INFO), and no signal handlers of its own, so the entry point decides the order in
  * which things stop.
  */
-export function installTemporalRuntime(level: string): void {
+export function installTemporalRuntime(level: string, options: { prometheusAddress?: string; logger?: PinoLogger } = {}): void {
   const sdkLevel: LogLevel = level === 'debug' || level === 'trace' ? 'DEBUG' : level === 'error' || level === 'fatal' ? 'ERROR' : 'WARN';
   // Core's own lines (the Rust side) go through the same logger at the same level, instead of
   // straight to the console at WARN.
-  Runtime.install({ logger: new DefaultLogger(sdkLevel), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} } } });
+  // With an address, Core serves the SDK's own metrics there (`temporal_…`: schedule-to-start
+  // latency, task slots, sticky cache, activity failures), in seconds; the worker's metrics endpoint joins them to the service's.
+  const metrics = options.prometheusAddress ? { metrics: { prometheus: { bindAddress: options.prometheusAddress, useSecondsForDurations: true } } } : {};
+  // The SDK's lines (and Core's, forwarded) as the service's JSON lines (pino, with redaction);
+  // an activity's lines carry its workflow id, run id and activity type (the SDK's context meta).
+  const logger = options.logger ? sdkLoggerFor(options.logger.child({ component: 'temporal' }), sdkLevel) : new DefaultLogger(sdkLevel);
+  Runtime.install({ logger, shutdownSignals: [], telemetryOptions: { logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} }, ...metrics } });
+}
+
+/** The SDK's Logger over a pino logger, at the SDK's level. */
+function sdkLoggerFor(logger: PinoLogger, level: LogLevel): SdkLogger {
+  const order: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+  const method = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+  const log = (at: LogLevel, message: string, meta?: Record<string, unknown>) => {
+    if (order.indexOf(at) < order.indexOf(level)) return;
+    logger[method[at]](meta ?? {}, message);
+  };
+  return {
+    log,
+    trace: (m, meta) => log('TRACE', m, meta),
+    debug: (m, meta) => log('DEBUG', m, meta),
+    info: (m, meta) => log('INFO', m, meta),
+    warn: (m, meta) => log('WARN', m, meta),
+    error: (m, meta) => log('ERROR', m, meta),
+  };
 }

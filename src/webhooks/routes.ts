@@ -11,6 +11,7 @@ import { registerEndpoint } from './endpoints';
 import { eventsAfter, eventView } from './events';
 import { notifyEventsAppended } from './notify';
 import { MAX_SECRET_LENGTH, MAX_URL_LENGTH, MIN_LIVE_SECRET_LENGTH } from './url-policy';
+import { webhookRegistrations } from '../metrics/metrics';
 
 const Event = z
   .object({
@@ -51,6 +52,7 @@ export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
       errors: ['validation_error'],
       handler: async ({ body, auth }) => {
         const endpoint = await registerEndpoint(dataSource, secretBox, { partnerId: auth.partnerId, environment: auth.environment, url: body.url, secret: body.secret }, config.webhooks);
+        webhookRegistrations.inc({ environment: auth.environment });
         await notifyEventsAppended(dataSource, workflows, auth.partnerId, auth.environment);
         return { body: endpoint };
       },

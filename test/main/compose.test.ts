@@ -63,4 +63,28 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.equal(env('worker').WORKER_HEALTH_FILE, '/tmp/worker-health');
     assert.match(services.worker.healthcheck!.test!.join(' '), /worker-health/);
   });
+
+  it('Prometheus scrapes the API and the worker on their unpublished metrics ports, with the alerts that matter', () => {
+    const prometheus = services.prometheus as Service & { volumes?: string[] };
+    assert.ok(prometheus.volumes?.some((v) => v.startsWith('./deploy/prometheus/alerts.yml:')));
+    assert.deepEqual(prometheus.ports, ['127.0.0.1:9090:9090']);
+    for (const name of ['api', 'worker']) {
+      assert.equal(env(name).METRICS_HOST, '0.0.0.0', `${name} serves metrics on the compose network`);
+      assert.ok(!(services[name].ports ?? []).some((p) => /946[45]/.test(p)), `${name}'s metrics port is not published`);
+    }
+    const config = parse(readFileSync(path.join(root, 'deploy/prometheus/prometheus.yml'), 'utf8')) as { scrape_configs: Array<{ dns_sd_configs: Array<{ names: string[]; port: number }> }> };
+    const targets = config.scrape_configs.flatMap((c) => c.dns_sd_configs.map((d) => `${d.names[0]}:${d.port}`));
+    assert.deepEqual(targets.sort(), ['api:9464', 'worker:9465']);
+    const rules = parse(readFileSync(path.join(root, 'deploy/prometheus/alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
+    const alerts = rules.groups.flatMap((g) => g.rules);
+    for (const name of ['PartnerApi5xxRatio', 'PartnerApiSignedRequestsSlow', 'TemporalScheduleToStartLatency', 'WebhookDeliveriesFailing', 'OrdersAwaitingOperator']) {
+      assert.ok(alerts.some((a) => a.alert === name), name);
+    }
+    // Every metric an alert reads is one the service or the SDK serves (names checked against the code).
+    for (const metric of new Set(alerts.flatMap((a) => a.expr.match(/\b(partner_api_\w+|temporal_\w+)/g) ?? []))) {
+      const base = metric.replace(/_(bucket|count|sum)$/, '');
+      if (base.startsWith('temporal_')) continue;
+      assert.match(readFileSync(path.join(root, 'src/metrics/metrics.ts'), 'utf8'), new RegExp(`name: '${base}'`), metric);
+    }
+  });
 });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -16,18 +15,11 @@ import { Quote } from '../../src/db/entities/quote';
 import { importSandboxInventory } from '../../src/discovery/inventory';
 import { API_TEMPORAL_CALL_ATTEMPTS } from '../../src/main/services';
 import { Supervisor, type PartRun } from '../../src/main/supervise';
+import { freePort } from '../../src/main/child-process';
 import { findOrCreatePartner } from '../../src/partners/partners';
 import { configuredStarter } from '../../src/temporal/start';
 import { freshDomain } from '../helpers/orders';
 import { getStack, listen, newPartner } from '../helpers/stack';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A child that runs until killed (a part, as far as the supervisor can tell). */
 function sleeper(): PartRun & { pid: number } {

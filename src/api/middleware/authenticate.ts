@@ -18,6 +18,7 @@ import { ApiError } from '../errors';
 import { queryObject } from './validate';
 import type { AdmittedRead } from '../route';
 import type { AppState } from '../state';
+import { admissionOutcomes } from '../../metrics/metrics';
 
 export const MAX_SKEW_SECONDS = 300;
 
@@ -110,6 +111,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
     const readParams = read && deps.admission.makesReads ? read.params({ query: (ctx.state.rawQuery = queryObject(query)), environment: credential.environment }) : undefined;
     const mine = waiting.get(keyId) ?? 0;
     if (mine >= ADMISSION_SHARE_PER_CREDENTIAL) {
+      admissionOutcomes.inc({ outcome: 'queue_full' });
       throw new ApiError('rate_limited', `this credential already has ${mine} requests waiting for admission in this process: slow down`, undefined, { 'Retry-After': '1' });
     }
     waiting.set(keyId, mine + 1);
@@ -126,6 +128,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
       })
       .catch((err: unknown) => {
         if (err instanceof AdmissionUnavailable) {
+          admissionOutcomes.inc({ outcome: 'unavailable' });
           throw new ApiError('service_unavailable', 'the request could not be admitted right now; send it again (signed anew) shortly', undefined, { 'Retry-After': '1' });
         }
         throw err;
@@ -136,6 +139,7 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
         else waiting.delete(keyId);
       });
 
+    admissionOutcomes.inc({ outcome: admission.outcome });
     switch (admission.outcome) {
       case 'admitted':
         break;

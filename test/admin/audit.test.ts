@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { adminWith } from '../helpers/admin';
+
+/** Every manual act through the admin CLI is recorded with the operator who made it; reads are not. */
+describe('admin audit: which operator did each manual act', () => {
+  // These commands need no Temporal (this file runs none).
+  const as = (operator: string, ...args: string[]) => adminWith({ TEMPORAL_ADDRESS: '127.0.0.1:1', ADMIN_OPERATOR: operator }, ...args);
+
+  it('records a change with its operator, command and arguments once it succeeded; not a read, not a refused command', async () => {
+    const name = `audited-${randomUUID().slice(0, 8)}`;
+    const created = await as('alice', 'partner', 'create', '--name', name, '--referral-bps', '700', '--json');
+    assert.equal(created.code, 0, created.stderr);
+    const quota = await as('bob', 'partner', 'quota', '--partner', name, '--env', 'sandbox', '--active-quotes', '250', '--json');
+    assert.equal(quota.code, 0, quota.stderr);
+    assert.equal((await as('carol', 'partner', 'quota', '--partner', name, '--env', 'sandbox', '--json')).code, 0, 'a read');
+    assert.equal((await as('carol', 'partner', 'list', '--json')).code, 0, 'a read');
+    assert.notEqual((await as('dave', 'partner', 'create', '--name', name, '--json')).code, 0, 'refused: the name is taken');
+
+    const audit = await as('erin', 'audit', '--limit', '20', '--json');
+    assert.equal(audit.code, 0, audit.stderr);
+    const acts = (JSON.parse(audit.stdout) as Array<{ operator: string; command: string; arguments: Record<string, unknown>; at: string }>).filter((a) => JSON.stringify(a.arguments).includes(name));
+    assert.deepEqual(
+      acts.map(({ operator, command, arguments: args }) => ({ operator, command, args })),
+      [
+        { operator: 'bob', command: 'partner quota', args: { partner: name, env: 'sandbox', activeQuotes: 250 } },
+        { operator: 'alice', command: 'partner create', args: { name, referralBps: 700 } },
+      ],
+    );
+    assert.ok(!Number.isNaN(Date.parse(acts[0].at)));
+  });
+});
