@@ -163,6 +163,8 @@ export class Stack {
         for (const text of parts) {
           this.lines.push({ at: Date.now(), text });
           if (text.startsWith('[start]')) log(`  npm start: ${text.slice(8)}`);
+          // An error the service logged (a 500's cause, say): shown, cut short.
+          else if (text.includes('"level":50')) log(`  npm start logged an error: ${text.slice(0, 1500)}`);
         }
       });
     }
@@ -279,9 +281,15 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
             WEBHOOK_ALLOW_LOOPBACK: 'true',
             LOG_LEVEL: 'error',
           },
-          stdio: ['ignore', 'ignore', 'pipe'],
+          stdio: ['ignore', 'pipe', 'pipe'],
         });
-        child.stderr!.on('data', () => undefined);
+        // Its errors shown as npm start's are (a 500's cause, say); the rest dropped.
+        for (const stream of [child.stdout!, child.stderr!]) {
+          stream.setEncoding('utf8');
+          stream.on('data', (chunk: string) => {
+            for (const line of chunk.split('\n')) if (line.includes('"level":50')) log(`  the second API logged an error: ${line.slice(0, 1500)}`);
+          });
+        }
         const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ? `signal ${signal}` : `code ${code}`)));
         const deadline = Date.now() + 60_000;
         for (;;) {

@@ -49,6 +49,7 @@ import { CardPayments1795002100000 } from './migrations/1795002100000-card-payme
 import { PartnerQuotas1795002200000 } from './migrations/1795002200000-partner-quotas';
 import { BoundedClicksStoreId1795002300000 } from './migrations/1795002300000-bounded-clicks-store-id';
 import { OperatorActions1795002400000 } from './migrations/1795002400000-operator-actions';
+import { EventRequestId1795002500000 } from './migrations/1795002500000-event-request-id';
 import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
@@ -115,6 +116,7 @@ export const migrations = [
   PartnerQuotas1795002200000,
   BoundedClicksStoreId1795002300000,
   OperatorActions1795002400000,
+  EventRequestId1795002500000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -7,6 +7,7 @@ import type { EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { EventCounter, PartnerEvent } from '../db/entities/partner-event';
 import { publicId } from '../ids';
+import { currentRequestId } from '../api/request-store';
 
 export type EventType =
   | 'order.created'
@@ -58,6 +59,7 @@ export async function appendEvent(manager: EntityManager, event: NewEvent): Prom
       environment: event.environment,
       type: event.type,
       data: event.data as object,
+      requestId: currentRequestId() ?? null,
       dedupeKey: event.dedupeKey,
       partnerSeq,
       createdAt: () => 'clock_timestamp()',

@@ -8,6 +8,7 @@ import type { SignalDefinition } from '@temporalio/common';
 import type { WorkflowArgs, WorkflowType } from '../../workflows/messages';
 import type { SearchAttributePair } from '@temporalio/common';
 import { BusinessStatus, BusinessStatusSince, Domain, Environment, PartnerId } from '../../workflows/search-attributes';
+import { currentRequestId } from '../api/request-store';
 
 /** A client and the task queues its workflows run on. */
 export interface WorkflowStarter {
@@ -76,6 +77,7 @@ export interface StartSpec<K extends WorkflowType> {
  * already used (closed or, for a signal-less start, running: either way nothing to do).
  */
 export async function startWorkflow<K extends WorkflowType>(w: WorkflowStarter, workflowType: K, spec: StartSpec<K>): Promise<WorkflowHandle | undefined> {
+  const requestId = currentRequestId();
   const options: WorkflowStartOptions = {
     workflowId: spec.workflowId,
     taskQueue: w.taskQueue,
@@ -84,6 +86,8 @@ export async function startWorkflow<K extends WorkflowType>(w: WorkflowStarter, 
     staticSummary: spec.summary,
     staticDetails: spec.details,
     typedSearchAttributes: searchAttributes(spec.attributes ?? {}),
+    // The partner's request that started it (X-Request-Id), for an operator tracing one.
+    ...(requestId ? { memo: { request_id: requestId } } : {}),
   };
   try {
     if (spec.signal) return await w.client.workflow.signalWithStart(workflowType, { ...options, signal: spec.signal, signalArgs: [] });

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { publicId } from '../../ids';
 import type { AppState } from '../state';
+import { runInRequest } from '../request-store';
 
 /** A request's state; its logger is made on first use (a getter of the class, not one defined per request). */
 class RequestState {
@@ -36,7 +37,7 @@ export function requestContext(logger: Logger): Middleware<AppState> {
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     try {
-      await next();
+      await runInRequest(requestId, next);
     } finally {
       if (logger.isLevelEnabled('info')) {
         const ms = Number(process.hrtime.bigint() - started) / 1e6;

@@ -30,6 +30,10 @@ export class PartnerEvent {
 
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
+
+  /** The partner's request that wrote it (`req_…`), when a request did (not one written by a workflow's step). Operators only: never sent. */
+  @Column({ name: 'request_id', type: 'text', nullable: true })
+  requestId: string | null;
 }
 
 /** The last `partner_seq` handed out per partner and environment; its row lock orders appends. */
