@@ -19,7 +19,7 @@ import { setQuotas } from '../src/partners/quotas';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { cpuSecondsByGroup } from './support';
 
-/** Where the CPU goes, per process group of `npm start` (the API and the worker share one process there). */
+/** Where the CPU goes, per process group of `npm start` (its API process and its worker child counted together). */
 const GROUPS = {
   'API + worker': /dev-stack\.js|dist\/src\/main\/(api|worker)\.js/,
   'Temporal server': /temporal.*server start-dev|temporal-server/,

@@ -67,7 +67,7 @@ export class StartRefused extends Error {
  * The keys of the production entry points (npm run start:api, start:worker, migrate), from the
  * environment only. A key file generated in DATA_DIR would differ per container and vanish with
  * it, leaving sealed credential secrets unreadable and quote tokens unverifiable by the other
- * processes. `npm start` runs the same services in-process and keeps its keys in DATA_DIR.
+ * processes. `npm start` runs the same services (the API in its own process, the worker as its child) and keeps its keys in DATA_DIR.
  */
 export function productionKeys(config: Config, entryPoint: string): { masterKey: MasterKeyring; quoteSigner: QuoteTokenSigner } {
   const missing = [config.masterKey ? undefined : 'MASTER_KEY', config.quoteSigningKeyPem ? undefined : 'QUOTE_SIGNING_KEY'].filter((v): v is string => !!v);
