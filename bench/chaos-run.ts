@@ -125,7 +125,11 @@ export class Stack {
   private exited!: Promise<number | null>;
   readonly ports = { api: 0, pg: 0, temporal: 0, ui: 0, metrics: 0, workerMetrics: 0 };
 
-  constructor(readonly dataDir: string) {}
+  /** `env`: added to the stack's environment (tracing's OTEL_ variables, say). */
+  constructor(
+    readonly dataDir: string,
+    readonly env: Record<string, string> = {},
+  ) {}
 
   get pid(): number {
     return this.child.pid!;
@@ -150,6 +154,7 @@ export class Stack {
         METRICS_PORT: String(this.ports.metrics),
         WORKER_METRICS_PORT: String(this.ports.workerMetrics),
         LOG_LEVEL: 'error',
+        ...this.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

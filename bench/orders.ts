@@ -7,6 +7,7 @@
  * (not timed), records N orders at the chosen concurrency (timed), then refunds them so the
  * names go back on the market. Options: BENCH_ORDERS (default 200), BENCH_CONCURRENCY (16).
  */
+import { serviceClientInterceptors } from '../src/temporal/request-context';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../src/config';
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
 
   process.stderr.write(`starting ${settings.orders} bare workflows…\n`);
   const connection = await Connection.connect({ address });
-  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const client = new Client({ connection, namespace: config.temporal.namespace, interceptors: serviceClientInterceptors() });
   const bareIds = Array.from({ length: settings.orders }, () => `bench-bare-${randomUUID()}`);
   const bareRun = await measured(bareIds.length, () => pool(bareIds, settings.concurrency, async (workflowId) => {
     await client.workflow.start('benchBareWorkflow', { workflowId, taskQueue: `bench-bare-${process.pid}`, args: [] });

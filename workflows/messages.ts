@@ -9,6 +9,9 @@ import type { BrokerageCaseInput } from './brokerage-messages';
  * Order statuses in their order. An order starts at PAYMENT_RECORDED (the partner has charged its
  * buyer) and ends at TRANSFER_COMPLETED, TRANSFER_FAILED or REFUNDED.
  */
+/** The header carrying the partner's request id from a workflow's start to its activities (src/temporal/request-context.ts). */
+export const REQUEST_ID_HEADER = 'partner-api-request-id';
+
 export const ORDER_STATUSES = [
   'PAYMENT_RECORDED',
   'DOMAIN_LOCKED',

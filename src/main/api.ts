@@ -4,6 +4,8 @@
  * Its metrics are on METRICS_HOST:METRICS_PORT (CONTRACT §13). It loads no model and holds no index; while the search process is down, search answers 503
  * and every other endpoint works.
  */
+// First: tracing (when configured) must patch http and Koa before they load.
+import { activeTracing } from '../telemetry/register-api';
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
@@ -31,6 +33,7 @@ async function main(): Promise<void> {
     await temporal.close();
     await dataSource.destroy();
     await postgres.stop();
+    await activeTracing()?.shutdown();
     process.exit(0);
   };
   ownShutdownSignals();

@@ -9,6 +9,8 @@
  * Ctrl-C stops everything in order; the next start finds the same data in DATA_DIR. Sandbox webhooks may
  * go to loopback here (loadDevStackConfig), so a receiver on the developer's machine works.
  */
+// First: tracing (when configured) must patch http and Koa before they load.
+import { activeTracing } from '../telemetry/register-api';
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
@@ -49,6 +51,9 @@ async function main(): Promise<void> {
   const config = loadDevStackConfig();
   const logger = createLogger(config.logLevel);
   const step = (m: string) => say(`[start] ${m}`);
+  const tracing = activeTracing();
+  // Stopped last: the spans of everything else's stop are exported.
+  if (tracing) stops.push(['tracing', () => tracing.shutdown()]);
   let stopping = false;
   const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
@@ -230,6 +235,7 @@ async function main(): Promise<void> {
       `  Health:       ${api.url}/healthz   ${api.url}/readyz`,
       `  Temporal UI:  ${uiUrl}   (namespace ${config.temporal.namespace})`,
       `  Metrics:      ${metrics.url} (API)   ${workerMetricsUrl} (worker)`,
+      `  Traces:       ${tracing ? `OTLP to ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT}` : 'off (set OTEL_EXPORTER_OTLP_ENDPOINT to export them)'}`,
       '',
       `Sandbox credential (partner "${SANDBOX_PARTNER}", every scope):`,
       `  PARTNER_KEY_ID=${credential.keyId}`,

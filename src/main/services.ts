@@ -1,4 +1,5 @@
 /** Wiring shared by the entry points: Temporal connections and the API server. */
+import { serviceClientInterceptors } from '../temporal/request-context';
 import type { MasterKeyring } from '../auth/secret-box';
 import { configuredStarter } from '../temporal/start';
 import { watchChangeFeed } from '../metrics/metrics';
@@ -44,7 +45,7 @@ export async function connectTemporal(address: string, namespace: string, option
     ...(options.callAttempts ? { interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: options.callAttempts }))] } : {}),
   });
   const nativeConnection = await NativeConnection.connect({ address });
-  const client = new Client({ connection, namespace });
+  const client = new Client({ connection, namespace, interceptors: serviceClientInterceptors() });
   return {
     connection,
     nativeConnection,

@@ -13,13 +13,16 @@ import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime'
 import { connectTemporal } from './services';
 import { createLogger } from '../logger';
 import { freePort } from './child-process';
+import { installTracing } from '../telemetry/tracing';
 import { metricsRegistry } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/server';
+import { watchReconcile } from '../metrics/reconcile';
 
 const HEALTH_EVERY_MS = 5_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const tracing = installTracing('partner-api-worker');
   const { masterKey } = productionKeys(config, 'worker');
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the worker process (npm start runs a dev server)');
   // The SDK's metrics on a loopback port of their own, served joined to the service's on WORKER_METRICS_PORT.
@@ -30,6 +33,7 @@ async function main(): Promise<void> {
     return { contentType: metricsRegistry.contentType, text: `${sdk.trimEnd()}\n${await metricsRegistry.metrics()}` };
   });
   const { dataSource, postgres } = await openProjectDatabase(config);
+  watchReconcile(dataSource);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
   const { workers: worker, running: run } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey });
   const stop = () => {
@@ -58,6 +62,7 @@ async function main(): Promise<void> {
   await temporal.close();
   await dataSource.destroy();
   await postgres.stop();
+  await tracing?.shutdown();
   // The IPC channel would keep an orphaned child alive.
   if (process.connected) process.disconnect();
 }

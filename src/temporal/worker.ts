@@ -1,5 +1,5 @@
 import type { MasterKeyring } from '../auth/secret-box';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap, NativeConnection, Runtime, Worker, type LogLevel, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
 import type { Logger as PinoLogger } from 'pino';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
@@ -7,10 +7,13 @@ import { createActivities } from '../../activities';
 import { workflowStarters } from './starters';
 import { configuredVersion, deploymentOptions, makeCurrentVersion, type WorkerVersion } from './versioning';
 import { ensureMaintenanceWorkflows } from './maintenance';
+import { serviceWorkerInterceptors, serviceWorkflowInterceptorModules, WORKFLOWS_PATH } from './request-context';
 import type { Config } from '../config';
 
-/** The compiled workflows entry point; the worker bundles it (webpack + swc) at start. */
-export const WORKFLOWS_PATH = require.resolve('../../workflows');
+/** The workflows with the service's workflow interceptors (webpack + swc): the one bundle production and the tests run. */
+export function serviceWorkflowBundle(logger: SdkLogger = new DefaultLogger('WARN')): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: serviceWorkflowInterceptorModules(), logger });
+}
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -22,7 +25,7 @@ export interface WorkerDeps {
   allowLoopbackWebhooks: boolean;
   /** For activities that start workflows (the fulfilment recovery sweep). */
   client: Client;
-  /** A prebuilt bundle (tests build it once); otherwise the worker bundles WORKFLOWS_PATH. */
+  /** A prebuilt bundle (serviceWorkflowBundle; tests build it once); otherwise the worker bundles one. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Worker Versioning: the version this worker serves; absent for an unversioned worker. */
   version?: WorkerVersion;
@@ -34,6 +37,8 @@ export interface WorkerDeps {
 
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   return Worker.create({
+    // The request id (and tracing, when on) carried into activities; the bundle has the workflow side.
+    ...serviceWorkerInterceptors(),
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
@@ -43,7 +48,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       allowLoopbackWebhooks: deps.allowLoopbackWebhooks,
       starters: workflowStarters({ client: deps.client, taskQueue: deps.taskQueue, webhookTaskQueue: deps.webhookTaskQueue }, deps.dataSource),
     }),
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    workflowBundle: deps.workflowBundle ?? (await serviceWorkflowBundle()),
     ...(deps.version ? { workerDeploymentOptions: deploymentOptions(deps.version) } : {}),
     ...(deps.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: deps.maxConcurrentActivityTaskExecutions } : {}),
     // A deploy's SIGTERM lets activities under way finish (or see their cancellation) this long.
@@ -64,7 +69,7 @@ export interface ServiceWorkers {
  * delivery slots, never those of registrar and database steps. Both poll the same bundle.
  */
 export async function createServiceWorkers(deps: WorkerDeps & { webhookTaskQueue: string }): Promise<ServiceWorkers> {
-  const bundle = deps.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') }));
+  const bundle = deps.workflowBundle ?? (await serviceWorkflowBundle());
   const main = await createWorker({ ...deps, workflowBundle: bundle });
   const webhooks = await createWorker({ ...deps, workflowBundle: bundle, taskQueue: deps.webhookTaskQueue, maxConcurrentActivityTaskExecutions: 50 });
   const workers = [main, webhooks];

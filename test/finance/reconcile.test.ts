@@ -9,6 +9,8 @@ import { recordReferredSale } from '../../src/referral/commissions';
 import { completedSale, pendingOrder } from '../helpers/money';
 import { affiliatePartner } from '../helpers/referral';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
+import { Registry } from 'prom-client';
+import { watchReconcile } from '../../src/metrics/reconcile';
 
 /**
  * Reconcile finds what matters (issue: money, round three): each case is planted straight in the
@@ -48,6 +50,27 @@ describe('reconcile names what drifted, from one snapshot', function () {
       () => orders().update({ id: order.id }, { status: 'TRANSFER_COMPLETED' }),
       (found) => assert.deepEqual(fields(found), ['order:refunded sale reversed']),
     );
+  });
+
+  it('the worker’s gauge serves the count (the LedgerDoesNotReconcile alert reads it), computed in the background, not in the scrape', async () => {
+    const { partnerId } = await newPartner();
+    const order = await completedSale(partnerId, new Date().toISOString(), { paymentModel: 'service_collected' });
+    const registry = new Registry();
+    watchReconcile(getStack().dataSource, registry);
+    await orders().update({ id: order.id }, { status: 'REFUNDED' });
+    try {
+      const first = await registry.metrics();
+      assert.doesNotMatch(first, /partner_api_reconcile_differences\{/, 'the first scrape only starts a pass');
+      let text = first;
+      for (let i = 0; i < 100 && !/reconcile_last_run_timestamp_seconds [1-9]/.test(text); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        text = await registry.metrics();
+      }
+      const count = Number(/partner_api_reconcile_differences\{environment="sandbox"\} (\d+)/.exec(text)?.[1]);
+      assert.ok(count >= 1, text);
+    } finally {
+      await orders().update({ id: order.id }, { status: 'TRANSFER_COMPLETED' });
+    }
   });
 
   it('a transaction whose gross is not its order\'s price, or whose commission is not floor(gross × the order\'s bps); and the month\'s settlement that no longer agrees with /transactions', async () => {

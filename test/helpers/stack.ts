@@ -34,7 +34,8 @@ import { startSearchProcess, type SearchProcess } from '../../src/search/search-
 import { findOrCreatePartner } from '../../src/partners/partners';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
-import { installTemporalRuntime, WORKFLOWS_PATH } from '../../src/temporal/worker';
+import { installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
+import { serviceClientInterceptors, serviceWorkerInterceptors } from '../../src/temporal/request-context';
 import { registerSearchAttributes } from '../../src/temporal/search-attributes';
 import { PartnerClient } from '../../src/client/partner-client';
 import { createLogger } from '../../src/logger';
@@ -98,7 +99,7 @@ export function ownTemporal(): void {
   before(async function () {
     this.timeout(60_000);
     const s = getStack();
-    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: s.testServer } } });
+    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: s.testServer } }, client: { interceptors: serviceClientInterceptors() } });
     await registerSearchAttributes(env.connection, 'default');
     const taskQueue = `partner-api-test-${randomBytes(4).toString('hex')}`;
     const worker = await suiteWorker(taskQueue, { workflows: { client: env.client, taskQueue } }, env);
@@ -162,7 +163,7 @@ export async function bootStack(): Promise<Stack> {
 
   installTemporalRuntime('error');
   const testServer = await ensureTestServer(config.toolCacheDir);
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+  const workflowBundle = await serviceWorkflowBundle(quietBundlerLogger);
   const quoteSigner = QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem());
   // The search process, with its data directory (embeddings) in the tool cache so that only the
   // first run on a machine embeds the inventory, and its socket in a fresh directory.
@@ -237,6 +238,7 @@ export async function suiteWorker(
     workflowBundle: s.workflowBundle,
     // A workflow's activity that ignores cancellation does not hold a test file's end for long.
     shutdownForceTime: '10 seconds',
+    ...serviceWorkerInterceptors(),
     activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, ...(workflows ? { starters: workflowStarters(workflows, s.dataSource) } : {}), ...deps }),
   });
 }

@@ -77,14 +77,15 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.deepEqual(targets.sort(), ['api:9464', 'worker:9465']);
     const rules = parse(readFileSync(path.join(root, 'deploy/prometheus/alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
     const alerts = rules.groups.flatMap((g) => g.rules);
-    for (const name of ['PartnerApi5xxRatio', 'PartnerApiSignedRequestsSlow', 'TemporalScheduleToStartLatency', 'WebhookDeliveriesFailing', 'OrdersAwaitingOperator']) {
+    for (const name of ['PartnerApi5xxRatio', 'PartnerApiSignedRequestsSlow', 'TemporalScheduleToStartLatency', 'WebhookDeliveriesFailing', 'OrdersAwaitingOperator', 'LedgerDoesNotReconcile', 'ReconcileNotRunning']) {
       assert.ok(alerts.some((a) => a.alert === name), name);
     }
     // Every metric an alert reads is one the service or the SDK serves (names checked against the code).
     for (const metric of new Set(alerts.flatMap((a) => a.expr.match(/\b(partner_api_\w+|temporal_\w+)/g) ?? []))) {
       const base = metric.replace(/_(bucket|count|sum)$/, '');
       if (base.startsWith('temporal_')) continue;
-      assert.match(readFileSync(path.join(root, 'src/metrics/metrics.ts'), 'utf8'), new RegExp(`name: '${base}'`), metric);
+      const sources = ['metrics.ts', 'reconcile.ts'].map((f) => readFileSync(path.join(root, 'src/metrics', f), 'utf8')).join('\n');
+      assert.match(sources, new RegExp(`name: '${base}'`), metric);
     }
   });
 });

@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { publicId } from '../../ids';
 import type { AppState } from '../state';
@@ -35,6 +36,10 @@ export function requestContext(logger: Logger): Middleware<AppState> {
     const requestId = newRequestId();
     ctx.state = Object.assign(new RequestState(requestId, logger), ctx.state);
     ctx.set('X-Request-Id', requestId);
+    // With tracing on: the request's span names its id, and its access line the trace.
+    const span = trace.getActiveSpan();
+    span?.setAttribute('partner_api.request_id', requestId);
+    const traceId = span?.spanContext().traceId;
     const started = process.hrtime.bigint();
     try {
       await runInRequest(requestId, next);
@@ -43,7 +48,7 @@ export function requestContext(logger: Logger): Middleware<AppState> {
         const ms = Number(process.hrtime.bigint() - started) / 1e6;
         // Paths only, never query strings or headers: they can carry signatures and key material.
         logger.info(
-          { request_id: requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 100) / 100, partner_id: ctx.state.auth?.partnerId },
+          { request_id: requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 100) / 100, partner_id: ctx.state.auth?.partnerId, ...(traceId ? { trace_id: traceId } : {}) },
           'request',
         );
       }
