@@ -135,7 +135,7 @@ function decodeOneKey(text: string): Buffer {
 /**
  * MASTER_KEY: one key (version 1), or a keyring `<version>:<key>,<version>:<key>…` (versions 1 to
  * 255, each key 32 bytes as hex or base64); the highest version seals, every one opens
- * (src/auth/secret-box.ts; README, Keys).
+ * (src/auth/secret-box.ts; docs/operators/security.md).
  */
 export function decodeMasterKey(text: string): MasterKeyring {
   const trimmed = text.trim();

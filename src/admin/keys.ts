@@ -61,8 +61,16 @@ export async function rotateSealedSecrets(dataSource: DataSource, secretBox: Sec
           .setLock('pessimistic_write')
           .getOne();
         if (!row) continue;
-        const stale = !secretBox.isCurrent(row.secretSealed, aad(row));
-        if (stale) await m.getRepository(WebhookEndpoint).update({ partnerId: row.partnerId, environment: row.environment }, { secretSealed: secretBox.seal(secretBox.open(row.secretSealed, aad(row)), aad(row)) });
+        const reseal = (sealed: Buffer) => secretBox.seal(secretBox.open(sealed, aad(row)), aad(row));
+        // The previous secret of a rotation still signing is sealed again too.
+        const previousStale = !!row.previousSecretSealed && !secretBox.isCurrent(row.previousSecretSealed, aad(row));
+        const stale = !secretBox.isCurrent(row.secretSealed, aad(row)) || previousStale;
+        if (stale) {
+          await m.getRepository(WebhookEndpoint).update(
+            { partnerId: row.partnerId, environment: row.environment },
+            { secretSealed: reseal(row.secretSealed), ...(previousStale ? { previousSecretSealed: reseal(row.previousSecretSealed!) } : {}) },
+          );
+        }
         tally(report.webhook_endpoints, stale);
       }
     });

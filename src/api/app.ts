@@ -11,7 +11,7 @@ import type { Config } from '../config';
 import type { CredentialService } from '../auth/credentials';
 import type { BrokerageDeps } from '../brokerage/cases';
 import { ProgressLinkToken } from '../brokerage/progress-token';
-import { brokerageRoutes } from '../brokerage/routes';
+import { BrokerageEventData, brokerageRoutes } from '../brokerage/routes';
 import { checkoutRoutes } from '../checkout/routes';
 import { CheckoutPageToken } from '../checkout/page-token';
 import { SandboxCardProcessor, type PaymentPort } from '../checkout/payments';
@@ -22,12 +22,13 @@ import { requestMetrics } from '../metrics/http';
 import { financeRoutes } from '../finance/routes';
 import { referralRoutes } from '../referral/routes';
 import { brokeragePages } from '../pages/brokerage-pages';
+import { docsPages } from '../pages/docs-pages';
 import { checkoutPages } from '../pages/checkout-pages';
 import { linkRedirect, referralPages } from '../pages/referral-pages';
 import { AttributionKeys } from '../referral/attribution';
 import { ClickRecorder } from '../referral/clicks';
 import type { QuoteTokenSigner } from '../orders/quote-token';
-import { orderRoutes } from '../orders/routes';
+import { OrderEventData, OrderRefundedEventData, orderRoutes } from '../orders/routes';
 import type { WorkflowStarter } from '../temporal/start';
 import type { SecretBox } from '../auth/secret-box';
 import { webhookRoutes } from '../webhooks/routes';
@@ -39,7 +40,9 @@ import { errorMapping } from './middleware/errors';
 import { rawBody } from './middleware/raw-body';
 import { requestContext } from './middleware/request-id';
 import { validate, type ValidatedInput } from './middleware/validate';
-import { buildOpenApiDocument, type PublicRoute } from './openapi';
+import { buildOpenApiDocument, type PublicRoute, type WebhookSpec } from './openapi';
+import { EVENT_DESCRIPTIONS } from '../events/catalog';
+import type { EventType } from '../events/outbox';
 import { readiness } from './readiness';
 import { toRouterPath, type RouteSpec } from './route';
 import type { AppState } from './state';
@@ -126,12 +129,21 @@ function precondition(check: NonNullable<RouteSpec['precondition']>): Koa.Middle
   };
 }
 
+/** The OpenAPI `webhooks` section: every event type with its payload's schema. */
+function eventWebhooks(): WebhookSpec[] {
+  return (Object.entries(EVENT_DESCRIPTIONS) as Array<[EventType, string]>).map(([type, description]) => ({
+    type,
+    description,
+    data: type === 'order.refunded' ? OrderRefundedEventData : type.startsWith('brokerage.') ? BrokerageEventData : OrderEventData,
+  }));
+}
+
 /** `routes` defaults to the partner API's table; tests may mount others on the same middleware. */
 export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(deps)): Koa<AppState> {
   // Behind a proxy (TRUST_PROXY), the client's address and https come from its X-Forwarded-* headers:
   // visitor hashes and Secure cookies depend on them.
   const app = new Koa<AppState>({ proxy: deps.config.http.trustProxy ?? false, maxIpsCount: 1 });
-  const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl);
+  const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl, eventWebhooks());
   const router = new Router<AppState>();
   const auth = { ...deps, admission: deps.admission ?? new AdmissionBatcher(deps.dataSource) };
 
@@ -205,6 +217,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
       limits,
     }, deps.logger).routes(),
     brokeragePages(brokerageDeps(deps), deps.logger).routes(),
+    docsPages(deps.logger, OPENAPI_PATH).routes(),
   ] as Koa.Middleware<AppState>[]);
   app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) || PROBES.has(ctx.path) ? next() : limitedPages(ctx, next)));
   // Partner answers (orders, buyers' emails, money) are never kept by a cache on the way, errors included.
@@ -212,7 +225,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     ctx.set('Cache-Control', 'no-store');
     await next();
   });
-  app.use(errorMapping());
+  app.use(errorMapping(deps.config.http.publicBaseUrl));
   app.use(router.routes());
   // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).
   app.use(router.allowedMethods());

@@ -44,6 +44,11 @@ export class ApiError extends Error {
   }
 }
 
+/** Where the reference explains an error code (CONTRACT §14: every error object has `doc_url`). */
+export function errorDocUrl(origin: string, code: string): string {
+  return `${origin}/docs/errors#${code}`;
+}
+
 export function errorBody(code: ErrorCode, message: string, requestId: string, details?: FieldIssue[]) {
   return { error: { code, message, request_id: requestId, ...(details?.length ? { details } : {}) } };
 }

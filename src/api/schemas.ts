@@ -15,6 +15,7 @@ export const ErrorBody = z
       message: z.string(),
       request_id: z.string().openapi({ example: 'req_5f0c2a9d8e7b6a5f4e3d2c1b' }),
       details: z.array(z.object({ field: z.string(), issue: z.string() })).optional(),
+      doc_url: z.string().openapi({ format: 'uri', description: "Where /docs explains this code: what it means and what to do", example: 'https://partners.example.com/docs/errors#price_mismatch' }),
     }),
   })
   .openapi('Error');

@@ -4,7 +4,7 @@
  * starts a new crash epoch in its own store first (requests signed before now are refused once,
  * as after a crash) and records the switch. Every API process must use the same store: processes
  * with different stores running side by side would each admit a nonce once, which
- * AdmissionStoreHold prevents (README, Authentication).
+ * AdmissionStoreHold prevents (docs/partners/signing.md).
  */
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';

@@ -5,7 +5,7 @@
  * route's read (the listing of availability and pricing) made for each admitted request in the
  * same statement.
  *
- * Why (README, Benchmarks): per request, the API process paid a Postgres round trip (a socket
+ * Why (bench/RESULTS.md): per request, the API process paid a Postgres round trip (a socket
  * write that wakes the backend, the driver's per-query work) and Postgres paid a statement and a
  * transaction; with batches both are paid once per batch. Replay protection and the rate limit
  * are unchanged: every decision is still made in Postgres, which every API process shares, and
@@ -47,6 +47,11 @@ export interface AdmissionRequest {
 export interface AdmissionResult {
   outcome: string;
   retryAfterSeconds: number;
+  /**
+   * The credential's bucket after this request, when it was admitted or rate-limited: requests
+   * left in the burst and seconds until it is full again (the RateLimit header field).
+   */
+  rateLimit?: { remaining: number; resetSeconds: number };
   /** The read's row (null: none), when the request asked for a read and was admitted. */
   admittedRead?: Record<string, unknown> | null;
 }
@@ -79,6 +84,8 @@ interface Row {
   idx: number;
   outcome: string;
   retry_after_seconds: number;
+  remaining: number | null;
+  reset_seconds: number | null;
   admitted_read?: Record<string, unknown> | null;
 }
 
@@ -96,8 +103,8 @@ const isRetryable = (error: unknown) => sqlState(error) === '40P01' || sqlState(
 
 // Raw SQL: admission is a plpgsql function over arrays (admission-batches migration); see the file comment.
 const ADMIT_BATCH: PreparedStatement = {
-  name: 'admit_requests_v1',
-  text: 'SELECT idx, outcome, retry_after_seconds FROM admit_requests($1, $2, $3, $4, $5, $6)',
+  name: 'admit_requests_v2',
+  text: 'SELECT idx, outcome, retry_after_seconds, remaining, reset_seconds FROM admit_requests($1, $2, $3, $4, $5, $6)',
 };
 
 /**
@@ -109,8 +116,8 @@ const ADMIT_BATCH: PreparedStatement = {
 function batchWithRead(read: AdmittedRead): PreparedStatement {
   const sql = read.sql.replace(/\$(\d+)/g, (_, n: string) => `($${Number(n) + ADMISSION_COLUMNS}::text[])[a.idx]`);
   return {
-    name: `admit_requests_v1_with_${read.name}`,
-    text: `SELECT a.idx, a.outcome, a.retry_after_seconds, r.admitted_read FROM admit_requests($1, $2, $3, $4, $5, $6) a
+    name: `admit_requests_v2_with_${read.name}`,
+    text: `SELECT a.idx, a.outcome, a.retry_after_seconds, a.remaining, a.reset_seconds, r.admitted_read FROM admit_requests($1, $2, $3, $4, $5, $6) a
            LEFT JOIN LATERAL (SELECT row_to_json(s) AS admitted_read FROM (${sql}) s WHERE a.outcome = 'admitted' OFFSET 0) r ON true`,
   };
 }
@@ -218,6 +225,7 @@ export class AdmissionBatcher implements Admission {
       p.resolve({
         outcome: row.outcome,
         retryAfterSeconds: row.retry_after_seconds,
+        ...(row.remaining !== null && row.reset_seconds !== null ? { rateLimit: { remaining: row.remaining, resetSeconds: row.reset_seconds } } : {}),
         admittedRead: p.request.read && row.outcome === 'admitted' ? (row.admitted_read ?? null) : undefined,
       });
     }

@@ -1,5 +1,5 @@
 /**
- * Admission of signed requests in Redis (when REDIS_URL is set; README, Benchmarks): the same rules
+ * Admission of signed requests in Redis (when REDIS_URL is set; bench/RESULTS.md): the same rules
  * as Postgres' `admit_requests` in the same order, decided by one Lua script per batch of requests
  * (those whose signatures were checked in the same event-loop turn). A script runs atomically, so
  * every API process sharing this Redis sees every nonce and takes from the same bucket, exactly as
@@ -63,7 +63,7 @@ local out = {}
 for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+) (%S+) (%S+) (%S+) (%S+)\\n') do
   local rate, signedAt = tonumber(rateText), tonumber(signedAtText)
   local nonceKey = prefix .. 'n:' .. key .. ':' .. nonce
-  local outcome, retry = 'admitted', 0
+  local outcome, retry, remaining, reset = 'admitted', 0, -1, -1
   if signedAt < epoch then
     outcome = 'signed_before_restart'
   elseif redis.call('EXISTS', nonceKey) == 1 then
@@ -79,13 +79,20 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
     if nextTat <= now + window then
       redis.call('SET', nonceKey, '1', 'EXAT', string.format('%d', math.max(signedAt, nowSec) + NONCE_SECONDS))
       redis.call('SET', bucketKey, string.format('%.0f', nextTat), 'PXAT', string.format('%.0f', math.ceil(nextTat / 1000) + 1000))
+      -- What is left of the burst, and when the bucket is full again (the RateLimit header).
+      remaining = math.floor((now + window - nextTat) * rate / 1000000 + 1e-9)
+      reset = math.ceil((nextTat - now) / 1000000)
     else
       outcome = 'rate_limited'
       retry = math.min(86400, math.max(1, math.ceil((nextTat - window - now) / 1000000)))
+      remaining = 0
+      reset = math.ceil((math.max(tat, now) - now) / 1000000)
     end
   end
   out[#out + 1] = outcome
   out[#out + 1] = retry
+  out[#out + 1] = remaining
+  out[#out + 1] = reset
 end
 return out
 `.replace(/NONCE_SECONDS/g, String(NONCE_SECONDS));
@@ -162,7 +169,7 @@ export class RedisAdmission implements Admission {
     /**
      * Scripts in flight at once; requests arriving meanwhile wait for the next. Each script costs
      * the API process a socket write that wakes Redis (measured at ~0.1 ms here, more than the
-     * script), so fewer, larger batches are cheaper per request (README, Benchmarks).
+     * script), so fewer, larger batches are cheaper per request (bench/RESULTS.md).
      */
     private readonly maxInFlight = 1,
     /** Called once per foreign id met: the Redis at this address is not the store this process holds. */
@@ -284,8 +291,12 @@ export class RedisAdmission implements Admission {
         }
         throw new Error(`the Redis at this address is another admission store (${foreign}, not ${this.storeId})`);
       }
-      if (out.length !== batch.length * 2) throw new Error(`admission script answered ${out.length / 2} of ${batch.length} requests`);
-      batch.forEach((p, i) => p.resolve({ outcome: String(out[2 * i]), retryAfterSeconds: Number(out[2 * i + 1]) }));
+      if (out.length !== batch.length * 4) throw new Error(`admission script answered ${out.length / 4} of ${batch.length} requests`);
+      batch.forEach((p, i) => {
+        const [outcome, retry, remaining, reset] = out.slice(4 * i, 4 * i + 4).map(String);
+        const rateLimit = Number(remaining) >= 0 && Number(reset) >= 0 ? { rateLimit: { remaining: Number(remaining), resetSeconds: Number(reset) } } : {};
+        p.resolve({ outcome: outcome!, retryAfterSeconds: Number(retry), ...rateLimit });
+      });
     } catch (error) {
       const unavailable = new AdmissionUnavailable('admission could not be decided: Redis did not answer', error);
       for (const p of batch) p.reject(unavailable);

@@ -7,7 +7,7 @@
  * The associated data (a credential's key id, a webhook endpoint's partner and environment) is
  * bound, so a ciphertext copied onto another row fails to decrypt. Values sealed before the
  * keyring have no version byte: they open under version 1 (MASTER_KEY given as one key is version
- * 1) until `admin keys rotate` seals them again under the current version (README, Keys).
+ * 1) until `admin keys rotate` seals them again under the current version (docs/operators/security.md).
  *
  * The keys derived from the master key for tokens (HKDF-SHA256, one per purpose) come from every
  * version in the ring: tokens are signed with the current one and verified with any, so a rotation

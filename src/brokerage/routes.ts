@@ -39,6 +39,21 @@ const Case = z
   })
   .openapi('BrokerageCase');
 
+/** A brokerage event's data (brokerage.*): the case at that step (src/brokerage/cases.ts, caseEventData). */
+export const BrokerageEventData = z
+  .object({
+    case_id: z.string(),
+    domain: z.string(),
+    tier: z.enum(['managed', 'self_serve']),
+    status: z.enum(CASE_STATUSES),
+    at: Timestamp,
+    detail: z.string().nullable(),
+    price_cents: Cents.nullable(),
+    currency: Currency,
+    outcome: Outcome.nullable(),
+  })
+  .openapi('BrokerageEventData');
+
 const invalidCursor = () => new ApiError('validation_error', 'cursor is not one this API gave out', [{ field: 'query.cursor', issue: 'invalid' }]);
 
 export function brokerageRoutes(deps: BrokerageDeps): RouteSpec[] {
@@ -70,7 +85,7 @@ export function brokerageRoutes(deps: BrokerageDeps): RouteSpec[] {
       tag: 'Brokerage',
       summary: 'Open an acquisition case for a buyer',
       description:
-        'The case runs as a workflow that operators move through its statuses (README "Brokerage"); every status change is a `brokerage.*` event. Give the buyer `progress_url`: a no-login page with the status and timeline. An ineligible name is 422 `domain_not_eligible` with the reason in the message and in `details`. A partner holds at most its quota of open cases per environment (100 in sandbox, 10,000 in live unless raised): beyond it 429 `quota_exceeded` with `Retry-After: 3600`.',
+        'The case runs as a workflow that operators move through its statuses (docs/partners/brokerage.md); every status change is a `brokerage.*` event. Give the buyer `progress_url`: a no-login page with the status and timeline. An ineligible name is 422 `domain_not_eligible` with the reason in the message and in `details`. A partner holds at most its quota of open cases per environment (100 in sandbox, 10,000 in live unless raised): beyond it 429 `quota_exceeded` with `Retry-After: 3600`.',
       body: z.object({
         domain: DomainName,
         tier: z.enum(['managed', 'self_serve']),

@@ -50,6 +50,8 @@ import { PartnerQuotas1795002200000 } from './migrations/1795002200000-partner-q
 import { BoundedClicksStoreId1795002300000 } from './migrations/1795002300000-bounded-clicks-store-id';
 import { OperatorActions1795002400000 } from './migrations/1795002400000-operator-actions';
 import { EventRequestId1795002500000 } from './migrations/1795002500000-event-request-id';
+import { WebhookSecretRotation1795002600000 } from './migrations/1795002600000-webhook-secret-rotation';
+import { AdmissionRateLimitState1795002700000 } from './migrations/1795002700000-admission-rate-limit-state';
 import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
@@ -117,6 +119,8 @@ export const migrations = [
   BoundedClicksStoreId1795002300000,
   OperatorActions1795002400000,
   EventRequestId1795002500000,
+  WebhookSecretRotation1795002600000,
+  AdmissionRateLimitState1795002700000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -51,7 +51,7 @@ export function embeddedUrl(port: number, database = EMBEDDED_DATABASE): string 
  * directory is read from the server's own `postmaster.pid` (not guessed), and the connection is
  * tried before it is used. Same password check either way (pg_hba: `local … password`); a
  * statement sent over the socket costs the sender far less CPU than over loopback TCP, whose
- * sender also runs the receiving side's TCP processing (README, Benchmarks).
+ * sender also runs the receiving side's TCP processing (bench/RESULTS.md).
  */
 async function localUrl(dataDir: string, port: number): Promise<string> {
   try {

@@ -3,7 +3,7 @@
  * signed request runs. Postgres plans a named statement once per connection and pg sends only
  * its name and parameters afterwards; TypeORM's `query()` sends and plans the text each time and
  * adds a query runner per call, which the profile of the signed hot path showed as its largest
- * single cost (README, Benchmarks).
+ * single cost (bench/RESULTS.md).
  */
 import type { Pool, QueryResultRow } from 'pg';
 import type { DataSource } from 'typeorm';

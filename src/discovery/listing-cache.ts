@@ -1,5 +1,5 @@
 /**
- * Availability and pricing answered from memory (with Redis admission; README, Benchmarks): each
+ * Availability and pricing answered from memory (with Redis admission; bench/RESULTS.md): each
  * API process keeps a mirror of every environment's listings, name → state and prices, and
  * Postgres' change feed (the change-feed migration's `listing_changes`) tells it what changed.
  * Partners ask about names their users type, most of them in no inventory, so the mirror is

@@ -19,7 +19,7 @@ export type EventType =
   | 'transfer.failed'
   | BrokerageEventType;
 
-/** One event per brokerage case status (README "Brokerage"); `requested` is the case being opened. */
+/** One event per brokerage case status (docs/partners/brokerage.md); `requested` is the case being opened. */
 export const BROKERAGE_EVENT = {
   requested: 'brokerage.case_opened',
   researching: 'brokerage.researching',

@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     } else if (executable) {
       step(usable?.version ? `redis-server ${usable.version} is older than 7.0: admission in Postgres` : `${executable} --version did not answer: admission in Postgres`);
     } else {
-      step('redis-server is not installed: admission in Postgres (apt-get install redis-server for the faster path; README, Benchmarks)');
+      step('redis-server is not installed: admission in Postgres (apt-get install redis-server for the faster path; bench/RESULTS.md)');
     }
   } else {
     step('using REDIS_URL for admission');
@@ -232,6 +232,7 @@ async function main(): Promise<void> {
       '',
       'Partner API is up.',
       `  API:          ${api.url}/api/partner/v1   (OpenAPI: ${api.url}/api/partner/v1/openapi.json)`,
+      `  Reference:    ${api.url}/docs   (errors: ${api.url}/docs/errors)`,
       `  Health:       ${api.url}/healthz   ${api.url}/readyz`,
       `  Temporal UI:  ${uiUrl}   (namespace ${config.temporal.namespace})`,
       `  Metrics:      ${metrics.url} (API)   ${workerMetricsUrl} (worker)`,

@@ -1,5 +1,5 @@
 /**
- * `npm start`'s Redis for admission (README, Benchmarks): Debian's `redis-server` when installed,
+ * `npm start`'s Redis for admission (bench/RESULTS.md): Debian's `redis-server` when installed,
  * on a unix socket in DATA_DIR/redis, never evicting, without persistence while it runs.
  *
  * Its data must survive a clean stop but never a crash, like Postgres' unlogged tables: a clean

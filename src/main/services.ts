@@ -75,7 +75,7 @@ export interface ApiServerDeps {
 
 /**
  * Admission in Redis when REDIS_URL is set, with the credential and listing caches it needs, kept
- * current by Postgres' change feed (README, Benchmarks); else admission in Postgres, no caches.
+ * current by Postgres' change feed (bench/RESULTS.md); else admission in Postgres, no caches.
  */
 export interface AdmissionParts {
   admission?: RedisAdmission;

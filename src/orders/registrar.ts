@@ -2,7 +2,7 @@
  * The registrar port: everything fulfilment asks of the registrars that hold the domain, chosen
  * per environment in createActivities. The sandbox adapter simulates one and is used for sandbox
  * orders only. Live orders use a real adapter when one is configured; until then they have none
- * and their workflow waits for an operator to record each transfer's outcome (README,
+ * and their workflow waits for an operator to record each transfer's outcome (docs/partners/orders.md,
  * "Live transfers"). A real adapter (EPP over TLS to the registry, or a registrar's REST API)
  * implements this interface: throw TransferRejected for a final refusal, anything else for a
  * failure worth retrying, and answer `cancelTransfer` with what the registry says after the ask.

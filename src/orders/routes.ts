@@ -49,6 +49,9 @@ const Order = z
   })
   .openapi('Order');
 
+/** An order event's data (order.*, transfer.*): the order as GET /orders/{public_id} answers it. */
+export const OrderEventData = Order;
+
 const Refund = z
   .object({
     refund_id: z.string(),
@@ -60,6 +63,9 @@ const Refund = z
     created_at: z.string().openapi({ format: 'date-time' }),
   })
   .openapi('Refund');
+
+/** order.refunded's data: the order, and the refund. */
+export const OrderRefundedEventData = Order.extend({ refund: Refund }).openapi('OrderRefundedEventData');
 
 export interface OrderDeps {
   dataSource: DataSource;

@@ -24,13 +24,25 @@ export function allowFormTargets(ctx: Koa.Context, origins: string[]): void {
   formTargets.set(ctx.res, origins);
 }
 
+/**
+ * Pages that run the API reference's viewer (/docs): it injects its styles (styled-components)
+ * and runs its search in a worker made from a blob. Only those pages allow either; they hold no
+ * form, no buyer data and no token.
+ */
+const viewerPages = new WeakSet<object>();
+
+export function allowReferenceViewer(ctx: Koa.Context): void {
+  viewerPages.add(ctx.res);
+}
+
 const headers = helmet({
   contentSecurityPolicy: {
     useDefaults: false,
     directives: {
       'default-src': ["'none'"],
       'script-src': ["'self'"],
-      'style-src': ["'self'"],
+      'style-src': ["'self'", (_req, res) => (viewerPages.has(res) ? "'unsafe-inline'" : '')],
+      'worker-src': ["'self'", (_req, res) => (viewerPages.has(res) ? 'blob:' : '')],
       'img-src': ["'self'", 'data:'],
       'connect-src': ["'self'"],
       // After paying, the form's answer redirects to the partner's success_url: that origin too.

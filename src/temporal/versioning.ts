@@ -3,7 +3,7 @@
  * deployment `partner-api` and a build id made of the package version and the commit. Runs with
  * an end are PINNED to the version that started them (a quote, a checkout session, a referral
  * window, a month close, a payout run): the previous release's workers must keep running until
- * its pinned runs drain (docs in README). Open-ended ones AUTO_UPGRADE to the current version and
+ * its pinned runs drain (docs/design/testing.md, Changing a workflow safely). Open-ended ones AUTO_UPGRADE to the current version and
  * keep replay safety with `patched()` (fulfilment, brokerage, webhook delivery, which continues
  * as new without end, and the maintenance loops). The
  * time-skipping test server has no worker deployments, so tests run unversioned workers except

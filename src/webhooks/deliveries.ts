@@ -75,7 +75,7 @@ export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, e
   const target = await deliveryTarget(ctx.dataSource, ctx.secretBox, partnerId, environment);
   if (!target) return { ok: false, error: 'no enabled webhook endpoint' };
   const event = storedEvent(await ctx.dataSource.getRepository(PartnerEvent).findOneByOrFail({ id: eventId, partnerId }));
-  const result = await postEvent(target.url, target.secret, eventView(event), { environment, allowLoopback: ctx.allowLoopback }, signal);
+  const result = await postEvent(target.url, target.secrets, eventView(event), { environment, allowLoopback: ctx.allowLoopback }, signal);
   const deliveries = ctx.dataSource.getRepository(WebhookDelivery);
   await deliveries.createQueryBuilder().insert().values({ eventId: event.id, partnerId, environment, status: 'pending', attempts: 0 }).orIgnore().execute();
   await deliveries.update(

@@ -46,7 +46,7 @@ function describeError(err: NodeJS.ErrnoException & { errors?: NodeJS.ErrnoExcep
  * One POST of the event. `signal` cuts it short (the worker shutting down past its grace period,
  * or the delivery cancelled): the attempt then fails at once instead of waiting out its 10 s.
  */
-export function postEvent(url: string, secret: string, event: EventView, policy: TargetPolicy, signal?: AbortSignal): Promise<AttemptResult> {
+export function postEvent(url: string, secrets: string | readonly string[], event: EventView, policy: TargetPolicy, signal?: AbortSignal): Promise<AttemptResult> {
   const body = JSON.stringify(event);
   const timestamp = String(Math.floor(Date.now() / 1000));
   const target = new URL(url);
@@ -66,7 +66,7 @@ export function postEvent(url: string, secret: string, event: EventView, policy:
         timeout: DELIVERY_TIMEOUT_MS,
         signal,
         headers: {
-          ...webhookHeaders(secret, event.id, timestamp, body),
+          ...webhookHeaders(secrets, event.id, timestamp, body),
           'Content-Length': Buffer.byteLength(body),
           'User-Agent': 'domain-partner-api-webhooks/1',
         },

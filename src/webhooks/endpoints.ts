@@ -5,11 +5,16 @@ import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import type { SecretBox } from '../auth/secret-box';
 import { forbiddenAddress, secretProblem, urlProblems, type TargetPolicy } from './url-policy';
+import { generateWebhookSecret, standardSecretProblem } from '../client/webhooks';
+import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
+import { EventCounter } from '../db/entities/partner-event';
 
 export interface EndpointView {
   url: string;
   enabled: boolean;
   updated_at: string;
+  /** Only when it was generated, in the answer that generated it. */
+  secret?: string;
 }
 
 /** What an endpoint's sealed secret is bound to (SecretBox's associated data). */
@@ -28,46 +33,71 @@ export async function resolvedAddressProblems(url: URL, policy: TargetPolicy): P
   return addresses.map((a) => forbiddenAddress(a, policy)).filter((why): why is string => !!why).map((why) => `${host} resolves to ${why}`);
 }
 
+/** How long a replaced secret keeps signing deliveries beside the new one (CONTRACT §7). */
+export const PREVIOUS_SECRET_SIGNS_HOURS = 24;
+
 /**
  * Registers or replaces the endpoint. Events recorded before registration are not pushed to a
- * new endpoint (they stay in /events); an endpoint replaced keeps its delivery position.
+ * new endpoint (they stay in /events); an endpoint replaced keeps its delivery position. Without
+ * a secret, a `whsec_` one is generated and answered (once: only its sealed form is kept). A new
+ * secret for an existing endpoint leaves the one it replaces signing too for 24 hours.
  */
 export async function registerEndpoint(
   dataSource: DataSource,
   secretBox: SecretBox,
-  input: { partnerId: string; environment: Environment; url: string; secret: string },
+  input: { partnerId: string; environment: Environment; url: string; secret?: string },
   options: { allowLoopback: boolean },
 ): Promise<EndpointView> {
   const policy: TargetPolicy = { environment: input.environment, allowLoopback: options.allowLoopback };
-  const weak = secretProblem(input.secret, policy);
+  const secret = input.secret ?? generateWebhookSecret();
+  const weak = secretProblem(secret, policy) ?? standardSecretProblem(secret);
   if (weak) throw new ApiError('validation_error', `body.secret: ${weak}`, [{ field: 'body.secret', issue: weak }]);
   const problems = urlProblems(input.url, policy);
   if (!problems.length) problems.push(...(await resolvedAddressProblems(new URL(input.url), policy)));
   if (problems.length) {
     throw new ApiError('validation_error', `url ${problems.join('; ')}`, problems.map((issue) => ({ field: 'body.url', issue })));
   }
-  const sealed = secretBox.seal(input.secret, aad(input.partnerId, input.environment));
-  const [row] = (await dataSource.query(
-    `INSERT INTO webhook_endpoints (partner_id, environment, url, secret_sealed, enabled, delivered_through_seq)
-     VALUES ($1, $2, $3, $4, true, COALESCE((SELECT last_seq FROM event_counters WHERE partner_id = $1 AND environment = $2), 0))
-     ON CONFLICT (partner_id, environment) DO UPDATE SET url = EXCLUDED.url, secret_sealed = EXCLUDED.secret_sealed, enabled = true, updated_at = now()
-     RETURNING url, enabled, updated_at`,
-    [input.partnerId, input.environment, input.url, sealed],
-  )) as Array<{ url: string; enabled: boolean; updated_at: Date }>;
-  return { url: row.url, enabled: row.enabled, updated_at: row.updated_at.toISOString() };
+  const key = { partnerId: input.partnerId, environment: input.environment };
+  const sealed = secretBox.seal(secret, aad(input.partnerId, input.environment));
+  const row = await dataSource.transaction(async (m) => {
+    const endpoints = m.getRepository(WebhookEndpoint);
+    // A first registration starts after the partner's last event. Two racing: the second finds
+    // the first's row below (ON CONFLICT DO NOTHING) and replaces it under its row lock.
+    const counter = await m.getRepository(EventCounter).findOneBy(key);
+    const inserted = await endpoints
+      .createQueryBuilder()
+      .insert()
+      .values({ ...key, url: input.url, secretSealed: sealed, enabled: true, deliveredThroughSeq: counter?.lastSeq ?? '0' })
+      .orIgnore()
+      .returning('partner_id')
+      .execute();
+    // RETURNING gives a row only when the insert happened (not when the conflict skipped it).
+    if ((inserted.raw as unknown[]).length) return endpoints.findOneByOrFail(key);
+    const current = await endpoints.createQueryBuilder('w').where('w.partner_id = :partnerId AND w.environment = :environment', key).setLock('pessimistic_write').getOneOrFail();
+    const replaced = secretBox.open(current.secretSealed, aad(input.partnerId, input.environment)) !== secret;
+    await endpoints.update(key, {
+      url: input.url,
+      secretSealed: sealed,
+      enabled: true,
+      updatedAt: () => 'now()',
+      ...(replaced ? { previousSecretSealed: current.secretSealed, previousSecretUntil: () => `now() + interval '${PREVIOUS_SECRET_SIGNS_HOURS} hours'` } : {}),
+    });
+    return endpoints.findOneByOrFail(key);
+  });
+  return { url: row.url, enabled: row.enabled, updated_at: row.updatedAt.toISOString(), ...(input.secret === undefined ? { secret } : {}) };
 }
 
 export interface DeliveryTarget {
   url: string;
-  secret: string;
+  /** The endpoint's secret, then the one it replaced while that still signs. */
+  secrets: string[];
   deliveredThroughSeq: number;
 }
 
 export async function deliveryTarget(dataSource: DataSource, secretBox: SecretBox, partnerId: string, environment: Environment): Promise<DeliveryTarget | undefined> {
-  const [row] = (await dataSource.query('SELECT url, secret_sealed, delivered_through_seq FROM webhook_endpoints WHERE partner_id = $1 AND environment = $2 AND enabled', [
-    partnerId,
-    environment,
-  ])) as Array<{ url: string; secret_sealed: Buffer; delivered_through_seq: string }>;
+  const row = await dataSource.getRepository(WebhookEndpoint).findOneBy({ partnerId, environment, enabled: true });
   if (!row) return undefined;
-  return { url: row.url, secret: secretBox.open(row.secret_sealed, aad(partnerId, environment)), deliveredThroughSeq: Number(row.delivered_through_seq) };
+  const secrets = [secretBox.open(row.secretSealed, aad(partnerId, environment))];
+  if (row.previousSecretSealed && row.previousSecretUntil && row.previousSecretUntil.getTime() > Date.now()) secrets.push(secretBox.open(row.previousSecretSealed, aad(partnerId, environment)));
+  return { url: row.url, secrets, deliveredThroughSeq: Number(row.deliveredThroughSeq) };
 }

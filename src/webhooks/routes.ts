@@ -39,15 +39,22 @@ export function webhookRoutes(deps: WebhookDeps): RouteSpec[] {
       scopes: ['webhook'],
       tag: 'Webhooks',
       summary: 'Register or replace the webhook endpoint of this credential\'s environment',
-      description: `\`url\`: an absolute URL (https for live credentials; sandbox may use http, and loopback where the operator allows it, as the local development stack does, so a developer can receive on the same machine). Only public unicast addresses are accepted: private, link-local (cloud metadata), site-local, unique-local, documentation and every other special range are refused, also when the name resolves to one at delivery (the error names the kind of address, never the address). \`secret\`: up to ${MAX_SECRET_LENGTH} characters, at least ${MIN_LIVE_SECRET_LENGTH} for live credentials (use 32 random bytes, hex or base64); deliveries are signed with it. Events recorded before the first registration are not pushed (they stay in /events). Registering again re-enables an endpoint that delivery disabled after 3 days of failures.`,
+      description: `\`url\`: an absolute URL (https for live credentials; sandbox may use http, and loopback where the operator allows it, as the local development stack does, so a developer can receive on the same machine). Only public unicast addresses are accepted: private, link-local (cloud metadata), site-local, unique-local, documentation and every other special range are refused, also when the name resolves to one at delivery (the error names the kind of address, never the address). \`secret\`: leave it out and a Standard Webhooks secret (\`whsec_\` and the base64 of 32 random bytes) is generated and answered in \`secret\`, this once only; or give one of up to ${MAX_SECRET_LENGTH} characters, at least ${MIN_LIVE_SECRET_LENGTH} for live credentials (a \`whsec_\` secret must be \`whsec_\` and the base64 of 24 to 64 bytes). Deliveries are signed with it: \`X-Service-Signature\` always, and the Standard Webhooks headers (\`webhook-id\`, \`webhook-timestamp\`, \`webhook-signature\`) when it is a \`whsec_\` secret, so any Standard Webhooks library verifies them. A new secret for an existing endpoint leaves the previous one signing too for 24 hours (a second \`v1,\` signature in \`webhook-signature\`; \`X-Service-Signature\` is the new secret's), so a receiver can switch without losing an event. Events recorded before the first registration are not pushed (they stay in /events). Registering again re-enables an endpoint that delivery disabled after 3 days of failures.`,
       body: z.object({
         url: z.string().max(MAX_URL_LENGTH).openapi({ example: 'https://hooks.example.com/domains' }),
-        secret: z.string().min(1, 'must not be empty').max(MAX_SECRET_LENGTH, `at most ${MAX_SECRET_LENGTH} characters`),
+        secret: z.string().min(1, 'must not be empty').max(MAX_SECRET_LENGTH, `at most ${MAX_SECRET_LENGTH} characters`).optional(),
       }),
       response: {
         status: 200,
         description: 'the endpoint',
-        schema: z.object({ url: z.string(), enabled: z.boolean(), updated_at: z.string().openapi({ format: 'date-time' }) }).openapi('WebhookEndpoint'),
+        schema: z
+          .object({
+            url: z.string(),
+            enabled: z.boolean(),
+            updated_at: z.string().openapi({ format: 'date-time' }),
+            secret: z.string().optional().openapi({ description: 'The generated secret, only in the answer to a registration without one: store it now, it is never shown again', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwNzkyNzU2NzU=' }),
+          })
+          .openapi('WebhookEndpoint'),
       },
       errors: ['validation_error'],
       handler: async ({ body, auth }) => {

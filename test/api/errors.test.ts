@@ -11,6 +11,8 @@ function assertErrorShape(res: { status: number; headers: Headers; body: unknown
   assert.equal(body.error.code, code);
   assert.equal(typeof body.error.message, 'string');
   assert.equal(res.headers.get('x-request-id'), body.error.request_id);
+  // CONTRACT §14: a link into /docs for its code.
+  assert.match((body.error as { doc_url?: string }).doc_url ?? '', new RegExp(`^https?://[^/]+/docs/errors#${code}$`));
 }
 
 describe('errors have one shape and every response an X-Request-Id (CONTRACT §2)', () => {

@@ -27,6 +27,30 @@ describe('rate limits per credential (CONTRACT §2)', () => {
     assert.ok(limited.headers.get('x-request-id'));
   });
 
+  it('every signed answer carries RateLimit-Policy and RateLimit (IETF draft): the policy, what is left, when the bucket is full again', async () => {
+    // 10 a second with a burst of 20 (the multiplier 2 of configuration): q=20 per w=2 s.
+    const { client } = await newPartner({ rateLimitPerSecond: 10 });
+    const answers = [];
+    for (let i = 0; i < 25; i++) answers.push(await client.get(PATH));
+    const admitted = answers.filter((r) => r.status === 200);
+    for (const res of answers) assert.equal(res.headers.get('ratelimit-policy'), '"credential";q=20;w=2', `${res.status}`);
+    const fields = answers.map((r) => /^"credential";r=(\d+);t=(\d+)$/.exec(r.headers.get('ratelimit') ?? ''));
+    assert.ok(fields.every(Boolean), answers.map((r) => r.headers.get('ratelimit')).join(', '));
+    const left = fields.map((m) => Number(m![1]));
+    assert.ok(left[0]! >= 18 && left[0]! <= 19, `the first leaves 19 (or 18 with a tick of refill rounding): ${left[0]}`);
+    // What is left falls as requests are admitted (a little refill may come back meanwhile), to 0 at the 429s.
+    assert.ok(left[admitted.length - 1]! < left[0]!, left.join(','));
+    const limited = answers.filter((r) => r.status === 429);
+    assert.ok(limited.length >= 1, `a burst of 25 meets the limit: ${answers.map((r) => r.status)}`);
+    for (const res of limited) {
+      assert.match(res.headers.get('ratelimit') ?? '', /^"credential";r=0;t=[1-9]\d*$/);
+      assert.ok(Number(res.headers.get('retry-after')) >= 1);
+    }
+    // An error after admission (an unlisted name) carries them too.
+    const missing = await client.get('/api/partner/v1/pricing?domain=not-listed-anywhere-xyz.com');
+    if (missing.status === 404) assert.match(missing.headers.get('ratelimit') ?? '', /^"credential";r=\d+;t=\d+$/);
+  });
+
   it('a rate-limited request changes nothing: its nonce can be used once the limit allows', async () => {
     const { client } = await newPartner({ rateLimitPerSecond: 1 });
     await client.get(PATH);

@@ -73,10 +73,10 @@ describe('MASTER_KEY as a keyring: a version byte in every sealed value, and adm
   it('admin keys rotate seals every credential and webhook secret again under the new version; the keys keep working; a second run has nothing to do', async () => {
     const s = getStack();
     const { keyId, secret, partnerId } = await newPartner();
-    await registerEndpoint(s.dataSource, s.appDeps.secretBox, { partnerId, environment: 'sandbox', url: 'https://hooks.example.com/partner', secret: 'whsec_0123456789abcdef0123456789' }, { allowLoopback: false }).catch(
+    await registerEndpoint(s.dataSource, s.appDeps.secretBox, { partnerId, environment: 'sandbox', url: 'https://hooks.example.com/partner', secret: 'whsec_dGVzdC1rZXlyaW5nLXNlY3JldC0yNGJ5' }, { allowLoopback: false }).catch(
       // The name does not resolve on a machine without DNS: the row is written directly then.
       async () => {
-        await s.dataSource.getRepository(WebhookEndpoint).save({ partnerId, environment: 'sandbox', url: 'https://hooks.example.com/partner', secretSealed: s.appDeps.secretBox.seal('whsec_0123456789abcdef0123456789', webhookSecretAad(partnerId, 'sandbox')) });
+        await s.dataSource.getRepository(WebhookEndpoint).save({ partnerId, environment: 'sandbox', url: 'https://hooks.example.com/partner', secretSealed: s.appDeps.secretBox.seal('whsec_dGVzdC1rZXlyaW5nLXNlY3JldC0yNGJ5', webhookSecretAad(partnerId, 'sandbox')) });
       },
     );
     // keys rotate needs no Temporal (this file runs none).
@@ -95,7 +95,7 @@ describe('MASTER_KEY as a keyring: a version byte in every sealed value, and adm
       assert.equal(both.open(row.secretSealed, keyId), secret);
       const endpoint = await endpoints.findOneByOrFail({ partnerId, environment: 'sandbox' });
       assert.equal(endpoint.secretSealed[0], 2);
-      assert.equal(both.open(endpoint.secretSealed, webhookSecretAad(partnerId, 'sandbox')), 'whsec_0123456789abcdef0123456789');
+      assert.equal(both.open(endpoint.secretSealed, webhookSecretAad(partnerId, 'sandbox')), 'whsec_dGVzdC1rZXlyaW5nLXNlY3JldC0yNGJ5');
       const again = JSON.parse((await adminWith({ MASTER_KEY: ring, TEMPORAL_ADDRESS: '127.0.0.1:1' }, 'keys', 'rotate', '--json')).stdout) as typeof report;
       assert.equal(again.credentials.resealed + again.webhook_endpoints.resealed, 0, 'nothing left to seal again');
       // Only version 1 (the suite's API process) no longer opens them: the clear error of a key missing from the ring.

@@ -254,6 +254,16 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
         ]);
         assert.deepEqual(redisAnswers.map((r) => r.outcome), pgAnswers.map((r) => r.outcome), `round ${round}: ${JSON.stringify(picks)}`);
         redisAnswers.forEach((r, i) => assert.ok(Math.abs(r.retryAfterSeconds - pgAnswers[i].retryAfterSeconds) <= 1, `Retry-After ${r.retryAfterSeconds} vs ${pgAnswers[i].retryAfterSeconds}`));
+        // The RateLimit fields: present exactly for admitted and rate-limited requests, and the same bucket state.
+        redisAnswers.forEach((r, i) => {
+          const pg = pgAnswers[i]!;
+          assert.equal(r.rateLimit === undefined, !['admitted', 'rate_limited'].includes(r.outcome), r.outcome);
+          assert.equal(pg.rateLimit === undefined, !['admitted', 'rate_limited'].includes(pg.outcome), pg.outcome);
+          if (r.rateLimit && pg.rateLimit) {
+            assert.ok(Math.abs(r.rateLimit.remaining - pg.rateLimit.remaining) <= 1, `remaining ${r.rateLimit.remaining} vs ${pg.rateLimit.remaining}`);
+            assert.ok(Math.abs(r.rateLimit.resetSeconds - pg.rateLimit.resetSeconds) <= 1, `reset ${r.rateLimit.resetSeconds} vs ${pg.rateLimit.resetSeconds}`);
+          }
+        });
         redisAnswers.forEach((r) => seen.add(r.outcome));
       }
       assert.ok(inRedis.sent.batches <= 8, `one script per round (${inRedis.sent.batches})`);

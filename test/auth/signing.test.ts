@@ -4,11 +4,11 @@ import path from 'node:path';
 import { canonicalQuery, canonicalString, computeSignature, queryPairs } from '../../src/auth/signing';
 import { getStack } from '../helpers/stack';
 
-/** Reads the `key: value` lines of the README's signing example block. */
+/** Reads the `key: value` lines of the signing guide's example block (docs/partners/signing.md). */
 function readmeExample(): Record<string, string> {
-  const readme = readFileSync(path.join(getStack().config.projectRoot, 'README.md'), 'utf8');
+  const readme = readFileSync(path.join(getStack().config.projectRoot, 'docs/partners/signing.md'), 'utf8');
   const block = /<!-- signing-example -->\s*```text\n([\s\S]*?)```/.exec(readme);
-  assert.ok(block, 'README has a signing example block');
+  assert.ok(block, 'docs/partners/signing.md has a signing example block');
   const values: Record<string, string> = {};
   for (const line of block[1].split('\n')) {
     const m = /^([a-z ]+?):\s+(.*)$/.exec(line);

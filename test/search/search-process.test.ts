@@ -229,7 +229,7 @@ describe('search process', () => {
         assert.ok(during.searches >= 5 && during.availability.n >= 50, JSON.stringify(during));
         // Bounds: 50 ms, or 20 ms more than the same run measured without a build when a busy
         // machine (other processes' load, at a better priority than this suite's) already made
-        // it slower. Seen on the 2-core machine: see the README (Search, "No request waits").
+        // it slower. Seen on the 2-core machine: see the docs/design/search.md ("No request waits").
         const bound = (without: number) => Math.max(50, without + 20);
         assert.ok(during.ranBesidesGc < 20, `the API's event loop ran ${during.ranBesidesGc} ms without a turn (besides its own GC) during the build`);
         assert.ok(during.healthz.p99 < bound(baseline.healthz.p99), `GET /healthz p99 ${during.healthz.p99} ms during the build`);

@@ -15,7 +15,7 @@ import { startReceiver, waitUntil } from '../helpers/receiver';
 import { recordHistory } from '../helpers/histories';
 
 const EventType = temporal.api.enums.v1.EventType;
-const SECRET = 'whsec_test_0123456789abcdef';
+const SECRET = 'whsec_dGVzdC1kZWxpdmVyeS1zZWNyZXQtMjRi';
 /** What the issue allows one run of a delivery while its partner is down for 3 days. */
 const MAX_EVENTS_PER_RUN = 2_000;
 

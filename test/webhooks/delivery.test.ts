@@ -21,7 +21,7 @@ import { SecretBox } from '../../src/auth/secret-box';
 import { PartnerEvent } from '../../src/db/entities/partner-event';
 import { WebhookDelivery } from '../../src/db/entities/webhook-delivery';
 
-const SECRET = 'whsec_test_0123456789abcdef';
+const SECRET = 'whsec_dGVzdC1kZWxpdmVyeS1zZWNyZXQtMjRi';
 type Page = { data: Array<{ id: string; type: string }>; next_cursor: string };
 
 async function historyIds(client: Awaited<ReturnType<typeof newPartner>>['client']): Promise<string[]> {

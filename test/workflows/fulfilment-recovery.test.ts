@@ -130,7 +130,7 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
 
     async function lateEndpoint(): Promise<string> {
       const { partnerId } = await newPartner();
-      await registerEndpoint(s.dataSource, new SecretBox(s.masterKey), { partnerId, environment: 'sandbox', url: 'http://127.0.0.1:9/hooks', secret: 'whsec_test_0123456789abcdef' }, { allowLoopback: true });
+      await registerEndpoint(s.dataSource, new SecretBox(s.masterKey), { partnerId, environment: 'sandbox', url: 'http://127.0.0.1:9/hooks', secret: 'whsec_dGVzdC1kZWxpdmVyeS1zZWNyZXQtMjRi' }, { allowLoopback: true });
       await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: {}, dedupeKey: `sweep-test:${randomUUID()}` }));
       return partnerId;
     }

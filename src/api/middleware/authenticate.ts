@@ -39,6 +39,21 @@ function reject(message: string): never {
  * CONTRACT §1's first step, before the body is read: a request without a key id is refused
  * whatever its body (an oversized or compressed one included), and its body is never read.
  */
+/**
+ * `RateLimit-Policy` and `RateLimit` (IETF httpapi draft, structured fields): the credential's
+ * bucket is `rate` requests a second with a burst of `rate × burstMultiplier`, written as that many
+ * requests (`q`) per window of the burst's seconds (`w`); `r` is what is left after this request
+ * and `t` the seconds until the bucket is full again.
+ */
+export function rateLimitFields(rate: number, burstMultiplier: number, left: { remaining: number; resetSeconds: number }): Record<string, string> {
+  const quota = Math.max(1, Math.floor(rate * burstMultiplier + 1e-9));
+  const window = Math.max(1, Math.ceil(burstMultiplier - 1e-9));
+  return {
+    'RateLimit-Policy': `"credential";q=${quota};w=${window}`,
+    RateLimit: `"credential";r=${Math.max(0, Math.min(quota, left.remaining))};t=${Math.max(0, left.resetSeconds)}`,
+  };
+}
+
 export function requireKeyId(credentials?: Pick<CredentialService, 'peek' | 'resolve'>): Middleware<AppState> {
   return async (ctx, next) => {
     const keyId = ctx.req.headers[HEADER.keyId];
@@ -140,6 +155,10 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
       });
 
     admissionOutcomes.inc({ outcome: admission.outcome });
+    // The IETF rate-limit fields (CONTRACT §14): the credential's policy and what is left of it.
+    const limitFields = admission.rateLimit
+      ? rateLimitFields(credential.rateLimitPerSecond ?? deps.config.rateLimits.perSecond[credential.environment], deps.config.rateLimits.burstMultiplier, admission.rateLimit)
+      : {};
     switch (admission.outcome) {
       case 'admitted':
         break;
@@ -153,11 +172,13 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
         throw new ApiError('forbidden', `this credential lacks the ${scopes.join(' or ')} scope`);
       case 'rate_limited':
         throw new ApiError('rate_limited', 'rate limit exceeded; retry after the number of seconds in Retry-After', undefined, {
+          ...limitFields,
           'Retry-After': String(admission.retryAfterSeconds),
         });
       default:
         throw new Error(`unexpected admission outcome ${admission.outcome}`);
     }
+    ctx.set(limitFields);
     if (admission.admittedRead !== undefined) ctx.state.admittedRead = admission.admittedRead;
     ctx.state.auth = { keyId, partnerId: credential.partnerId, environment: credential.environment, scopes: credential.scopes };
     await next();

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
-import { ApiError, errorBody } from '../errors';
+import { ApiError, errorBody, errorDocUrl } from '../errors';
+import { publicOrigin } from '../public-origin';
 import { dependencyUnavailable } from '../unavailable';
 import type { AppState } from '../state';
 
@@ -12,7 +13,7 @@ import type { AppState } from '../state';
 /** Seconds a partner waits before retrying while a part restarts (most come back within a few). */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
-export function errorMapping(): Middleware<AppState> {
+export function errorMapping(publicBaseUrl?: string): Middleware<AppState> {
   return async (ctx, next) => {
     try {
       await next();
@@ -42,6 +43,11 @@ export function errorMapping(): Middleware<AppState> {
         ctx.body = errorBody('internal_error', 'an unexpected error occurred; retry with exponential back-off', requestId);
       }
       ctx.type = 'application/json';
+    }
+    // Every error object links to where /docs explains its code, also a stored answer replayed.
+    const body = ctx.body as { error?: { code?: unknown; doc_url?: unknown } } | undefined;
+    if (ctx.status >= 400 && body && typeof body === 'object' && body.error && typeof body.error.code === 'string' && body.error.doc_url === undefined) {
+      ctx.body = { ...body, error: { ...body.error, doc_url: errorDocUrl(publicOrigin(publicBaseUrl, ctx.headers), body.error.code) } };
     }
   };
 }

@@ -17,6 +17,13 @@ export class WebhookEndpoint {
   @Column({ name: 'secret_sealed', type: 'bytea' })
   secretSealed: Buffer;
 
+  /** The secret a new one replaced, sealed the same way: it signs too until previousSecretUntil (24 hours). */
+  @Column({ name: 'previous_secret_sealed', type: 'bytea', nullable: true })
+  previousSecretSealed: Buffer | null;
+
+  @Column({ name: 'previous_secret_until', type: 'timestamptz', nullable: true })
+  previousSecretUntil: Date | null;
+
   @Column({ type: 'boolean', default: true })
   enabled: boolean;
 

@@ -3,7 +3,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * Admission without a lock held across a disk flush.
  *
- * Measured before (README, Benchmarks): every signed request ran `admit_request`, which locked
+ * Measured before (bench/RESULTS.md): every signed request ran `admit_request`, which locked
  * the credential's bucket row, wrote the nonce and the bucket to logged tables and then held the
  * lock through its commit's WAL flush, so one credential's requests went through Postgres one
  * flush at a time. Now:

@@ -9,7 +9,7 @@ import { ADMIT_REQUESTS_SIGNATURE, AdmissionLockOrder1795001200000, LOCK_BATCH_K
  * with the same default rate (the batcher sends one credential's requests together), and each row is returned with RETURN
  * NEXT rather than a RETURN QUERY over a function call.
  *
- * Measured (README, Benchmarks) with two connections sending batches of one credential's
+ * Measured (bench/RESULTS.md) with two connections sending batches of one credential's
  * requests, Postgres CPU per request: 0.23 → 0.20 ms alone, 0.11 → 0.08 ms in batches of 5,
  * 0.09 → 0.06 ms in batches of 20. A single set-based statement (window functions over the batch,
  * data-modifying CTEs) was tried too: cheaper per request (0.03 ms) but dearer per batch (0.3 ms

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * A change feed for the API processes' in-memory caches (README, Benchmarks): after a change to a
+ * A change feed for the API processes' in-memory caches (bench/RESULTS.md): after a change to a
  * listing's answer (name, status, prices, currency) or to a credential commits, Postgres tells
  * every listening API process which rows changed, and each drops them from its cache.
  *
