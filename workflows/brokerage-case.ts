@@ -18,6 +18,7 @@
  *   - any open status: 30 days without a move closes the case ("no activity for 30 days").
  * BusinessStatus is the case's status.
  */
+import { fastForwardable } from './fast-forward';
 import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
@@ -122,12 +123,17 @@ export async function brokerageCaseWorkflow(input: BrokerageCaseInput): Promise<
     },
   );
 
+  // Sandbox fast-forward fires the case's next timer now (a follow-up, the quiet close, the reopen).
+  const fastForward = fastForwardable();
   showBusinessStatus(status);
   while (!FINAL_CASE_STATUSES.includes(status) && !notOpened && !absent) {
     const timer = nextTimer()!;
     const seen = moves;
-    const woken = await condition(() => moves !== seen || notOpened || absent, Math.max(1, Date.parse(timer.at) - Date.now()), { summary: `${timer.action} at ${timer.at}` });
-    if (woken || applying) continue;
+    const woken = await fastForward.wait('brokerage_timer', () => moves !== seen || notOpened || absent, Math.max(1, Date.parse(timer.at) - Date.now()), `${timer.action} at ${timer.at}`);
+    if (woken || applying) {
+      fastForward.settled();
+      continue;
+    }
     if (timer.action === 'follow_up') {
       followUpsSent++;
       await cases.recordCaseFollowUp({ caseId, followUp: followUpsSent, at: new Date().toISOString() });
@@ -141,7 +147,9 @@ export async function brokerageCaseWorkflow(input: BrokerageCaseInput): Promise<
         if (!(err instanceof ApplicationFailure && err.type === MOVE_NOT_ALLOWED)) throw err;
       }
     }
+    fastForward.settled();
   }
+  fastForward.settled();
   await condition(allHandlersFinished);
   if (notOpened) return { status: 'not_opened' };
   if (absent) return { status: 'absent' };

@@ -9,12 +9,13 @@
  * the partner's commission becomes payable (a refund asked later is refused), unless the sale was
  * undone meanwhile. BusinessStatus: open, refund_window, complete or expired.
  */
-import { condition, patched, proxyActivities, setHandler, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { patched, proxyActivities, setHandler, setWorkflowOptions, sleep } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import { checkoutPaidSignal, SERVICE_REFUND_WINDOW_MS, type CheckoutSessionInput } from './messages';
 import { showBusinessStatus } from './business-status';
 import { PATCHES } from './patches';
+import { fastForwardable } from './fast-forward';
 
 export const CHECKOUT_SESSION_LIFETIME = '7 days';
 
@@ -30,16 +31,19 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
     paid = true;
     paidAt ||= Date.now();
   });
+  // Sandbox fast-forward ends the 7 days now (CONTRACT §14).
+  const fastForward = fastForwardable();
   showBusinessStatus('open');
   let outcome: 'complete' | 'expired' | 'absent';
   // A "Buy now" session's workflow starts at its first submit: its timer ends at the session's own expiry.
   const lifetime = input.expiresAt ? Math.max(1, Date.parse(input.expiresAt) - Date.now()) : CHECKOUT_SESSION_LIFETIME;
-  if (await condition(() => paid, lifetime, { summary: 'the 7-day session' })) {
+  if (await fastForward.wait('session_expiry', () => paid, lifetime, 'the 7-day session')) {
     outcome = 'complete';
   } else {
     outcome = await expireCheckoutSession({ sessionPublicId: input.sessionPublicId });
   }
   showBusinessStatus(outcome);
+  fastForward.settled();
   // Runs started before this patch end here, as they did.
   if (outcome === 'complete' && patched(PATCHES.checkoutCommissionWindow.patchId)) await refundWindow(input.sessionPublicId, paidAt || Date.now());
   return outcome;

@@ -46,6 +46,14 @@ export type RefundDecision = { granted: true; refundPublicId: string } | { grant
  * Sent with the fixed Update id REFUND_UPDATE_ID: an order has at most one refund, so a second
  * request attaches to the first one's decision instead of asking again.
  */
+/**
+ * Sandbox fast-forward (CONTRACT §14): ends the current wait of an object's workflow now, as if its
+ * time had passed, and answers which wait ended once the step it leads to is done. Refused (by
+ * the update's validator, so nothing is recorded) while the workflow waits on nothing.
+ */
+export type FastForwardWait = 'quote_expiry' | 'session_expiry' | 'referral_window' | 'brokerage_timer' | 'transfer_deadline';
+export const fastForwardUpdate = defineUpdate<FastForwardWait, []>('fastForward');
+
 export const refundUpdate = defineUpdate<RefundDecision, [RefundRequest]>('refund');
 export const REFUND_UPDATE_ID = 'refund';
 

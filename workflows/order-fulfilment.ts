@@ -20,6 +20,7 @@
  * refused. Registrar calls are retried with back-off (attempts show in the Temporal UI); a
  * rejection is final.
  */
+import { fastForwardable } from './fast-forward';
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, setCurrentDetails, setHandler, setWorkflowOptions, sleep, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import { RetryState, TimeoutType } from '@temporalio/common';
 import { onVersionedWorker } from './versioning';
@@ -87,6 +88,8 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
   let result: OrderFulfilmentResult | undefined;
   let refund: (RefundRequest & { requestedAt: string; decision?: RefundDecision }) | undefined;
   const refundPending = () => refund !== undefined && refund.decision === undefined;
+  // Sandbox fast-forward ends the wait on a pending transfer now: its 5-day deadline is reached.
+  const fastForward = fastForwardable();
 
   setHandler(fulfilmentStateQuery, () => ({
     status,
@@ -245,6 +248,7 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     }
     result = outcome;
     ended = true;
+    fastForward.settled();
     await condition(allHandlersFinished);
     return outcome;
   };
@@ -278,7 +282,9 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     const deadline = Date.now() + TRANSFER_DEADLINE_MS;
     let pollMs = FIRST_POLL_MS;
     for (let polls = 0; ; polls++) {
-      if (await condition(refundPending, pollMs, { summary: 'until the next transfer check' })) return stopForRefund();
+      if (await fastForward.wait('transfer_deadline', refundPending, pollMs, 'until the next transfer check')) return stopForRefund();
+      // Sandbox fast-forward: the 5 days are over now.
+      if (fastForward.fired) return fail('the registry did not confirm the transfer within 5 days (sandbox fast-forward)');
       const state = await registrar.checkTransfer({ orderId });
       if (state === 'completed') return complete();
       if (state === 'rejected' || state === 'cancelled') return fail(`the registry reported the transfer ${state}`);
@@ -293,6 +299,8 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     const reason = rejection(err) ?? (registrarSilent(err) ? 'the registrar did not answer for 5 days' : undefined);
     if (reason) return finish(await fail(reason));
     throw err;
+  } finally {
+    fastForward.settled();
   }
 }
 

@@ -7,11 +7,12 @@
  * A quote that lost its race before it was written is cancelled by the API: the run ends with
  * BusinessStatus not_taken.
  */
-import { condition, isCancellation, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { isCancellation, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import { quoteConsumedSignal, type QuoteReservationInput } from './messages';
 import { showBusinessStatus } from './business-status';
+import { fastForwardable } from './fast-forward';
 
 export const QUOTE_RESERVATION = '10 minutes';
 
@@ -25,10 +26,12 @@ export async function quoteReservationWorkflow(input: QuoteReservationInput): Pr
   setHandler(quoteConsumedSignal, () => {
     consumed = true;
   });
+  // Sandbox fast-forward ends the 10 minutes now (CONTRACT §14).
+  const fastForward = fastForwardable();
   showBusinessStatus('active');
   let ended: boolean;
   try {
-    ended = await condition(() => consumed, QUOTE_RESERVATION, { summary: 'the 10-minute reservation' });
+    ended = await fastForward.wait('quote_expiry', () => consumed, QUOTE_RESERVATION, 'the 10-minute reservation');
   } catch (err) {
     // The API cancels a reservation whose quote lost a race and was never written: an ordinary
     // end (BusinessStatus not_taken), not an incident as a termination would read.
@@ -38,10 +41,12 @@ export async function quoteReservationWorkflow(input: QuoteReservationInput): Pr
   }
   if (ended) {
     showBusinessStatus('consumed');
+    fastForward.settled();
     return 'consumed';
   }
   const outcome = await expireQuote({ quotePublicId: input.quotePublicId });
   showBusinessStatus(outcome);
+  fastForward.settled();
   return outcome;
 }
 

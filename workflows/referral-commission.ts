@@ -4,11 +4,12 @@
  * refunded meanwhile (the refund voided it) or its transfer failed. BusinessStatus: pending,
  * then accrued or reversed.
  */
-import { proxyActivities, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import type { ReferralCommissionInput } from './messages';
 import { showBusinessStatus } from './business-status';
+import { fastForwardable } from './fast-forward';
 
 export const REFERRAL_REFUND_WINDOW = '30 days';
 
@@ -18,10 +19,13 @@ const { accrueReferralCommission } = proxyActivities<Activities>({
 });
 
 export async function referralCommissionWorkflow(input: ReferralCommissionInput): Promise<'accrued' | 'reversed' | 'absent'> {
+  // Sandbox fast-forward ends the 30 days now (CONTRACT §14): the commission accrues at once.
+  const fastForward = fastForwardable();
   showBusinessStatus('pending');
-  await sleep(REFERRAL_REFUND_WINDOW, { summary: 'the 30-day refund window' });
+  await fastForward.wait('referral_window', () => false, REFERRAL_REFUND_WINDOW, 'the 30-day refund window');
   const outcome = await accrueReferralCommission({ salePublicId: input.salePublicId, at: new Date().toISOString() });
   showBusinessStatus(outcome);
+  fastForward.settled();
   return outcome;
 }
 

@@ -23,6 +23,7 @@ import { financeRoutes } from '../finance/routes';
 import { referralRoutes } from '../referral/routes';
 import { brokeragePages } from '../pages/brokerage-pages';
 import { docsPages } from '../pages/docs-pages';
+import { sandboxRoutes } from '../sandbox/routes';
 import { checkoutPages } from '../pages/checkout-pages';
 import { linkRedirect, referralPages } from '../pages/referral-pages';
 import { AttributionKeys } from '../referral/attribution';
@@ -118,6 +119,7 @@ export function partnerRoutes(deps: AppDeps): RouteSpec[] {
     ...financeRoutes(deps),
     ...referralRoutes({ dataSource: deps.dataSource, publicBaseUrl: deps.config.http.publicBaseUrl }),
     ...webhookRoutes(deps),
+    ...sandboxRoutes(deps),
   ];
 }
 

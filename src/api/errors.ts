@@ -7,6 +7,7 @@ export const ERROR_STATUS = {
   missing_credentials: 401,
   invalid_signature: 401,
   forbidden: 403,
+  sandbox_only: 403,
   merchant_of_record_required: 403,
   affiliate_account_required: 403,
   not_found: 404,
