@@ -7,11 +7,14 @@ COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+# The partner SDK's sources: the server signs and verifies with them (src/auth/signing.ts).
+COPY sdk/src ./sdk/src
 COPY workflows ./workflows
 COPY activities ./activities
 COPY test ./test
 COPY data ./data
-RUN npx tsc -p tsconfig.json && TOOL_CACHE_DIR=/app/.tools node dist/src/temporal/tools-cli.js model && npm prune --omit=dev
+# npm run build: the compiled code and the reference viewer's bundle (dist/docs-assets, from a dev dependency).
+RUN npm run build && TOOL_CACHE_DIR=/app/.tools node dist/src/temporal/tools-cli.js model && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app

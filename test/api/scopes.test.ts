@@ -34,6 +34,8 @@ const SPEC_SCOPES: Record<string, Scope[]> = {
   'GET /api/partner/v1/transactions': ['report'],
   'GET /api/partner/v1/payouts': ['report'],
   'PUT /api/partner/webhooks': ['webhook'],
+  // CONTRACT §14: the scope that reads the object named (each checked by the route: test/sandbox/fast-forward.test.ts).
+  'POST /api/partner/v1/sandbox/fast-forward': ['buy', 'embed', 'broker', 'report'],
   'GET /api/partner/v1/events': ['webhook'],
 };
 

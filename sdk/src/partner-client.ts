@@ -1,0 +1,126 @@
+/**
+ * A small signed client for the partner API, for partners' code, the `partner-api call` command
+ * line and the server's tests. It signs exactly what it sends, with the SDK's signing module, as
+ * the typed client (index.ts) does: signRequestHeaders is the one place either signs.
+ */
+import { randomUUID } from 'node:crypto';
+import { HEADER, queryPairs, signatureHeader } from './signing';
+import type { WebhookEvent } from './webhooks';
+
+export interface PartnerCredential {
+  keyId: string;
+  secret: string;
+}
+
+export interface CallOptions {
+  /** JSON-serialisable body, or a raw string/Buffer sent as it is. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Override parts of the signature, for tests of the server's checks. */
+  timestamp?: string;
+  nonce?: string;
+  /** Gives up (rejects with a TimeoutError) when no answer came within this many ms. */
+  timeoutMs?: number;
+}
+
+export interface PartnerResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A page of GET /events: `next_cursor` is never null (CONTRACT §7). */
+export interface EventPage {
+  data: WebhookEvent[];
+  next_cursor: string;
+}
+
+/**
+ * The four headers that sign a request of `method` to `pathAndQuery` (e.g.
+ * `/api/partner/v1/pricing?domain=a.com`) with `body` (CONTRACT §1).
+ */
+export function signRequestHeaders(
+  credential: PartnerCredential,
+  method: string,
+  pathAndQuery: string,
+  body: Buffer | string = '',
+  overrides: Pick<CallOptions, 'timestamp' | 'nonce'> = {},
+  now: number = Date.now(),
+): Record<string, string> {
+  const q = pathAndQuery.indexOf('?');
+  const path = q === -1 ? pathAndQuery : pathAndQuery.slice(0, q);
+  const timestamp = overrides.timestamp ?? String(Math.floor(now / 1000));
+  const nonce = overrides.nonce ?? randomUUID();
+  const signature = signatureHeader(credential.secret, {
+    keyId: credential.keyId,
+    timestamp,
+    nonce,
+    method: method.toUpperCase(),
+    path,
+    query: queryPairs(q === -1 ? '' : pathAndQuery.slice(q + 1)),
+    body,
+  });
+  return {
+    'X-Service-Key-Id': credential.keyId,
+    'X-Service-Timestamp': timestamp,
+    'X-Service-Nonce': nonce,
+    'X-Service-Signature': signature,
+  };
+}
+
+export class PartnerClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly credential: PartnerCredential,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** The headers that sign a request of `method` to `pathAndQuery` (e.g. `/api/partner/v1/pricing?domain=a.com`). */
+  signHeaders(method: string, pathAndQuery: string, body: Buffer | string = '', overrides: Pick<CallOptions, 'timestamp' | 'nonce'> = {}): Record<string, string> {
+    return signRequestHeaders(this.credential, method, pathAndQuery, body, overrides, this.clock());
+  }
+
+  async request<T = unknown>(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<PartnerResponse<T>> {
+    const upper = method.toUpperCase();
+    const body =
+      options.body === undefined ? '' : typeof options.body === 'string' || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body);
+    const headers: Record<string, string> = {
+      ...this.signHeaders(upper, pathAndQuery, body, options),
+      ...(body.length ? { 'Content-Type': 'application/json' } : {}),
+      ...options.headers,
+    };
+    const response = await fetch(new URL(pathAndQuery, this.baseUrl), {
+      method: upper,
+      headers,
+      body: body.length ? (typeof body === 'string' ? body : new Uint8Array(body)) : undefined,
+      ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
+    });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, headers: response.headers, body: parsed as T, text };
+  }
+
+  get<T = unknown>(pathAndQuery: string, options?: CallOptions) {
+    return this.request<T>('GET', pathAndQuery, options);
+  }
+
+  post<T = unknown>(pathAndQuery: string, body: unknown, options: CallOptions = {}) {
+    return this.request<T>('POST', pathAndQuery, { ...options, body });
+  }
+
+  /** The events after `cursor` (from the start without one), oldest first. */
+  listEvents(page: { cursor?: string; limit?: number } = {}) {
+    const query = new URLSearchParams();
+    if (page.limit !== undefined) query.set('limit', String(page.limit));
+    if (page.cursor !== undefined) query.set('cursor', page.cursor);
+    return this.get<EventPage>(`/api/partner/v1/events${query.size ? `?${query}` : ''}`);
+  }
+}
+
+export { HEADER };
