@@ -1533,6 +1533,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "name": "coffeejoy.ai",
+                     *           "available": true,
+                     *           "buy_now_price_cents": 1399500,
+                     *           "currency": "USD",
+                     *           "score": 0.9813
+                     *         },
+                     *         {
+                     *           "name": "procoffee.com",
+                     *           "available": true,
+                     *           "buy_now_price_cents": 1199500,
+                     *           "currency": "USD",
+                     *           "score": 0.9813
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["DomainSearchResult"];
                 };
             };
@@ -1652,6 +1672,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "academy.com",
+                     *       "available": true,
+                     *       "buy_now_price_cents": 2300000,
+                     *       "floor_price_cents": 1495000,
+                     *       "currency": "USD",
+                     *       "metadata": {
+                     *         "tld": "com",
+                     *         "category": "education",
+                     *         "registered_year": 2004,
+                     *         "active_site": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Domain"];
                 };
             };
@@ -1786,6 +1821,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "domain": "academy.com",
+                     *       "available": true,
+                     *       "buy_now_price_cents": 2300000,
+                     *       "currency": "USD"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Availability"];
                 };
             };
@@ -1905,6 +1948,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "domain": "academy.com",
+                     *       "buy_now_price_cents": 2300000,
+                     *       "floor_price_cents": 1495000,
+                     *       "currency": "USD"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Pricing"];
                 };
             };
@@ -2046,6 +2097,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "quote_id": "quo_0c52d854dee436b2ec915264",
+                     *       "domain": "carbonnow.net",
+                     *       "price_cents": 399500,
+                     *       "currency": "USD",
+                     *       "expires_at": "2026-11-25T20:54:53.921Z",
+                     *       "quote_token": "eyJhbGciOiJFZERTQSIsImtpZCI6Imt1Zk1pWnlVVDYwVVpNUHZtTkdRenRCMTVVU2hpU2EyWGc3R3YzakhmbFkiLCJ0eXAiOiJxdW90ZStqd3QifQ.eyJkb21haW4iOiJjYXJib25ub3cubmV0IiwicHJpY2VfY2VudHMiOjM5OTUwMCwiY3VycmVuY3kiOiJVU0QiLCJlbnYiOiJzYW5kYm94IiwicGFydG5lcl9pZCI6IjNhNDBmNzcwLTBjNzMtNGM1MS1iZmE1LWE5NmQ2ZGZjMWNiYSIsImlzcyI6ImRvbWFpbi1wYXJ0bmVyLWFwaSIsInN1YiI6InF1b18wYzUyZDg1NGRlZTQzNmIyZWM5MTUyNjQiLCJpYXQiOjE3OTU2Mzk0OTMsImV4cCI6MTc5NTY0MDA5M30.yp3tul__T1xUTk-HyhKcdga7jRzLVXXkv9X-x2MopN2Ko0o13tgVoVOsLxE-zhCtWyup6kROwLA2Byy1L3ziBw"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Quote"];
                 };
             };
@@ -2204,6 +2265,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderList"];
                 };
             };
@@ -2332,6 +2399,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "public_id": "ord_1bd13032114400b6cb8cb63f",
+                     *       "status": "PAYMENT_RECORDED",
+                     *       "domain": "bnbtop.com",
+                     *       "sale_price_cents": 2200000,
+                     *       "currency": "USD",
+                     *       "external_payment_ref": "pay_stall_transfer_sold",
+                     *       "payment_model": "partner_collected",
+                     *       "created_at": "2026-11-25T20:47:37.565Z",
+                     *       "updated_at": "2026-11-25T20:47:37.565Z",
+                     *       "failure_reason": null,
+                     *       "client_reference_id": null,
+                     *       "timeline": [
+                     *         {
+                     *           "status": "PAYMENT_RECORDED",
+                     *           "at": "2026-11-25T20:47:37.565Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Order"];
                 };
             };
@@ -2495,6 +2583,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "public_id": "ord_cee4d05594f6496e6440acd6",
+                     *       "status": "TRANSFER_COMPLETED",
+                     *       "domain": "cuppamarket.shop",
+                     *       "sale_price_cents": 89500,
+                     *       "currency": "USD",
+                     *       "external_payment_ref": "pay_relist",
+                     *       "payment_model": "partner_collected",
+                     *       "created_at": "2026-11-25T20:47:43.997Z",
+                     *       "updated_at": "2026-11-25T20:47:44.361Z",
+                     *       "failure_reason": null,
+                     *       "client_reference_id": null,
+                     *       "timeline": [
+                     *         {
+                     *           "status": "PAYMENT_RECORDED",
+                     *           "at": "2026-11-25T20:47:43.997Z"
+                     *         },
+                     *         {
+                     *           "status": "DOMAIN_LOCKED",
+                     *           "at": "2026-11-25T20:47:44.205Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Order"];
                 };
             };
@@ -2618,6 +2731,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "refund_id": "ref_27859c1d33ea324fe9bee896",
+                     *       "order_id": "ord_1bd13032114400b6cb8cb63f",
+                     *       "status": "succeeded",
+                     *       "amount_cents": 2200000,
+                     *       "currency": "USD",
+                     *       "reason": null,
+                     *       "created_at": "2026-11-25T20:47:37.754Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Refund"];
                 };
             };
@@ -2797,6 +2921,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "session_id": "cs_cc73da38a7bd0232c5f519ca",
+                     *       "checkout_url": "http://127.0.0.1:40857/checkout?pt=cs_cc73da38a7bd0232c5f519ca.1796244448.A1cnsIVMoiOWRS0VemZVNYhyiLZyLFRFxnhBiIp5fdA",
+                     *       "domain": "matchleague.com",
+                     *       "price_cents": 799500,
+                     *       "currency": "USD",
+                     *       "status": "open",
+                     *       "expires_at": "2026-12-02T20:47:28.704Z",
+                     *       "created_at": "2026-11-25T20:47:28.704Z",
+                     *       "order_id": null,
+                     *       "success_url": null,
+                     *       "cancel_url": null,
+                     *       "customer_email": null,
+                     *       "client_reference_id": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["CheckoutSession"];
                 };
             };
@@ -2945,6 +3086,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "session_id": "cs_78636d89d8cc7c8237aa311c",
+                     *       "checkout_url": "http://127.0.0.1:40857/checkout?pt=cs_78636d89d8cc7c8237aa311c.1796244457.mjfD8XlKCSnunnHHCdkN9gSwCLukyPKVQdsDyktocxQ",
+                     *       "domain": "doctorathlete.com",
+                     *       "price_cents": 349500,
+                     *       "currency": "USD",
+                     *       "status": "open",
+                     *       "expires_at": "2026-12-02T20:47:37.337Z",
+                     *       "created_at": "2026-11-25T20:47:37.337Z",
+                     *       "order_id": null,
+                     *       "success_url": "https://partner.example/thanks",
+                     *       "cancel_url": null,
+                     *       "customer_email": "jane@example.com",
+                     *       "client_reference_id": "cart-42"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CheckoutSession"];
                 };
             };
@@ -3064,6 +3222,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "domain": "adpromo.com",
+                     *       "eligible": false,
+                     *       "reason": "active_site"
+                     *     }
+                     */
                     "application/json": components["schemas"]["BrokerageEligibility"];
                 };
             };
@@ -3185,6 +3350,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "case_id": "brk_4c4bb6730992e65be3ef5583",
+                     *           "domain": "wanted6130x126b0af9.com",
+                     *           "tier": "managed",
+                     *           "status": "requested",
+                     *           "buyer_email": "buyer@example.com",
+                     *           "budget_cents": 500000,
+                     *           "currency": "USD",
+                     *           "price_cents": null,
+                     *           "progress_url": "http://127.0.0.1:40857/brokerage/progress?t=brk_4c4bb6730992e65be3ef5583.1.FBR2dImA-IwBZEe3EArFd3vR9Q86JzK1_WitE7WtXf8",
+                     *           "created_at": "2026-11-25T20:45:20.121Z",
+                     *           "updated_at": "2026-11-25T20:45:20.121Z",
+                     *           "timeline": [
+                     *             {
+                     *               "status": "requested",
+                     *               "at": "2026-11-25T20:45:20.121Z"
+                     *             }
+                     *           ],
+                     *           "outcome": null
+                     *         },
+                     *         {
+                     *           "case_id": "brk_9dc947d04c45bc0b1ca8883e",
+                     *           "domain": "wanted6130x118bf58f.com",
+                     *           "tier": "managed",
+                     *           "status": "requested",
+                     *           "buyer_email": "buyer@example.com",
+                     *           "budget_cents": 500000,
+                     *           "currency": "USD",
+                     *           "price_cents": null,
+                     *           "progress_url": "http://127.0.0.1:40857/brokerage/progress?t=brk_9dc947d04c45bc0b1ca8883e.1.lRoi8fDwySijcGWojGxm_hB58lClMa7RFmzBALWzmgE",
+                     *           "created_at": "2026-11-25T20:45:20.066Z",
+                     *           "updated_at": "2026-11-25T20:45:20.066Z",
+                     *           "timeline": [
+                     *             {
+                     *               "status": "requested",
+                     *               "at": "2026-11-25T20:45:20.066Z"
+                     *             }
+                     *           ],
+                     *           "outcome": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJjIjoiMjAyNi0xMS0yNVQyMDo0NToyMC4wNjYwMDBaIiwiaSI6Ijk1MGE2NTc5LTFhNTYtNDgwMC1hNTdjLTI4ODM3ZDg4NGUyZiJ9"
+                     *     }
+                     */
                     "application/json": components["schemas"]["BrokerageCaseList"];
                 };
             };
@@ -3316,6 +3528,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "case_id": "brk_50b42c7fd87f45237244edd2",
+                     *       "domain": "quota6130x13275d8.com",
+                     *       "tier": "managed",
+                     *       "status": "requested",
+                     *       "buyer_email": "buyer@example.com",
+                     *       "budget_cents": 500000,
+                     *       "currency": "USD",
+                     *       "price_cents": null,
+                     *       "progress_url": "http://127.0.0.1:40857/brokerage/progress?t=brk_50b42c7fd87f45237244edd2.1.-INBfCp-0R3hbLs8_1ekjdQlKlf8Sdy2WAQLu8dWULs",
+                     *       "created_at": "2026-11-25T20:44:55.111Z",
+                     *       "updated_at": "2026-11-25T20:44:55.111Z",
+                     *       "timeline": [
+                     *         {
+                     *           "status": "requested",
+                     *           "at": "2026-11-25T20:44:55.111Z"
+                     *         }
+                     *       ],
+                     *       "outcome": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["BrokerageCase"];
                 };
             };
@@ -3449,6 +3683,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "case_id": "brk_742dee8356b6daabfe5170eb",
+                     *       "domain": "wanted6130x560c244.com",
+                     *       "tier": "self_serve",
+                     *       "status": "requested",
+                     *       "buyer_email": "ann@example.com",
+                     *       "budget_cents": 1250000,
+                     *       "currency": "USD",
+                     *       "price_cents": null,
+                     *       "progress_url": "http://127.0.0.1:40857/brokerage/progress?t=brk_742dee8356b6daabfe5170eb.1.MJkJZIr4kL_OooBsUoPlCqF87C-JSpb9EWeMw9wDMFE",
+                     *       "created_at": "2026-11-25T20:45:19.631Z",
+                     *       "updated_at": "2026-11-25T20:45:19.631Z",
+                     *       "timeline": [
+                     *         {
+                     *           "status": "requested",
+                     *           "at": "2026-11-25T20:45:19.631Z"
+                     *         }
+                     *       ],
+                     *       "outcome": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["BrokerageCase"];
                 };
             };
@@ -3578,6 +3834,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [],
+                     *       "next_cursor": null,
+                     *       "totals": {
+                     *         "count": 0,
+                     *         "gmv_cents": 0,
+                     *         "commission_cents": 0,
+                     *         "currency": "USD"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["TransactionList"];
                 };
             };
@@ -3701,6 +3969,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SettlementList"];
                 };
             };
@@ -3824,6 +4098,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "payout_id": "po_e027a991dbb50564885c3cc6",
+                     *           "period_start": "2026-11-01",
+                     *           "period_end": "2026-11-30",
+                     *           "amount_cents": 46296,
+                     *           "currency": "USD",
+                     *           "status": "paid",
+                     *           "paid_at": "2026-11-25T20:45:21.566Z",
+                     *           "breakdown": {
+                     *             "service_collected_cents": 0,
+                     *             "brokerage_cents": 46296,
+                     *             "referral_cents": 0,
+                     *             "reversed_cents": 0,
+                     *             "currency": "USD"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["PayoutList"];
                 };
             };
@@ -3947,6 +4244,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "link_id": "lnk_4dfbd9289b739259c5f67513",
+                     *           "kind": "generic",
+                     *           "url": "http://127.0.0.1:40857/r/wl_wNwpYaaev",
+                     *           "campaign": "c2",
+                     *           "created_at": "2026-11-25T20:44:50.288Z",
+                     *           "clicks": 0,
+                     *           "sales": 0,
+                     *           "commission_cents": 0,
+                     *           "currency": "USD"
+                     *         },
+                     *         {
+                     *           "link_id": "lnk_b2fa88f80cab082bc8dee171",
+                     *           "kind": "generic",
+                     *           "url": "http://127.0.0.1:40857/r/rz4rhgoSzicf",
+                     *           "campaign": "c1",
+                     *           "created_at": "2026-11-25T20:44:50.276Z",
+                     *           "clicks": 0,
+                     *           "sales": 0,
+                     *           "commission_cents": 0,
+                     *           "currency": "USD"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJjIjoiMjAyNi0xMS0yNVQyMDo0NDo1MC4yNzYzMzRaIiwiaSI6IjgxYjE4MDA4LTI5N2YtNDcwMi04ZGRiLTIxNzJkMWQzYTQ0NyJ9"
+                     *     }
+                     */
                     "application/json": {
                         data: (components["schemas"]["Link"] & {
                             clicks: number;
@@ -4090,6 +4416,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "link_id": "lnk_185ffa76cb6eeefd968de04b",
+                     *       "kind": "generic",
+                     *       "url": "http://127.0.0.1:40857/r/OgjC5jVCs_A1",
+                     *       "campaign": "c0",
+                     *       "created_at": "2026-11-25T20:44:50.263Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Link"];
                 };
             };
@@ -4226,6 +4561,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "from": null,
+                     *       "to": null,
+                     *       "clicks": 0,
+                     *       "unique_clicks": 0
+                     *     }
+                     */
                     "application/json": {
                         from: string | null;
                         to: string | null;
@@ -4354,6 +4697,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "sale_id": "rs_b0b58553534c1f090a502a24",
+                     *           "order_id": "ord_16c2ac4553a77bcac49a8abd",
+                     *           "buyer": "j***@example.com",
+                     *           "domain": "makeupsparkle.com",
+                     *           "amount_cents": 399500,
+                     *           "commission_cents": 19975,
+                     *           "commission_status": "pending",
+                     *           "currency": "USD",
+                     *           "occurred_at": "2026-11-25T20:50:32.434Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             sale_id: string;
@@ -4495,6 +4856,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "line_id": "cl_153",
+                     *           "kind": "pending",
+                     *           "amount_cents": 19975,
+                     *           "sale_id": "rs_b0b58553534c1f090a502a24",
+                     *           "created_at": "2026-11-25T20:50:32.434Z",
+                     *           "balance_cents": 0,
+                     *           "currency": "USD"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null,
+                     *       "balance_cents": 0,
+                     *       "pending_cents": 19975,
+                     *       "currency": "USD"
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             line_id: string;
@@ -4642,6 +5022,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "payout_id": "po_0c0af6b9d56c1d8fd2a7a722",
+                     *           "paid_at": "2026-12-25T20:50:33.310Z",
+                     *           "amount_cents": 19975,
+                     *           "currency": "USD",
+                     *           "lines": [
+                     *             {
+                     *               "sale_id": "rs_b0b58553534c1f090a502a24",
+                     *               "kind": "accrued",
+                     *               "amount_cents": 19975,
+                     *               "currency": "USD"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "next_cursor": null,
+                     *       "total_paid_cents": 19975,
+                     *       "currency": "USD"
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             payout_id: string;
@@ -4793,6 +5196,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "from": null,
+                     *       "to": null,
+                     *       "clicks": 1,
+                     *       "unique_clicks": 1,
+                     *       "checkouts_started": 1,
+                     *       "sales": 1,
+                     *       "conversion_rate": 1,
+                     *       "gmv_cents": 399500,
+                     *       "commission_cents": 19975,
+                     *       "currency": "USD",
+                     *       "by_day": [
+                     *         {
+                     *           "date": "2026-11-25",
+                     *           "clicks": 1,
+                     *           "unique_clicks": 1,
+                     *           "checkouts_started": 1,
+                     *           "sales": 1,
+                     *           "gmv_cents": 399500,
+                     *           "commission_cents": 19975,
+                     *           "conversion_rate": 1,
+                     *           "currency": "USD"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         from: string | null;
                         to: string | null;
@@ -4922,6 +5352,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "http://127.0.0.1:42423/hooks",
+                     *       "enabled": true,
+                     *       "updated_at": "2026-11-25T20:52:52.164Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
@@ -5043,6 +5480,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [],
+                     *       "next_cursor": "eyJzIjoiMCJ9"
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventList"];
                 };
             };
@@ -5168,6 +5611,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "quote",
+                     *       "id": "quo_d13d0446c768335602f68e65",
+                     *       "fired": "quote_expiry"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FastForward"];
                 };
             };

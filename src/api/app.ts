@@ -43,6 +43,7 @@ import { requestContext } from './middleware/request-id';
 import { validate, type ValidatedInput } from './middleware/validate';
 import { buildOpenApiDocument, type PublicRoute, type WebhookSpec } from './openapi';
 import { EVENT_DESCRIPTIONS } from '../events/catalog';
+import { RESPONSE_EXAMPLES } from './examples';
 import type { EventType } from '../events/outbox';
 import { readiness } from './readiness';
 import { toRouterPath, type RouteSpec } from './route';
@@ -73,6 +74,8 @@ export interface AppDeps {
   pageLimits?: PageLimits;
   /** Card processors per environment (hosted checkout); sandbox's simulator unless given. */
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
+  /** Sees each route's answer (the test suite records the reference's examples with it: src/api/examples.ts). */
+  onAnswer?: (operationId: string, status: number, body: unknown) => void;
 }
 
 /** What hosted checkout needs, from the app's dependencies. */
@@ -145,7 +148,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   // Behind a proxy (TRUST_PROXY), the client's address and https come from its X-Forwarded-* headers:
   // visitor hashes and Secure cookies depend on them.
   const app = new Koa<AppState>({ proxy: deps.config.http.trustProxy ?? false, maxIpsCount: 1 });
-  const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl, eventWebhooks());
+  const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl, eventWebhooks(), RESPONSE_EXAMPLES);
   const router = new Router<AppState>();
   const auth = { ...deps, admission: deps.admission ?? new AdmissionBatcher(deps.dataSource) };
 
@@ -183,6 +186,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
         ctx.status = result.status ?? route.response.status;
         for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
         ctx.body = result.body;
+        deps.onAnswer?.(route.operationId, ctx.status, result.body);
       },
     ] as RouterMiddleware<AppState>[]);
   }

@@ -3,6 +3,7 @@ import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-ope
 import { ERROR_STATUS, type ErrorCode } from './errors';
 import type { RouteSpec } from './route';
 import { ErrorBody, z } from './schemas';
+import { asExample, type ResponseExample } from './examples';
 import { canonicalString, queryPairs, signatureHeader } from '../auth/signing';
 
 const AUTH_ERRORS: ErrorCode[] = ['missing_credentials', 'invalid_signature', 'forbidden', 'rate_limited', 'internal_error', 'service_unavailable'];
@@ -115,7 +116,7 @@ const DELIVERY_HEADERS = z.object({
   'webhook-signature': z.string().optional().openapi({ description: 'Standard Webhooks: space-separated v1,<base64 HMAC-SHA256 keyed with the base64-decoded part after whsec_ over "<id>.<timestamp>.<raw body>">; two during a secret rotation' }),
 });
 
-export function buildOpenApiDocument(routes: RouteSpec[], publicRoutes: PublicRoute[], serverUrl?: string, webhooks: WebhookSpec[] = []) {
+export function buildOpenApiDocument(routes: RouteSpec[], publicRoutes: PublicRoute[], serverUrl?: string, webhooks: WebhookSpec[] = [], examples: Record<string, ResponseExample> = {}) {
   const registry = new OpenAPIRegistry();
   registry.register('Error', ErrorBody);
   for (const name of ['KeyId', 'Timestamp', 'Nonce', 'Signature'] as const) {
@@ -136,11 +137,13 @@ export function buildOpenApiDocument(routes: RouteSpec[], publicRoutes: PublicRo
     const errorCodes = [...new Set<ErrorCode>([...route.errors, ...AUTH_ERRORS])];
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of errorCodes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
-    const responses: Record<string, { description: string; headers?: typeof requestIdHeader; content?: { 'application/json': { schema: typeof ErrorBody } } }> = {};
+    const responses: Record<string, { description: string; headers?: typeof requestIdHeader; content?: { 'application/json': { schema: typeof ErrorBody; example?: unknown } } }> = {};
+    // An answer a real request received (src/api/examples.ts), when the suite recorded one.
+    const example = examples[route.operationId];
     responses[String(route.response.status)] = {
       description: route.response.description,
       headers: requestIdHeader,
-      content: { 'application/json': { schema: route.response.schema as typeof ErrorBody } },
+      content: { 'application/json': { schema: route.response.schema as typeof ErrorBody, ...(example && example.status === route.response.status ? { example: asExample(example.body) } : {}) } },
     };
     for (const [status, codes] of [...byStatus.entries()].sort(([a], [b]) => a - b)) {
       responses[String(status)] = {

@@ -5,6 +5,8 @@
  */
 import { reconcile } from '../../src/finance/reconcile';
 import { bootStack, getStack, teardownStack } from './stack';
+import { recordingExamples, writeExamples } from './examples';
+import { partnerRoutes } from '../../src/api/app';
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
@@ -14,6 +16,7 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(60 * 1000);
     let report: Awaited<ReturnType<typeof reconcile>> | undefined;
+    if (recordingExamples) writeExamples(getStack().config.projectRoot, partnerRoutes(getStack().appDeps).map((r) => r.operationId));
     try {
       report = await reconcile(getStack().dataSource);
     } finally {

@@ -35,6 +35,7 @@ import { findOrCreatePartner } from '../../src/partners/partners';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
 import { installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
+import { recordAnswer, recordingExamples } from './examples';
 import { serviceClientInterceptors, serviceWorkerInterceptors } from '../../src/temporal/request-context';
 import { registerSearchAttributes } from '../../src/temporal/search-attributes';
 import { PartnerClient } from '../../src/client/partner-client';
@@ -196,6 +197,8 @@ export async function bootStack(): Promise<Stack> {
     quoteSigner,
     logger: createLogger('info', { write: (line: string) => { logLines.push(line); if (line.includes('"level":50')) process.stderr.write(line); } }),
     temporalReady: async () => temporalReadiness(fileTemporal().env.connection)(),
+    // EXAMPLES_WRITE=1: the reference's examples are recorded from these answers (src/api/examples.ts).
+    ...(recordingExamples ? { onAnswer: recordAnswer } : {}),
   };
   const baseUrl = await listen(createApp(appDeps));
   stack = {
