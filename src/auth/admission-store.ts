@@ -81,10 +81,10 @@ export class AdmissionStoreHold {
   private constructor(
     private readonly connectionString: string,
     readonly identity: string,
-    private readonly logger?: Pick<Logger, 'error' | 'info'>,
+    private readonly logger?: Pick<Logger, 'error' | 'warn' | 'info'>,
   ) {}
 
-  static async take(dataSource: DataSource, identity: string, logger?: Pick<Logger, 'error' | 'info'>): Promise<AdmissionStoreHold> {
+  static async take(dataSource: DataSource, identity: string, logger?: Pick<Logger, 'error' | 'warn' | 'info'>): Promise<AdmissionStoreHold> {
     const url = (dataSource.options as PostgresDataSourceOptions).url;
     if (!url) throw new Error('the admission store lock needs the data source to be configured by url');
     const hold = new AdmissionStoreHold(url, identity, logger);
@@ -119,7 +119,8 @@ export class AdmissionStoreHold {
   private lost(client: Client): void {
     if (client !== this.client || this.closed) return;
     this.client = undefined;
-    this.logger?.error({ identity: this.identity }, 'admission store lock lost: taking it again');
+    // Expected while Postgres restarts: a warning; failing to take it again is the error.
+    this.logger?.warn({ identity: this.identity }, 'admission store lock lost: taking it again');
     const again = () => {
       this.retry = undefined;
       if (this.closed) return;

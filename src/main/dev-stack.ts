@@ -121,7 +121,7 @@ async function main(): Promise<void> {
         async () => {
           const redis = await startRedisServer(redisServer, config.dataDir, step);
           url = redis.url;
-          return { exited: redis.exited.then((code) => (code === null ? 'killed by a signal' : `code ${code}`)), stop: () => redis.stop(), detail: `pid ${redis.pid}` };
+          return { exited: redis.exited.then(async (code) => (code === null ? `signal ${(await redis.exitSignal) ?? 'unknown'}` : `code ${code}`)), stop: () => redis.stop(), detail: `pid ${redis.pid}` };
         },
         supervised,
       ));

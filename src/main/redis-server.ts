@@ -21,6 +21,8 @@ export interface RedisServer {
   pid: number;
   /** Resolves with the exit code when the server has exited. */
   exited: Promise<number | null>;
+  /** Resolves with the signal that ended it, if one did. */
+  exitSignal: Promise<NodeJS.Signals | null>;
   stop(): Promise<void>;
 }
 
@@ -103,7 +105,8 @@ export async function startRedisServer(executable: string, dataDir: string, log:
   };
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = exit.then((e) => e.code);
   // However this process ends, its Redis stops too (SIGTERM: with a snapshot, as a clean stop).
   const stopOnExit = () => child.exitCode === null && child.kill('SIGTERM');
   process.once('exit', stopOnExit);
@@ -116,6 +119,7 @@ export async function startRedisServer(executable: string, dataDir: string, log:
     url: socket,
     pid: child.pid!,
     exited,
+    exitSignal: exit.then((e) => e.signal),
     stop: async () => {
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');
