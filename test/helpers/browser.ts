@@ -14,6 +14,18 @@ export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
 }
 
+/** One Chromium for the describe block that calls this: launched before its tests, closed after. */
+export function browserForSuite(): () => Browser {
+  let browser: Browser | undefined;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  return () => browser!;
+}
+
 export function screenshotsDir(): string {
   const dir = path.join(getStack().config.projectRoot, 'test-artifacts', 'screenshots');
   mkdirSync(dir, { recursive: true });

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
 import { errorGuide } from '../../src/api/error-guide';
 import { ERROR_STATUS } from '../../src/api/errors';
 import { EVENT_DESCRIPTIONS } from '../../src/events/catalog';
-import { launchBrowser, screenshots } from '../helpers/browser';
+import { browserForSuite, screenshots } from '../helpers/browser';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
 type OpenApi = { paths: Record<string, Record<string, { operationId?: string }>>; webhooks: Record<string, { post: { requestBody: { content: Record<string, { schema: unknown }> } } }>; info: { description: string } };
@@ -16,13 +15,7 @@ type OpenApi = { paths: Record<string, Record<string, { operationId?: string }>>
 describe('the partner reference at /docs', function () {
   ownTemporal();
   this.timeout(120_000);
-  let browser: Browser;
-  before(async () => {
-    browser = await launchBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserForSuite();
 
   it('renders every path and every webhook of the OpenAPI document, with the signing guide and its worked example, loading nothing from another origin', async () => {
     const base = getStack().baseUrl;
@@ -30,7 +23,7 @@ describe('the partner reference at /docs', function () {
     assert.deepEqual(Object.keys(spec.webhooks).sort(), Object.keys(EVENT_DESCRIPTIONS).sort(), 'every event type is in the webhooks section');
     assert.match(spec.info.description, /X-Service-Signature: v1=36c0b7c3fe53e2cc3a49a64289e6b5dfecfda586c8624114dc3eb59c2af33db5/, "the README's worked example, computed by the code");
 
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     const elsewhere: string[] = [];
     const failures: string[] = [];
     // Redoc's side menu shows a logo from its CDN: the page's CSP refuses it (the image hides
@@ -70,7 +63,7 @@ describe('the partner reference at /docs', function () {
     const wrong = await client.post<{ error: { code: string; doc_url: string } }>('/api/partner/v1/quotes', { domain: 'not a domain' });
     assert.equal(wrong.status, 400);
     assert.equal(wrong.body.error.doc_url, `${new URL(base).origin}/docs/errors#validation_error`);
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     const res = await page.goto(wrong.body.error.doc_url);
     assert.equal(res?.status(), 200);
     for (const code of Object.keys(ERROR_STATUS)) {
