@@ -12,6 +12,9 @@ export interface ListedDomain {
 /** Names the search tests look up by name: never sold by the helpers below. */
 export const SEARCH_TEST_NAMES = ['evnorth.com', 'wildshore.net', 'policysatoshi.shop', 'vetbold.ai'];
 
+/** Names the discovery, auth and admission tests read as listed and available: never sold by another test. */
+const READ_TEST_NAMES = ['academy.com'];
+
 /** A sandbox name nobody has touched yet (each call takes a different one). */
 export async function freshDomain(): Promise<ListedDomain> {
   const [row] = (await getStack().dataSource.query(
@@ -19,7 +22,7 @@ export async function freshDomain(): Promise<ListedDomain> {
      WHERE environment = 'sandbox' AND status = 'listed' AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.domain_id = d.id)
        AND name <> ALL($1)
      ORDER BY random() LIMIT 1`,
-    [SEARCH_TEST_NAMES],
+    [[...SEARCH_TEST_NAMES, ...READ_TEST_NAMES]],
   )) as Array<{ name: string; buy_now_price_cents: string }>;
   return { name: row.name, price: Number(row.buy_now_price_cents) };
 }
