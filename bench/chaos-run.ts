@@ -181,6 +181,12 @@ export class Stack {
     }
   }
 
+  /** The sandbox credential `npm start` printed. */
+  sandboxCredential(): { keyId: string; secret: string } {
+    const printed = this.lines.map((l) => l.text).join('\n');
+    return { keyId: /PARTNER_KEY_ID=(\S+)/.exec(printed)![1]!, secret: /PARTNER_SECRET=(\S+)/.exec(printed)![1]! };
+  }
+
   get apiUrl(): string {
     return `http://127.0.0.1:${this.ports.api}`;
   }

@@ -37,8 +37,7 @@ function spansOf(bodies: string[]): ExportedSpan[] {
 }
 
 function credentialOf(stack: Stack): PartnerClient {
-  const printed = stack.lines.map((l) => l.text).join('\n');
-  return new PartnerClient(stack.apiUrl, { keyId: /PARTNER_KEY_ID=(\S+)/.exec(printed)![1]!, secret: /PARTNER_SECRET=(\S+)/.exec(printed)![1]! });
+  return new PartnerClient(stack.apiUrl, stack.sandboxCredential());
 }
 
 /** A quote and an order for an available name found by searching `q`. */

@@ -101,8 +101,8 @@ describe('the partner SDK (sdk/)', function () {
       const { stdout: du } = await run('du', ['-sk', path.join(project, 'node_modules')]);
       console.log(`      (the SDK installed alone: ${Math.round(Number(du.split('\t')[0]) / 1024 * 10) / 10} MiB in node_modules: ${installed.join(', ')})`);
 
-      const printed = stack.lines.map((l) => l.text).join('\n');
-      const env = { ...process.env, PARTNER_API_URL: stack.apiUrl, PARTNER_KEY_ID: /PARTNER_KEY_ID=(\S+)/.exec(printed)![1]!, PARTNER_SECRET: /PARTNER_SECRET=(\S+)/.exec(printed)![1]! };
+      const { keyId, secret } = stack.sandboxCredential();
+      const env = { ...process.env, PARTNER_API_URL: stack.apiUrl, PARTNER_KEY_ID: keyId, PARTNER_SECRET: secret };
       // One program using only the installed package: its own webhook receiver, the typed client, verifyWebhook.
       writeFileSync(
         path.join(project, 'use.js'),
