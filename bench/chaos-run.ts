@@ -39,6 +39,7 @@ import { openDatabase } from '../src/db/data-source';
 import { embeddedUrl } from '../src/db/embedded-postgres';
 import { Domain } from '../src/db/entities/domain';
 import { Order } from '../src/db/entities/order';
+import { ReferralClick } from '../src/db/entities/referral';
 import { Supervisor } from '../src/main/supervise';
 import { freePort } from '../src/main/child-process';
 import { createPartner } from '../src/partners/partners';
@@ -689,6 +690,9 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
     for (const o of stored) if (!toldOf.has(o.publicId)) problems.push(`order ${o.publicId} (${o.domain}) exists but no partner was told of it (doubled)`);
     const storedIds = new Set(stored.map((o) => o.publicId));
     for (const k of known) if (!storedIds.has(k.orderId)) problems.push(`order ${k.orderId} lost`);
+    // Every click the main API redirected is stored, through the Postgres kills (that API is never killed).
+    const clicked = await dataSource.getRepository(ReferralClick).createQueryBuilder('c').select('COALESCE(SUM(c.clicks), 0)', 'n').where('c.partnerId IN (:...ids)', { ids: partners.map((p) => p.partnerId) }).getRawOne<{ n: string }>();
+    if (Number(clicked?.n ?? 0) !== counts.clicks) problems.push(`clicks: ${counts.clicks} redirected, ${clicked?.n ?? 0} stored`);
     const byName = new Map<string, number>();
     for (const o of stored) byName.set(o.domain, (byName.get(o.domain) ?? 0) + 1);
     for (const [domain, times] of byName) if (times > 1) problems.push(`${domain} was ordered ${times} times`);

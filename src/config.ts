@@ -56,6 +56,10 @@ const EnvSchema = z.object({
   SEARCH_URL: z.string().regex(/^(unix:\/.+|https?:\/\/.+)$/, 'unix:/absolute/path.sock or http://host:port').optional(),
   SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(50_000),
   SEARCH_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  SEARCH_ENGINE: z.enum(['embedded', 'opensearch']).default('embedded'),
+  OPENSEARCH_URL: z.string().regex(/^https?:\/\/.+/, 'http(s)://host:port').optional(),
+  OPENSEARCH_INDEX: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,200}$/, 'lower-case letters, digits, - and _').default('partner-api-domains'),
+  OPENSEARCH_HEAP: z.string().regex(/^\d+[mg]$/, 'a JVM heap size such as 512m or 2g').default('512m'),
   /** npm start only: when redis-server is missing and this process is root with apt-get, install Debian's. */
   REDIS_INSTALL: flag.default(true),
   REDIS_URL: z.string().regex(/^(rediss?:\/\/.+|\/.+)$/, 'redis://host:port, rediss://… or /absolute/path.sock').optional(),
@@ -111,7 +115,18 @@ export interface Config {
    * (`unix:<path>` or `http://host:port`), the inventory size above which its vectors go into an
    * HNSW graph, and how long an API process waits for an answer before it says 503.
    */
-  search: { url: string; annThreshold: number; timeoutMs: number };
+  search: {
+    url: string;
+    annThreshold: number;
+    timeoutMs: number;
+    /**
+     * `embedded`: every name, vector and graph in the search process's memory (one host);
+     * `opensearch`: candidates from an OpenSearch cluster at `opensearch.url` through the alias
+     * `opensearch.index` (npm start runs a local node of `opensearch.heap` when no URL is given).
+     */
+    engine: 'embedded' | 'opensearch';
+    opensearch: { url?: string; index: string; heap: string };
+  };
   /**
    * Redis for admission (nonces, rate-limit buckets), shared by every API process; unset: admission
    * in Postgres. `npm start` starts a redis-server of its own, and with `install` it may first
@@ -211,6 +226,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       url: e.SEARCH_URL ?? `unix:${path.join(path.resolve(e.DATA_DIR), 'search.sock')}`,
       annThreshold: e.SEARCH_ANN_THRESHOLD,
       timeoutMs: e.SEARCH_TIMEOUT_MS,
+      engine: e.SEARCH_ENGINE,
+      opensearch: { url: e.OPENSEARCH_URL, index: e.OPENSEARCH_INDEX, heap: e.OPENSEARCH_HEAP },
     },
     redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL },
     logLevel: e.LOG_LEVEL,

@@ -27,6 +27,7 @@ import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';
 import { isRecorded, recentActions, recordAction } from './audit';
+import { SearchClient } from '../search/search-client';
 
 interface Session {
   dataSource: DataSource;
@@ -453,6 +454,22 @@ program
       output(o.json, s, `${s.environment}: ${s.rows} rows, ${s.inserted} new, ${s.updated} updated`);
     }),
   );
+
+program
+  .command('search')
+  .description('the search engine (its process answers on SEARCH_URL)')
+  .command('reindex')
+  .description('SEARCH_ENGINE=opensearch: build a new index of the mapping in the repo from the inventory (vectors kept), catch it up, move the alias to it and drop the old one; searches answer throughout')
+  .option('--json', 'JSON output: { alias, index, previous, names: { sandbox, live }, seconds }')
+  .action(async (o) => {
+    const search = new SearchClient(loadConfig().search.url);
+    try {
+      const r = (await search.reindex()) as { alias: string; index: string; previous?: string; names: Record<string, number>; seconds: number };
+      output(o.json, r, `${r.alias} → ${r.index} (was ${r.previous ?? 'none'}): ${Object.entries(r.names).map(([e, n]) => `${e} ${n} names`).join(', ')} in ${r.seconds} s`);
+    } finally {
+      search.close();
+    }
+  });
 
 program
   .command('audit')

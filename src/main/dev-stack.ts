@@ -1,9 +1,10 @@
 /**
  * `npm start`: the whole service on one machine. Postgres (embedded, unless DATABASE_URL),
  * migrations, Redis for admission (when redis-server is installed, unless REDIS_URL), the sandbox inventory, the search process (a child process holding the model and
- * the indexes, on SEARCH_URL), the Temporal dev server with its UI (unless TEMPORAL_ADDRESS), the
+ * the indexes, on SEARCH_URL; with SEARCH_ENGINE=opensearch and no OPENSEARCH_URL, a local OpenSearch
+ * node first, src/search/opensearch/local-node.ts), the Temporal dev server with its UI (unless TEMPORAL_ADDRESS), the
  * worker (a child process) and the API; then a sandbox credential and an example request.
- * Each part it runs (Postgres, Redis, the Temporal dev server, the search process, the worker) is
+ * Each part it runs (Postgres, Redis, OpenSearch, the Temporal dev server, the search process, the worker) is
  * supervised: when one dies, it is started again with back-off and a log line (src/main/supervise.ts);
  * the API and the worker reconnect meanwhile, and the API answers 503 with Retry-After.
  * Ctrl-C stops everything in order; the next start finds the same data in DATA_DIR. Sandbox webhooks may
@@ -28,8 +29,9 @@ import { configuredVersion } from '../temporal/versioning';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, resolveQuoteSigningPem, say } from './runtime';
 import { SearchClient } from '../search/search-client';
 import { startSearchProcess } from '../search/search-process';
+import { startLocalOpenSearch } from '../search/opensearch/local-node';
 import { API_TEMPORAL_CALL_ATTEMPTS, connectTemporal, startApiServer } from './services';
-import { forkUntilReady } from './child-process';
+import { forkUntilReady, freePort } from './child-process';
 import { Supervisor } from './supervise';
 import { metricsRegistry } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/server';
@@ -140,9 +142,27 @@ async function main(): Promise<void> {
   const summary = await importSandboxInventory(dataSource, config.projectRoot);
   step(`sandbox inventory: ${summary.rows} names (${summary.inserted} new)`);
 
+  // SEARCH_ENGINE=opensearch without a cluster: a local node of our own, supervised like the others.
+  let openSearchUrl = config.search.opensearch.url;
+  if (config.search.engine === 'opensearch' && !openSearchUrl) {
+    const port = await freePort();
+    step('starting a local OpenSearch node (SEARCH_ENGINE=opensearch without OPENSEARCH_URL)');
+    const supervisor = supervise(new Supervisor(
+      'OpenSearch',
+      async () => {
+        const node = await startLocalOpenSearch({ cacheDir: config.toolCacheDir, dataDir: config.dataDir, heap: config.search.opensearch.heap, port, log: step });
+        openSearchUrl = node.url;
+        return { exited: node.exited, stop: () => node.stop(), detail: `pid ${node.pid}` };
+      },
+      supervised,
+    ));
+    await supervisor.run();
+    stops.push(['OpenSearch', () => supervisor.stop()]);
+  }
+
   // Loads the model and the indexes while Temporal and the worker start.
-  step(`starting the search process (model and indexes) on ${config.search.url}`);
-  const searchEnv = { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: config.search.url, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: config.logLevel };
+  step(`starting the search process (model and indexes${config.search.engine === 'opensearch' ? `, OpenSearch at ${openSearchUrl}` : ''}) on ${config.search.url}`);
+  const searchEnv = { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: config.search.url, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: config.logLevel, ...(openSearchUrl ? { OPENSEARCH_URL: openSearchUrl } : {}) };
   const searchSupervisor = supervise(new Supervisor(
     'the search process',
     async () => {

@@ -9,13 +9,14 @@
  * Forked with an IPC channel, it reports `{ type: 'ready' }` once it listens and stops when its
  * parent goes away.
  */
+import { ChangeFeed } from '../db/change-feed';
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import type { Environment } from '../config';
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
 import { listenSearch, searchApp } from '../search/search-server';
 import { exitStartFailed, openProjectDatabase } from './runtime';
-import { startSearch } from './services';
+import { startOpenSearchSearch, startSearch } from './services';
 
 const ENVIRONMENTS: Environment[] = ['sandbox', 'live'];
 
@@ -24,7 +25,10 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel).child({ process: 'search' });
   const log = (m: string) => logger.info(m);
   const { dataSource, postgres } = await openProjectDatabase(config, log);
-  const search = await startSearch(config, dataSource, log, ENVIRONMENTS);
+  // The OpenSearch engine's syncs are woken by the listing change feed (the embedded engine syncs on each search).
+  const feed = config.search.engine === 'opensearch' ? ChangeFeed.forDataSource(dataSource, logger) : undefined;
+  const search = config.search.engine === 'opensearch' ? await startOpenSearchSearch(config, dataSource, log, ENVIRONMENTS, feed) : await startSearch(config, dataSource, log, ENVIRONMENTS);
+  await feed?.start();
   const server = await listenSearch(searchApp(search, ENVIRONMENTS, (m) => logger.error(m)), config.search.url);
   logger.info({ url: config.search.url, rss_mib: Math.round(process.memoryUsage.rss() / 2 ** 20) }, 'search process listening');
   let stopping = false;
@@ -33,6 +37,7 @@ async function main(): Promise<void> {
     stopping = true;
     await server.close();
     await search.save();
+    await feed?.close();
     await dataSource.destroy();
     await postgres.stop();
     process.exit(0);

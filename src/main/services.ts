@@ -21,6 +21,7 @@ import type { DomainSearch } from '../discovery/search';
 import type { QuoteTokenSigner } from '../orders/quote-token';
 import path from 'node:path';
 import type { HybridSearch } from '../search/hybrid-search';
+import type { OpenSearchSearch } from '../search/opensearch/engine';
 import { PageLimits } from '../pages/limits';
 import type { Redis } from 'ioredis';
 
@@ -199,5 +200,27 @@ export async function startSearch(config: Config, dataSource: DataSource, log: (
   const embedder = await Embedder.load(files);
   const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
   for (const environment of environments) await search.load(environment);
+  return search;
+}
+
+/**
+ * The OpenSearch engine (SEARCH_ENGINE=opensearch) for the search process and the benchmarks,
+ * on the cluster at OPENSEARCH_URL (npm start starts a local node and sets it when unset). Each
+ * environment is caught up with the inventory first; `feed` (subscribed here, started by the
+ * caller) then wakes its syncs.
+ */
+export async function startOpenSearchSearch(config: Config, dataSource: DataSource, log: (m: string) => void, environments: Environment[] = ['sandbox', 'live'], feed?: ChangeFeed): Promise<OpenSearchSearch> {
+  const url = config.search.opensearch.url;
+  if (!url) throw new Error('SEARCH_ENGINE=opensearch needs OPENSEARCH_URL (npm start starts a local node when it is unset)');
+  const [{ Embedder }, { EmbeddingCache }, { OpenSearchSearch, openSearchClient }, { ensureModelFiles, MODEL_ID }] = await Promise.all([
+    import('../search/embedder.js'),
+    import('../search/embedding-cache.js'),
+    import('../search/opensearch/engine.js'),
+    import('../search/model-files.js'),
+  ]);
+  const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir, log));
+  const words = new EmbeddingCache(path.join(config.dataDir, 'embeddings', `opensearch-words-${MODEL_ID}.log`));
+  const search = new OpenSearchSearch(dataSource, embedder, openSearchClient(url), config.search.opensearch.index, words, log);
+  for (const environment of environments) await search.load(environment, feed);
   return search;
 }

@@ -4,12 +4,16 @@
  * has been answered. A batch adds its clicks to the row of their link, visitor and day
  * (ReferralClick), so the table grows by at most one row per visitor, link and day. The cost is stated plainly: clicks queued in the last 200 ms before a
  * process dies uncleanly are lost (a clean stop flushes them). A click is never written twice.
- * The queue has a cap (MAX_QUEUED_CLICKS): while the database cannot keep up (or is down), clicks
- * beyond it are dropped and counted (`dropped`), so a flood of `/r/` never grows the process's
- * memory without bound; the redirects go on.
+ * A batch that finds the database down or restarting stays queued and is tried again every
+ * second (should the connection die after the database committed a batch but before it answered,
+ * that batch would count twice: click counts are statistics, never money, and an outage's
+ * clicks are kept rather than lost). The queue has a cap (MAX_QUEUED_CLICKS): while the database cannot keep up (or is
+ * down), clicks beyond it are dropped and counted (`dropped`), so a flood of `/r/` never grows the
+ * process's memory without bound; the redirects go on.
  */
 import type { DataSource } from 'typeorm';
 import type { Logger } from 'pino';
+import { dependencyUnavailable } from '../api/unavailable';
 import { ReferralClick } from '../db/entities/referral';
 
 /** One click as the `/r/` page saw it. */
@@ -39,6 +43,9 @@ function byVisitorDay(batch: NewClick[]): ReferralClick[] {
   return [...rows.values()];
 }
 
+/** How soon a batch that found the database unreachable is tried again. */
+const RETRY_MS = 1_000;
+
 /** Clicks a process holds waiting for the database at most. */
 export const MAX_QUEUED_CLICKS = 10_000;
 
@@ -50,6 +57,8 @@ export class ClickRecorder {
   dropped = 0;
   /** Clicks held in memory: queued, or in a batch being written. */
   private held = 0;
+  /** The last batch found the database unreachable: its clicks wait in the queue. */
+  private waitingForDatabase = false;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -92,10 +101,21 @@ export class ClickRecorder {
              last_clicked_at = greatest(referral_clicks.last_clicked_at, EXCLUDED.last_clicked_at)`,
           [column('linkId'), column('visitorHash'), column('day'), column('partnerId'), column('environment'), column('clicks'), column('firstClickedAt'), column('lastClickedAt')],
         );
-      } catch (err) {
-        this.logger?.error({ err, clicks: batch.length }, 'could not store referral clicks');
-      } finally {
         this.held -= batch.length;
+        if (this.waitingForDatabase) this.logger?.info({ clicks: batch.length }, 'referral clicks stored again');
+        this.waitingForDatabase = false;
+      } catch (err) {
+        if (dependencyUnavailable(err)) {
+          // Postgres is down or restarting: the batch goes back in front of the queue and is tried
+          // again in a second (still counted against the cap), rather than lost.
+          if (!this.waitingForDatabase) this.logger?.warn({ err, clicks: batch.length }, 'referral clicks wait for the database (retried every second)');
+          this.waitingForDatabase = true;
+          this.queue = [...batch, ...this.queue];
+          this.timer ??= setTimeout(() => void this.flush(), RETRY_MS).unref();
+          return;
+        }
+        this.held -= batch.length;
+        this.logger?.error({ err, clicks: batch.length }, 'could not store referral clicks');
       }
     })();
     await this.flushing;

@@ -35,16 +35,18 @@ import { isDomainName, labelOf, normaliseDomainName } from '../discovery/invento
 import { KeywordSearch, MAX_QUERY_WORDS, MAX_RESULTS, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
 import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
+import type { EngineStatus } from './search-client';
 import { InventoryIndex, type Entry } from './inventory-index';
 import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
+import type { Speller } from './spelling';
 import { broaderWords } from './taxonomy';
 
-const CANDIDATES = 50;
+export const CANDIDATES = 50;
 /** Names nearest the query with its WordNet definitions. */
-const GLOSS_CANDIDATES = 20;
+export const GLOSS_CANDIDATES = 20;
 /** The query's WordNet expansions whose names become candidates, and how many names each (also for each of its kinds). */
 const EXPANSIONS = 6;
-const PER_EXPANSION = 20;
+export const PER_EXPANSION = 20;
 /** Below this a candidate is noise, not a weak match. */
 const MIN_SCORE = 0.18;
 /** Names looked at to tell a run-together name from a typo (see corrected). */
@@ -143,9 +145,52 @@ export function midWordOnly(entry: Pick<Entry, 'name' | 'words'>, words: string[
   return occurs;
 }
 
-export class HybridSearch implements DomainSearch {
-  private readonly keyword: KeywordSearch;
-  private readonly indexes = new Map<Environment, InventoryIndex>();
+/** What a query means, worked out before its candidates are gathered (both engines). */
+export interface Understanding {
+  /** The query, spell-corrected, lower case. */
+  corrected: string;
+  words: string[];
+  queryVector: Float32Array;
+  /** The query followed by its WordNet definitions, when WordNet has some. */
+  glossVector?: Float32Array;
+  /** The inventory's words among the query's WordNet expansions, with their similarity to the query. */
+  expansion: Map<string, number>;
+  /** The inventory's words naming what the query's thing is a kind of: 1, or 0.5 two levels up. */
+  broader: Map<string, number>;
+}
+
+/** The words of an environment's names on the market, as understanding a query needs them. */
+export interface Vocabulary {
+  readonly speller: Speller;
+  /** Whether some name on the market holds the word. */
+  hasWord(word: string): boolean;
+  /** Where word and sense vectors are kept. */
+  readonly cache: EmbeddingCache;
+}
+
+/** A candidate as an engine found it: the name's entry and its cosines to the query and its definitions (0 without a vector). */
+export interface Found {
+  entry: Entry;
+  name: number;
+  glossName: number;
+  /** The keyword ranker's score, 0 when it is no keyword hit. */
+  keyword: number;
+}
+
+/** What an engine gathered for a query, and the understanding it worked from. */
+export interface Gathered {
+  found: Found[];
+  /** The name the query was written as, when it is on the market. */
+  named?: Entry;
+  understanding: Understanding;
+  cache: EmbeddingCache;
+}
+
+/**
+ * What both engines share: the model, the word and sense vectors, understanding a query
+ * (spelling, WordNet expansions and kinds) and the scorer. An engine gathers the candidates.
+ */
+export abstract class HybridScorer implements DomainSearch {
   /** Word vectors, by word. */
   private readonly words = new Map<string, Float32Array>();
   /** The vectors of each word's first WordNet senses (`senseTexts`), by word; empty when WordNet has none. */
@@ -153,52 +198,30 @@ export class HybridSearch implements DomainSearch {
   private readonly queries = new LRUCache<string, Float32Array>({ max: 5_000 });
 
   constructor(
-    private readonly dataSource: DataSource,
-    private readonly embedder: Embedder,
-    /** One cache for all environments, or one per environment (each loads only its own vectors). */
-    private readonly caches: EmbeddingCache | ((environment: Environment) => EmbeddingCache),
-    private readonly log: (m: string) => void = () => undefined,
-    /** Where HNSW graphs of large inventories are saved; none means rebuild on each start. */
-    private readonly indexDir?: string,
-  ) {
-    this.keyword = new KeywordSearch(dataSource);
-  }
+    protected readonly embedder: Embedder,
+    protected readonly log: (m: string) => void = () => undefined,
+  ) {}
 
-  index(environment: Environment): InventoryIndex {
-    let index = this.indexes.get(environment);
-    if (!index || index.failed) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, typeof this.caches === 'function' ? this.caches(environment) : this.caches, this.log, this.indexDir)));
-    return index;
-  }
+  /** The candidates for a query (a name asked for by `asName` looked up too), with what the scorer needs of each. */
+  protected abstract gather(environment: Environment, query: string, asName?: string): Promise<Gathered>;
 
-  /** Reads the environment's inventory and embeds every name now (start-up, with progress). */
-  async load(environment: Environment): Promise<InventoryIndex> {
-    const index = this.index(environment);
-    await index.load();
-    // The vectors of the names' words too (the `word` signal), so that no search waits for them.
-    const words = [...index.postings.keys()];
-    if (words.some((w) => !index.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
-    await this.wordVectors(words, index.cache);
-    await this.senseVectors(words, index.cache);
-    // Open the dictionaries now rather than in the first searches that need them.
-    index.speller.correctQuery('warmup');
+  /** Embeds the vocabulary's words and their WordNet senses and opens the dictionaries, so that no search waits for them. */
+  protected async warm(environment: Environment, words: string[], vocabulary: Vocabulary): Promise<void> {
+    if (words.some((w) => !vocabulary.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
+    await this.wordVectors(words, vocabulary.cache);
+    await this.senseVectors(words, vocabulary.cache);
+    vocabulary.speller.correctQuery('warmup');
     await expansionWords(['warmup']);
-    return index;
-  }
-
-  /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */
-  async save(): Promise<void> {
-    // One at a time: each save holds a copy of its graph in its worker.
-    for (const index of this.indexes.values()) await index.save();
   }
 
   /** The query's vector; popular queries come from a small LRU cache. */
-  private async queryVector(text: string): Promise<Float32Array> {
+  protected async queryVector(text: string): Promise<Float32Array> {
     let vector = this.queries.get(text);
     if (!vector) this.queries.set(text, (vector = (await this.embedder.embed([text]))[0]));
     return vector;
   }
 
-  private async wordVectors(words: string[], cache: EmbeddingCache): Promise<Float32Array[]> {
+  protected async wordVectors(words: string[], cache: EmbeddingCache): Promise<Float32Array[]> {
     const missing = [...new Set(words.filter((w) => !this.words.has(w)))];
     if (missing.length) {
       await cache.fill(missing, this.embedder);
@@ -207,7 +230,7 @@ export class HybridSearch implements DomainSearch {
     return words.map((w) => this.words.get(w)!);
   }
 
-  private async senseVectors(words: string[], cache: EmbeddingCache): Promise<void> {
+  protected async senseVectors(words: string[], cache: EmbeddingCache): Promise<void> {
     const missing = [...new Set(words.filter((w) => !this.senses.has(w)))];
     if (!missing.length) return;
     const texts = await Promise.all(missing.map((w) => senseTexts(w)));
@@ -215,60 +238,64 @@ export class HybridSearch implements DomainSearch {
     missing.forEach((w, i) => this.senses.set(w, texts[i].map((t) => cache.get(t)!)));
   }
 
-  /**
-   * The candidates for a query with the signals the scorer weighs. Everything that waits (the
-   * sync, embeddings, Postgres, WordNet, the graph's worker) happens first; the candidates are
-   * then gathered and scored without a pause, so a sync running meanwhile cannot hand a slot to
-   * another name half-way through.
-   */
-  async candidates(environment: Environment, query: string): Promise<Array<{ entry: Entry; signals: Signals }>> {
-    const index = this.index(environment);
-    const corrected = (await this.corrected(environment, index, query)) || query.toLowerCase();
+  /** The query's vectors and WordNet terms (what does not depend on the inventory). */
+  protected meaning(corrected: string): Promise<[Float32Array, Float32Array | undefined, Set<string>, Map<string, number>]> {
     const words = corrected.split(' ');
-    const fuzzy = (w: string) => !index.speller.isKnown(w);
-    const [queryVector, glossVector, keywordHits, expansionTerms, broaderTerms] = await Promise.all([
-      this.queryVector(corrected),
-      glossedQuery(words).then((glossed) => (glossed ? this.queryVector(glossed) : undefined)),
-      this.keyword.search(environment, corrected, CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }),
-      expansionWords(words),
-      broaderWords(words),
-      index.refresh(),
-    ]);
-    // WordNet expansions that are words of the inventory, weighed by their similarity to the query.
-    const forms = [...new Set([...expansionTerms].map((w) => baseForms(w).find((f) => index.postings.has(f))).filter((f): f is string => f !== undefined))];
+    return Promise.all([this.queryVector(corrected), glossedQuery(words).then((glossed) => (glossed ? this.queryVector(glossed) : undefined)), expansionWords(words), broaderWords(words)]);
+  }
+
+  /** The meaning placed in the inventory: its words among the expansions (weighed by their similarity to the query) and kinds. */
+  protected async understood(corrected: string, meaning: Awaited<ReturnType<HybridScorer['meaning']>>, vocabulary: Vocabulary): Promise<Understanding> {
+    const [queryVector, glossVector, expansionTerms, broaderTerms] = meaning;
+    const forms = [...new Set([...expansionTerms].map((w) => baseForms(w).find((f) => vocabulary.hasWord(f))).filter((f): f is string => f !== undefined))];
     const broader = new Map<string, number>();
     for (const [w, level] of broaderTerms) {
-      const form = baseForms(w).find((f) => index.postings.has(f));
+      const form = baseForms(w).find((f) => vocabulary.hasWord(f));
       if (form) broader.set(form, Math.max(broader.get(form) ?? 0, level === 1 ? 1 : 0.5));
     }
     const expansion = new Map<string, number>();
-    (await this.wordVectors(forms, index.cache)).forEach((v, i) => expansion.set(forms[i], cosine(v, queryVector)));
+    (await this.wordVectors(forms, vocabulary.cache)).forEach((v, i) => expansion.set(forms[i], cosine(v, queryVector)));
+    return { corrected, words: corrected.split(' '), queryVector, glossVector, expansion, broader };
+  }
 
-    // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other there.
-    const [near, nearGloss] = await Promise.all([index.nearest(queryVector, CANDIDATES), glossVector ? index.nearest(glossVector, GLOSS_CANDIDATES) : []]);
+  /** The words whose names become candidates: the best expansions, then the query's kinds. */
+  protected static expansionTerms(u: Understanding): string[] {
+    return [...[...u.expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS).map(([w]) => w), ...u.broader.keys()];
+  }
 
-    // From here on, no await: each slot is read as it is now (a slot freed meanwhile is skipped
-    // below; one taken again by another name is scored as that name).
-    const keywordOf = new Map(keywordHits.map((h) => [h.name, h.score]));
-    const slots = new Set<number>(near);
-    for (const hit of keywordHits) {
-      const slot = index.slot(hit.name);
-      if (slot !== undefined) slots.add(slot);
-    }
-    for (const slot of nearGloss) slots.add(slot);
-    // The best expansions' names and the names of the query's kinds, a few of each.
-    for (const w of [...[...expansion].sort((a, b) => b[1] - a[1]).slice(0, EXPANSIONS).map(([w]) => w), ...broader.keys()]) {
-      let taken = 0;
-      for (const slot of index.postings.get(w) ?? []) {
-        if (taken++ >= PER_EXPANSION) break;
-        slots.add(slot);
-      }
-    }
-    const candidates: Array<{ entry: Entry; signals: Signals }> = [];
+  /**
+   * The query with each word spell-corrected (the speller as of the last sync is good enough),
+   * except a word that is whole words of a name on the market: a run-together label (`vetbold`,
+   * `wildshore`, `livetest` in `live|test|one`) is a name, not a typo of `vetoed`, `wiltshire`
+   * or `lightest`. Only whole words count, so a typo inside some longer word of a large inventory
+   * (`solor` in `con|solo|rama`) is still corrected. That costs one look-up of the engine's
+   * names holding the word, and only for a word the speller would change.
+   */
+  protected async corrected(vocabulary: Vocabulary, query: string, namesContaining: (word: string, limit: number) => Promise<Array<Pick<Entry, 'name' | 'words'>>>): Promise<string> {
+    const words = splitWords(query);
+    const fixed = new Map<string, string>();
+    // Each distinct word once, and the first MAX_QUERY_WORDS only (as many as the keyword search
+    // looks at): a long query cannot fan out into many look-ups.
+    await Promise.all(
+      [...new Set(words)].map(async (w, i) => {
+        const c = vocabulary.speller.correct(w);
+        if (c === w || i >= MAX_QUERY_WORDS) return fixed.set(w, c);
+        const names = await namesContaining(w, WHOLE_WORDS_PROBE);
+        fixed.set(w, names.some((entry) => labelOf(entry.name) === w || spansWords(entry, w)) ? w : c);
+      }),
+    );
+    return words.map((w) => fixed.get(w)!).join(' ') || query.toLowerCase();
+  }
+
+  /**
+   * Each candidate's signals, without a pause (so an engine that reads its index in memory
+   * scores each entry as it is now). Words of names listed since start-up have no vector yet:
+   * they are embedded for the searches that follow.
+   */
+  protected score(found: Found[], u: Understanding, cache: EmbeddingCache): Array<{ entry: Entry; signals: Signals }> {
+    const { queryVector, glossVector, expansion, broader } = u;
     const unseen = new Set<string>();
-    for (const slot of slots) {
-      const entry = index.slots[slot];
-      if (!entry) continue;
+    const candidates = found.map(({ entry, name, glossName, keyword }) => {
       let word = 0;
       let glossWord = 0;
       let expanded = 0;
@@ -287,43 +314,20 @@ export class HybridSearch implements DomainSearch {
         if (glossVector) glossWord = Math.max(glossWord, cosine(v, glossVector));
         expanded = Math.max(expanded, expansion.get(w) ?? 0);
       }
-      const hasVector = index.hasVector(slot);
-      const name = hasVector ? index.vectors.dot(slot, queryVector) : 0;
-      const glossName = glossVector && hasVector ? index.vectors.dot(slot, glossVector) : 0;
-      const keyword = keywordOf.get(entry.name) ?? 0;
-      candidates.push({ entry, signals: { keyword: keyword && midWordOnly(entry, words) ? MID_WORD * keyword : keyword, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } });
-    }
-    // Words of names listed since start-up: embedded for the searches that follow.
-    if (unseen.size) void Promise.all([this.wordVectors([...unseen], index.cache), this.senseVectors([...unseen], index.cache)]).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
+      return { entry, signals: { keyword: keyword && midWordOnly(entry, u.words) ? MID_WORD * keyword : keyword, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } };
+    });
+    if (unseen.size) void Promise.all([this.wordVectors([...unseen], cache), this.senseVectors([...unseen], cache)]).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
     return candidates;
   }
 
-  /**
-   * The query with each word spell-corrected (the speller as of the last sync is good enough; the
-   * sync runs alongside the query's embedding), except a word that is whole words of a name on
-   * the market: a run-together label (`vetbold`, `wildshore`, `livetest` in `live|test|one`) is a
-   * name, not a typo of `vetoed`, `wiltshire` or `lightest`. Only whole words count, so a typo
-   * inside some longer word of a large inventory (`solor` in `con|solo|rama`) is still corrected.
-   * That costs one look-up of the trigram index, and only for a word the speller would change.
-   */
-  private async corrected(environment: Environment, index: InventoryIndex, query: string): Promise<string> {
-    const words = splitWords(query);
-    const fixed = new Map<string, string>();
-    // Each distinct word once, and the first MAX_QUERY_WORDS only (as many as the keyword search
-    // looks at): a long query cannot fan out into many look-ups.
-    await Promise.all(
-      [...new Set(words)].map(async (w, i) => {
-        const c = index.speller.correct(w);
-        if (c === w || i >= MAX_QUERY_WORDS) return fixed.set(w, c);
-        const names = await this.keyword.namesContaining(environment, w, WHOLE_WORDS_PROBE);
-        const whole = names.some((name) => {
-          const entry = index.entry(name);
-          return labelOf(name) === w || (entry !== undefined && spansWords(entry, w));
-        });
-        fixed.set(w, whole ? w : c);
-      }),
-    );
-    return words.map((w) => fixed.get(w)!).join(' ');
+  /** The candidates for a query with the signals the scorer weighs (the quality benchmark reads them). */
+  async candidates(environment: Environment, query: string): Promise<Array<{ entry: Entry; signals: Signals }>> {
+    return this.scored(environment, query).then((s) => s.candidates);
+  }
+
+  private async scored(environment: Environment, query: string, asName?: string): Promise<{ candidates: Array<{ entry: Entry; signals: Signals }>; named?: Entry }> {
+    const { found, named, understanding, cache } = await this.gather(environment, query, asName);
+    return { candidates: this.score(found, understanding, cache), named };
   }
 
   async search(environment: Environment, query: string, limit = MAX_RESULTS): Promise<SearchHit[]> {
@@ -332,14 +336,117 @@ export class HybridSearch implements DomainSearch {
     // (the TLD is no word of what was asked).
     const written = normaliseDomainName(query).replace(/^www\./, '');
     const asName = isDomainName(written) ? written : undefined;
-    const ranked = (await this.candidates(environment, asName ? labelOf(asName) : query))
+    const { candidates, named } = await this.scored(environment, asName ? labelOf(asName) : query, asName);
+    const ranked = candidates
       .map(({ entry, signals }) => ({ entry, score: rerank(signals) }))
       .filter((c) => c.score >= MIN_SCORE && c.entry.name !== asName)
       .sort((a, b) => b.score - a.score || a.entry.name.length - b.entry.name.length);
-    // Looked up after the candidates, which waited for the index to catch up with the inventory.
-    const named = asName === undefined ? undefined : this.index(environment).entry(asName);
     return [...(named ? [{ entry: named, score: 1 }] : []), ...ranked]
       .slice(0, limit)
       .map(({ entry, score }) => ({ name: entry.name, available: entry.available, buyNowPriceCents: entry.buyNowPriceCents, currency: entry.currency, score: Math.round(score * 10_000) / 10_000 }));
+  }
+}
+
+/**
+ * The embedded engine: each environment's names, vectors and words in this process's memory
+ * (InventoryIndex, following the inventory), keyword hits from Postgres' trigram and full-text
+ * indexes (KeywordSearch).
+ */
+export class HybridSearch extends HybridScorer {
+  private readonly keyword: KeywordSearch;
+  private readonly indexes = new Map<Environment, InventoryIndex>();
+
+  constructor(
+    private readonly dataSource: DataSource,
+    embedder: Embedder,
+    /** One cache for all environments, or one per environment (each loads only its own vectors). */
+    private readonly caches: EmbeddingCache | ((environment: Environment) => EmbeddingCache),
+    log: (m: string) => void = () => undefined,
+    /** Where HNSW graphs of large inventories are saved; none means rebuild on each start. */
+    private readonly indexDir?: string,
+  ) {
+    super(embedder, log);
+    this.keyword = new KeywordSearch(dataSource);
+  }
+
+  index(environment: Environment): InventoryIndex {
+    let index = this.indexes.get(environment);
+    if (!index || index.failed) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, typeof this.caches === 'function' ? this.caches(environment) : this.caches, this.log, this.indexDir)));
+    return index;
+  }
+
+  /** Reads the environment's inventory and embeds every name and word now (start-up, with progress). */
+  async load(environment: Environment): Promise<InventoryIndex> {
+    const index = this.index(environment);
+    await index.load();
+    await this.warm(environment, [...index.postings.keys()], HybridSearch.vocabulary(index));
+    return index;
+  }
+
+  status(environment: Environment): EngineStatus {
+    const index = this.index(environment);
+    return { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph };
+  }
+
+  /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */
+  async save(): Promise<void> {
+    // One at a time: each save holds a copy of its graph in its worker.
+    for (const index of this.indexes.values()) await index.save();
+  }
+
+  private static vocabulary(index: InventoryIndex): Vocabulary {
+    return { speller: index.speller, hasWord: (w) => index.postings.has(w), cache: index.cache };
+  }
+
+  /**
+   * Everything that waits (the sync, embeddings, Postgres, WordNet, the graph's worker) happens
+   * first; the candidates are then gathered without a pause, so a sync running meanwhile cannot
+   * hand a slot to another name half-way through.
+   */
+  protected async gather(environment: Environment, query: string, asName?: string): Promise<Gathered> {
+    const index = this.index(environment);
+    const vocabulary = HybridSearch.vocabulary(index);
+    const corrected = await this.corrected(vocabulary, query, async (w, limit) => (await this.keyword.namesContaining(environment, w, limit)).map((name) => index.entry(name) ?? { name, words: [] }));
+    const fuzzy = (w: string) => !index.speller.isKnown(w);
+    const [meaning, keywordHits] = await Promise.all([
+      this.meaning(corrected),
+      this.keyword.search(environment, corrected, CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }),
+      index.refresh(),
+    ]);
+    const u = await this.understood(corrected, meaning, vocabulary);
+    // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other there.
+    const [near, nearGloss] = await Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
+
+    // From here on, no await: each slot is read as it is now (a slot freed meanwhile is skipped
+    // below; one taken again by another name is read as that name).
+    const keywordOf = new Map(keywordHits.map((h) => [h.name, h.score]));
+    const slots = new Set<number>(near);
+    for (const hit of keywordHits) {
+      const slot = index.slot(hit.name);
+      if (slot !== undefined) slots.add(slot);
+    }
+    for (const slot of nearGloss) slots.add(slot);
+    // The best expansions' names and the names of the query's kinds, a few of each.
+    for (const w of HybridScorer.expansionTerms(u)) {
+      let taken = 0;
+      for (const slot of index.postings.get(w) ?? []) {
+        if (taken++ >= PER_EXPANSION) break;
+        slots.add(slot);
+      }
+    }
+    const found: Found[] = [];
+    for (const slot of slots) {
+      const entry = index.slots[slot];
+      if (!entry) continue;
+      const hasVector = index.hasVector(slot);
+      found.push({
+        entry,
+        name: hasVector ? index.vectors.dot(slot, u.queryVector) : 0,
+        glossName: u.glossVector && hasVector ? index.vectors.dot(slot, u.glossVector) : 0,
+        keyword: keywordOf.get(entry.name) ?? 0,
+      });
+    }
+    // Looked up after the candidates, which waited for the index to catch up with the inventory.
+    return { found, named: asName === undefined ? undefined : index.entry(asName), understanding: u, cache: index.cache };
   }
 }

@@ -29,6 +29,7 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import type { Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
+import { onMarket, readInventoryPage, type InventoryRow } from './inventory-changes';
 import { MODEL_ID } from './model-files';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
@@ -45,14 +46,6 @@ export interface Entry {
   currency: string;
 }
 
-interface Row {
-  horizon: string;
-  name: string | null;
-  label: string;
-  status: string;
-  buy_now_price_cents: string;
-  currency: string;
-}
 
 const PAGE = 20_000;
 /** The longest run of a sync's page on the event loop before it lets other work in. */
@@ -232,16 +225,9 @@ export class InventoryIndex {
     for (;;) {
       // The first read takes every name on the market (in name order, by the unique index); later
       // ones, the rows changed since, including names that left the market.
-      const rows = (await this.dataSource.query(
-        `SELECT h.horizon::text AS horizon, d.name, d.label, d.status, d.buy_now_price_cents, d.currency
-         FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
-         LEFT JOIN domains d ON d.environment = $1 AND d.name > $2 AND
-           ${first ? `d.status IN ('listed', 'reserved')` : `d.changed_xid >= $3::xid8`}
-         ORDER BY d.name LIMIT ${PAGE}`,
-        first ? [this.environment, after] : [this.environment, after, this.horizon],
-      )) as Row[];
-      horizon ??= rows[0].horizon;
-      const changed = rows.filter((r): r is Row & { name: string } => r.name !== null);
+      const page = await readInventoryPage(this.dataSource, this.environment, after, first ? undefined : this.horizon, PAGE);
+      horizon ??= page.horizon;
+      const changed = page.rows;
       await this.apply(changed);
       read += changed.length;
       if (first && changed.length === PAGE && read % 100_000 < PAGE) this.log(`  ${this.environment}: ${read} names read`);
@@ -271,16 +257,15 @@ export class InventoryIndex {
     this.log(`${this.environment}: loaded the saved HNSW graph of ${index.size} names`);
   }
 
-  private async apply(rows: Array<Row & { name: string }>): Promise<void> {
+  private async apply(rows: InventoryRow[]): Promise<void> {
     const slice = new LoopSlice(SLICE_MS);
     for (const row of rows) {
       // Splitting new labels costs ~70 µs a name (1.4 s for an import's page of 20,000): the loop
       // is given back every SLICE_MS, between rows, so searches of other environments and health
       // checks are answered meanwhile. Each row is applied whole between two such turns.
       if (slice.spent) await slice.pause();
-      const onMarket = row.status === 'listed' || row.status === 'reserved';
       const slot = this.slotOf.get(row.name);
-      if (!onMarket) {
+      if (!onMarket(row)) {
         if (slot !== undefined) this.release(row.name, slot);
         continue;
       }

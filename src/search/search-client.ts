@@ -17,7 +17,18 @@ export interface SearchStatus {
   rss: number;
   /** Time its main thread has spent in garbage collection since it started, ms. */
   gcMs: number;
-  environments: Record<string, { names: number; pendingVectors: number; vectorIndex: 'exact' | 'hnsw'; building: boolean }>;
+  environments: Record<string, EngineStatus>;
+}
+
+/** One environment's index as the search process reports it. */
+export interface EngineStatus {
+  names: number;
+  /** Names waiting for their vector (the embedded engine). */
+  pendingVectors: number;
+  /** What answers the vector searches: the embedded engine's exact scan or HNSW graph, or OpenSearch. */
+  vectorIndex: 'exact' | 'hnsw' | 'opensearch';
+  /** A graph (embedded) or a new index (OpenSearch) is being built. */
+  building: boolean;
 }
 
 /** The search process did not answer as it should; the message says how (for the log only). */
@@ -44,10 +55,10 @@ export class SearchClient implements DomainSearch {
     }
   }
 
-  /** GET a path of the search process and parse its JSON answer; SearchUnavailable on anything else. */
-  private get<T>(pathAndQuery: string, timeoutMs = this.timeoutMs): Promise<T> {
+  /** GET (or POST) a path of the search process and parse its JSON answer; SearchUnavailable on anything else. */
+  private get<T>(pathAndQuery: string, timeoutMs = this.timeoutMs, method: 'GET' | 'POST' = 'GET'): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const req = http.request({ ...this.target, agent: this.agent, method: 'GET', path: pathAndQuery, timeout: timeoutMs }, (res) => {
+      const req = http.request({ ...this.target, agent: this.agent, method, path: pathAndQuery, timeout: timeoutMs }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', (err) => reject(new SearchUnavailable(err.message)));
@@ -85,6 +96,11 @@ export class SearchClient implements DomainSearch {
 
   status(): Promise<SearchStatus> {
     return this.get<SearchStatus>('/status');
+  }
+
+  /** `admin search reindex`: the OpenSearch engine's new index, built and swapped in (may take minutes at scale). */
+  reindex(timeoutMs = 6 * 3600_000): Promise<Record<string, unknown>> {
+    return this.get<Record<string, unknown>>('/reindex', timeoutMs, 'POST');
   }
 
   /** Closes the idle keep-alive connections. */

@@ -7,6 +7,7 @@
  *   GET /search?environment=sandbox|live&q=…&limit=…  → { hits: SearchHit[] }
  *   GET /healthz                                       → { status: "ok" }
  *   GET /status                                        → pid, RSS, time in GC and each index's size and kind
+ *   POST /reindex                                      → the OpenSearch engine builds a new index and moves its alias (`admin search reindex`)
  */
 import { existsSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -17,8 +18,8 @@ import Koa from 'koa';
 import { z } from 'zod';
 import type { Environment } from '../config';
 import { MAX_QUERY_LENGTH } from '../discovery/routes';
-import type { HybridSearch } from './hybrid-search';
-import type { SearchStatus } from './search-client';
+import type { DomainSearch } from '../discovery/search';
+import type { EngineStatus, SearchStatus } from './search-client';
 
 const SearchQuery = z.object({
   environment: z.enum(['sandbox', 'live']),
@@ -26,11 +27,20 @@ const SearchQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).optional(),
 });
 
+/** What the search process serves: either engine. */
+export interface SearchEngine extends DomainSearch {
+  status(environment: Environment): EngineStatus;
+  /** Saves what the engine keeps on this host (on shutdown). */
+  save(): Promise<void>;
+  /** Builds the engine's index anew and swaps it in (the OpenSearch engine only). */
+  reindex?(): Promise<unknown>;
+}
+
 /** The main thread's time in garbage collection since the first searchApp, in ms. */
 let gcMs = 0;
 let gcObserver: PerformanceObserver | undefined;
 
-export function searchApp(search: HybridSearch, environments: Environment[], log: (m: string) => void): Koa {
+export function searchApp(search: SearchEngine, environments: Environment[], log: (m: string) => void): Koa {
   if (!gcObserver) {
     gcObserver = new PerformanceObserver((list) => list.getEntries().forEach((e) => (gcMs += e.duration)));
     gcObserver.observe({ entryTypes: ['gc'] });
@@ -51,11 +61,16 @@ export function searchApp(search: HybridSearch, environments: Environment[], log
   });
   router.get('/status', (ctx) => {
     const status: SearchStatus = { pid: process.pid, rss: process.memoryUsage.rss(), gcMs: +gcMs.toFixed(3), environments: {} };
-    for (const environment of environments) {
-      const index = search.index(environment);
-      status.environments[environment] = { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph };
-    }
+    for (const environment of environments) status.environments[environment] = search.status(environment);
     ctx.body = status;
+  });
+  router.post('/reindex', async (ctx) => {
+    if (!search.reindex) {
+      ctx.status = 409;
+      ctx.body = { error: 'the embedded engine keeps no index to rebuild: reindex is for SEARCH_ENGINE=opensearch' };
+      return;
+    }
+    ctx.body = await search.reindex();
   });
   app.use(async (ctx, next) => {
     try {

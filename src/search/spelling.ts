@@ -65,15 +65,22 @@ export class Speller {
   private readonly memo = new LRUCache<string, string>({ max: 10_000 });
   private readonly variantMemo = new LRUCache<string, string[]>({ max: 10_000 });
 
-  addWords(words: string[], delta: 1 | -1 = 1): void {
+  /** Counts the words in (`delta` names more hold each) or out (fewer). */
+  addWords(words: string[], delta = 1): void {
     for (const w of words) {
-      const n = (this.counts.get(w) ?? 0) + delta;
+      const before = this.counts.get(w) ?? 0;
+      const n = before + delta;
       if (n > 0) this.counts.set(w, n);
       else this.counts.delete(w);
       // A word's arrival or departure can change corrections.
-      if ((n === 1 || n === 0) && this.memo.size > 0) this.memo.clear();
-      if ((n === 1 || n === 0) && this.variantMemo.size > 0) this.variantMemo.clear();
+      if ((before > 0) !== (n > 0) && this.memo.size > 0) this.memo.clear();
+      if ((before > 0) !== (n > 0) && this.variantMemo.size > 0) this.variantMemo.clear();
     }
+  }
+
+  /** The words of the names on the market. */
+  words(): IterableIterator<string> {
+    return this.counts.keys();
   }
 
   /** A word of the names on the market. */

@@ -31,6 +31,7 @@ import { importSandboxInventory } from '../../src/discovery/inventory';
 import { ensureModelFiles } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
+import { startLocalOpenSearch } from '../../src/search/opensearch/local-node';
 import { findOrCreatePartner } from '../../src/partners/partners';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
@@ -260,6 +261,7 @@ export async function teardownStack(): Promise<void> {
     }
   }
   stack = undefined;
+  openSearch = undefined;
 }
 
 const quietBundlerLogger = {
@@ -292,4 +294,35 @@ export async function newPartner(
     secret: issued.secret,
     partnerId: partner.id,
   };
+}
+
+let openSearch: Promise<{ client: SearchClient; url: string; lines: string[] }> | undefined;
+
+/**
+ * The OpenSearch engine for the search tests (issue: the search tests run against both engines):
+ * a local OpenSearch node (src/search/opensearch/local-node.ts) with a fresh data directory, and
+ * a second search process with SEARCH_ENGINE=opensearch over it, reading the stack's database.
+ * Started on first use, once for the suite; stopped with the stack.
+ */
+export function openSearchEngine(): Promise<{ client: SearchClient; url: string; lines: string[] }> {
+  openSearch ??= (async () => {
+    const { config, databaseUrl } = getStack();
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-opensearch-'));
+    const node = await startLocalOpenSearch({ cacheDir: config.toolCacheDir, dataDir: dir });
+    cleanups.push(async () => {
+      await node.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const lines: string[] = [];
+    const searchProcess = await startSearchProcess({
+      env: searchProcessEnv(config, databaseUrl, `unix:${path.join(dir, 'search.sock')}`, path.join(config.toolCacheDir, 'test-search-data'), { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: node.url }),
+      output: (line) => lines.push(line),
+    }).catch((err: Error) => {
+      process.stderr.write(lines.join('\n') + '\n');
+      throw err;
+    });
+    cleanups.push(() => searchProcess.stop());
+    return { client: searchProcess.client, url: node.url, lines };
+  })();
+  return openSearch;
 }

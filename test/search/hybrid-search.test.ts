@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Domain } from '../../src/db/entities/domain';
 import { importInventory } from '../../src/discovery/inventory';
 import { cosine, Embedder } from '../../src/search/embedder';
 import { meaningCosine, midWordOnly, rerank, spansWords, squash } from '../../src/search/hybrid-search';
@@ -6,25 +7,58 @@ import { cachedModelFiles } from '../../src/search/model-files';
 import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
 import { kindsOf } from '../../src/search/taxonomy';
-import { getStack, newPartner } from '../helpers/stack';
+import { getStack, newPartner, openSearchEngine } from '../helpers/stack';
 
-type Hit = { name: string; available: boolean; score: number };
+type Hit = { name: string; available: boolean; score: number; buy_now_price_cents?: number };
 type Client = Awaited<ReturnType<typeof newPartner>>['client'];
+type Search = (q: string, environment?: 'sandbox' | 'live') => Promise<Hit[]>;
 
-async function search(client: Client, q: string): Promise<Hit[]> {
+async function apiSearch(client: Client, q: string): Promise<Hit[]> {
   const res = await client.get<{ data: Hit[] }>(`/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`);
   assert.equal(res.status, 200, res.text);
   return res.body.data;
 }
 
+/**
+ * Polls `read` until `ok` holds, for at most a second (the OpenSearch engine follows the inventory
+ * through the change feed, so a change shows a moment after its commit; the embedded engine
+ * syncs before each search and shows it at once). Fails with the last answer.
+ */
+async function reflected<T>(read: () => Promise<T>, ok: (value: T) => boolean, withinMs = 1_000): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) assert.fail(`not shown within ${withinMs} ms: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * Each engine as a partner meets it: the embedded one through the stack's API (signed requests),
+ * the OpenSearch one through its own search process (the API in front of it is the same code).
+ */
+const ENGINES: Array<[string, () => Promise<Search>]> = [
+  [
+    'embedded',
+    async () => {
+      const sandbox = await newPartner({ scopes: ['search'] });
+      const live = await newPartner({ environment: 'live', scopes: ['search'] });
+      return (q, environment = 'sandbox') => apiSearch(environment === 'live' ? live.client : sandbox.client, q);
+    },
+  ],
+  [
+    'opensearch',
+    async () => {
+      const { client } = await openSearchEngine();
+      return async (q, environment = 'sandbox') => (await client.search(environment, q)).map((h) => ({ name: h.name, available: h.available, score: h.score, buy_now_price_cents: h.buyNowPriceCents }));
+    },
+  ],
+];
+
 const label = (name: string) => name.slice(0, name.indexOf('.'));
 
 describe('hybrid semantic search', () => {
-  let client: Client;
-  before(async () => {
-    ({ client } = await newPartner({ scopes: ['search'] }));
-  });
-
   it('the model loads offline from the tool cache and gives the pinned reference vectors', async () => {
     const files = cachedModelFiles(getStack().config.toolCacheDir);
     assert.ok(files, 'model files present and matching their sha256');
@@ -70,91 +104,122 @@ describe('hybrid semantic search', () => {
     assert.equal(await segmentLabel('espressobar'), 'espresso bar');
   });
 
-  it('meaning: "caffeine", a word in no name, finds coffee names', async () => {
-    const hits = await search(client, 'caffeine');
-    assert.ok(hits.length > 0);
-    assert.ok(hits.slice(0, 3).every((h) => /coffee|espresso|latte|cafe|brew|roast|mocha|barista/.test(h.name)), JSON.stringify(hits));
-  });
-
-  it('meaning: "attorney at law" and "cryptocurrency" find their topics', async () => {
-    assert.ok((await search(client, 'attorney at law')).slice(0, 3).every((h) => /law|legal|attorney|lawyer|counsel|justice/.test(h.name)));
-    assert.ok((await search(client, 'cryptocurrency')).slice(0, 3).every((h) => /crypto|coin|token|chain/.test(h.name)));
-  });
-
-  it('meaning through WordNet: "patisserie" finds bakeries, "soccer" finds goal and ball names', async () => {
-    const patisserie = await search(client, 'patisserie');
-    assert.ok(patisserie.slice(0, 3).every((h) => /bakery|pastry|croissant|bake|bread/.test(h.name)), JSON.stringify(patisserie));
-    const soccer = await search(client, 'soccer');
-    assert.ok(soccer.slice(0, 3).some((h) => /goal|ball|league/.test(h.name)), JSON.stringify(soccer));
-  });
-
-  it('WordNet senses and kinds: "animal shelter" finds kennels, "houseplants" finds plants rather than houses', async () => {
-    assert.ok((await kindsOf('tabby', 2)).has('cat') && (await kindsOf('houseplant', 1)).has('flora'));
-    assert.match((await senseTexts('kennel'))[0], /^kennel, doghouse, dog house: .*shelter for a dog/);
-    const shelter = await search(client, 'animal shelter');
-    assert.ok(shelter.slice(0, 3).every((h) => /kennel/.test(h.name)), JSON.stringify(shelter));
-    const plants = await search(client, 'houseplants');
-    assert.ok(plants.slice(0, 3).every((h) => /flora|botanic|garden|bloom|leaf|petal|sprout/.test(h.name)), JSON.stringify(plants));
-  });
-
-  it('typo in a phrase: each word is corrected, "morgage calculater" finds mortgage names', async () => {
-    const hits = await search(client, 'morgage calculater');
-    assert.match(hits[0].name, /mortgage/, JSON.stringify(hits));
-  });
-
-  it('typo: "cofee" and "crytpo" find the intended word', async () => {
-    assert.match((await search(client, 'cofee'))[0].name, /coffee/);
-    assert.match((await search(client, 'crytpo'))[0].name, /crypto/);
-  });
-
-  it('a query written as a name gets that name first (score 1), then names like its label; an unknown one only the latter', async () => {
-    // Kept off the order helpers (SEARCH_TEST_NAMES), so no other test sells them first.
-    for (const name of ['evnorth.com', 'WildShore.net', 'policysatoshi.shop']) {
-      const hits = await search(client, name);
-      assert.equal(hits[0].name, name.toLowerCase(), JSON.stringify(hits));
-      assert.equal(hits[0].score, 1);
-      assert.equal(hits.filter((h) => h.name === name.toLowerCase()).length, 1, 'not twice');
-      assert.ok(hits.slice(1).every((h) => h.score < 1));
-    }
-    const unknown = await search(client, 'planetnosuch.com');
-    assert.ok(unknown.length > 0 && unknown.every((h) => h.score < 1 && h.name !== 'planetnosuch.com'), JSON.stringify(unknown));
-  });
-
-  it('a word inside a label\'s word (tea in byte|ai) counts for less than one that starts a word (tea in team|play)', async () => {
+  it('a word inside a label\'s word (tea in byte|ai) counts for less than one that starts a word (tea in team|play)', () => {
     assert.equal(midWordOnly({ name: 'byteai.com', words: ['byte', 'ai'] }, ['tea']), true);
     assert.equal(midWordOnly({ name: 'teamplay.co', words: ['team', 'play'] }, ['tea']), false);
     assert.equal(midWordOnly({ name: 'live-teahouse.com', words: ['live', 'tea', 'house'] }, ['tea']), false);
     assert.equal(midWordOnly({ name: 'coffee.com', words: ['coffee'] }, ['tea']), false, 'no occurrence: left as it is');
-    const hits = await search(client, 'tea');
-    assert.notEqual(hits[0].name, 'byteai.com', JSON.stringify(hits));
   });
 
-  it('a word found inside a name on the market is no typo: "vetbold" finds vetbold.ai, not "vetoed"', async () => {
-    assert.equal((await search(client, 'vetbold'))[0].name, 'vetbold.ai');
-    assert.equal((await search(client, 'wildshore'))[0].name, 'wildshore.net');
-    assert.equal((await search(client, 'www.evnorth.com'))[0].name, 'evnorth.com', 'www. is no part of the name');
-    // Only whole words count: a typo found inside some longer word is still a typo.
+  it('only whole words of a label are a name, not a typo: livetest in live|test|one, but not solor in con|solo|rama', () => {
     assert.equal(spansWords({ name: 'livetest-one.com', words: ['live', 'test', 'one'] }, 'livetest'), true);
     assert.equal(spansWords({ name: 'consolorama.com', words: ['con', 'solo', 'rama'] }, 'solor'), false);
   });
-
-  it('literal: an exact-word name ranks first; at most 5, score descending in [0, 1]', async () => {
-    const hits = await search(client, 'pizza');
-    assert.equal(label(hits[0].name), 'pizza');
-    assert.ok(hits.length <= 5);
-    const scores = hits.map((h) => h.score);
-    assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
-    assert.ok(scores.every((s) => s >= 0 && s <= 1));
-  });
-
-  it('an import shows in the results without a restart, and live sees no sandbox names', async () => {
-    const live = await newPartner({ environment: 'live', scopes: ['search'] });
-    assert.ok(!(await search(live.client, 'espresso')).some((h) => h.name.endsWith('.com') && !h.name.startsWith('live')), 'no sandbox names in live');
-    await importInventory(getStack().dataSource, 'live', [
-      { name: 'liveespressobar.com', category: 'food-and-drink', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 },
-    ]);
-    const hits = await search(live.client, 'caffeine');
-    assert.ok(hits.some((h) => h.name === 'liveespressobar.com'), JSON.stringify(hits));
-    assert.ok(hits.every((h) => h.name.startsWith('live')), 'only live names');
-  });
 });
+
+for (const [engine, open] of ENGINES) {
+  describe(`hybrid semantic search on the ${engine} engine`, () => {
+    let search: Search;
+    before(async function () {
+      this.timeout(5 * 60_000);
+      search = await open();
+    });
+
+    it('meaning: "caffeine", a word in no name, finds coffee names', async () => {
+      const hits = await search('caffeine');
+      assert.ok(hits.length > 0);
+      assert.ok(hits.slice(0, 3).every((h) => /coffee|espresso|latte|cafe|brew|roast|mocha|barista/.test(h.name)), JSON.stringify(hits));
+    });
+
+    it('meaning: "attorney at law" and "cryptocurrency" find their topics', async () => {
+      assert.ok((await search('attorney at law')).slice(0, 3).every((h) => /law|legal|attorney|lawyer|counsel|justice/.test(h.name)));
+      assert.ok((await search('cryptocurrency')).slice(0, 3).every((h) => /crypto|coin|token|chain/.test(h.name)));
+    });
+
+    it('meaning through WordNet: "patisserie" finds bakeries, "soccer" finds goal and ball names', async () => {
+      const patisserie = await search('patisserie');
+      assert.ok(patisserie.slice(0, 3).every((h) => /bakery|pastry|croissant|bake|bread/.test(h.name)), JSON.stringify(patisserie));
+      const soccer = await search('soccer');
+      assert.ok(soccer.slice(0, 3).some((h) => /goal|ball|league/.test(h.name)), JSON.stringify(soccer));
+    });
+
+    it('WordNet senses and kinds: "animal shelter" finds kennels, "houseplants" finds plants rather than houses', async () => {
+      assert.ok((await kindsOf('tabby', 2)).has('cat') && (await kindsOf('houseplant', 1)).has('flora'));
+      assert.match((await senseTexts('kennel'))[0], /^kennel, doghouse, dog house: .*shelter for a dog/);
+      const shelter = await search('animal shelter');
+      assert.ok(shelter.slice(0, 3).every((h) => /kennel/.test(h.name)), JSON.stringify(shelter));
+      const plants = await search('houseplants');
+      assert.ok(plants.slice(0, 3).every((h) => /flora|botanic|garden|bloom|leaf|petal|sprout/.test(h.name)), JSON.stringify(plants));
+    });
+
+    it('typo in a phrase: each word is corrected, "morgage calculater" finds mortgage names', async () => {
+      const hits = await search('morgage calculater');
+      assert.match(hits[0].name, /mortgage/, JSON.stringify(hits));
+    });
+
+    it('typo: "cofee" and "crytpo" find the intended word', async () => {
+      assert.match((await search('cofee'))[0].name, /coffee/);
+      assert.match((await search('crytpo'))[0].name, /crypto/);
+    });
+
+    it('a query written as a name gets that name first (score 1), then names like its label; an unknown one only the latter', async () => {
+      // Kept off the order helpers (SEARCH_TEST_NAMES), so no other test sells them first.
+      for (const name of ['evnorth.com', 'WildShore.net', 'policysatoshi.shop']) {
+        const hits = await search(name);
+        assert.equal(hits[0].name, name.toLowerCase(), JSON.stringify(hits));
+        assert.equal(hits[0].score, 1);
+        assert.equal(hits.filter((h) => h.name === name.toLowerCase()).length, 1, 'not twice');
+        assert.ok(hits.slice(1).every((h) => h.score < 1));
+      }
+      const unknown = await search('planetnosuch.com');
+      assert.ok(unknown.length > 0 && unknown.every((h) => h.score < 1 && h.name !== 'planetnosuch.com'), JSON.stringify(unknown));
+    });
+
+    it('literal: an exact-word name ranks first; at most 5, score descending in [0, 1]', async () => {
+      const hits = await search('pizza');
+      assert.equal(label(hits[0].name), 'pizza');
+      assert.ok(hits.length <= 5);
+      const scores = hits.map((h) => h.score);
+      assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
+      assert.ok(scores.every((s) => s >= 0 && s <= 1));
+    });
+
+    it('an import shows in the results without a restart, and live sees no sandbox names', async () => {
+      assert.ok(!(await search('espresso', 'live')).some((h) => h.name.endsWith('.com') && !h.name.startsWith('live')), 'no sandbox names in live');
+      // A name of each engine's own, imported after that engine has loaded.
+      const name = `liveespressobar.${engine === 'embedded' ? 'com' : 'net'}`;
+      await importInventory(getStack().dataSource, 'live', [
+        { name, category: 'food-and-drink', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 },
+      ]);
+      const hits = await reflected(() => search('caffeine', 'live'), (found) => found.some((h) => h.name === name));
+      assert.ok(hits.every((h) => h.name.startsWith('live')), 'only live names');
+    });
+
+    it('a price change, a reservation and a sale show in the results within a second', async () => {
+      const name = `livepricecheck.${engine === 'embedded' ? 'com' : 'net'}`;
+      const domains = getStack().dataSource.getRepository(Domain);
+      await importInventory(getStack().dataSource, 'live', [
+        { name, category: 'finance', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 },
+      ]);
+      const first = async (): Promise<Hit | undefined> => (await search(name, 'live'))[0];
+      await reflected(first, (h) => h?.name === name && h.available);
+      await domains.update({ environment: 'live', name }, { buyNowPriceCents: 450000 });
+      await reflected(first, (h) => h?.name === name && h.buy_now_price_cents === 450000);
+      await domains.update({ environment: 'live', name }, { status: 'reserved' });
+      await reflected(first, (h) => h?.name === name && !h.available);
+      await domains.update({ environment: 'live', name }, { status: 'sold' });
+      await reflected(first, (h) => h?.name !== name);
+    });
+
+    it('a word inside a label\'s word (tea in byte|ai) counts for less than one that starts a word (tea in team|play)', async () => {
+      const hits = await search('tea');
+      assert.notEqual(hits[0].name, 'byteai.com', JSON.stringify(hits));
+    });
+
+    it('a word found inside a name on the market is no typo: "vetbold" finds vetbold.ai, not "vetoed"', async () => {
+      assert.equal((await search('vetbold'))[0].name, 'vetbold.ai');
+      assert.equal((await search('wildshore'))[0].name, 'wildshore.net');
+      assert.equal((await search('www.evnorth.com'))[0].name, 'evnorth.com', 'www. is no part of the name');
+    });
+  });
+}

@@ -1,0 +1,39 @@
+/**
+ * How search follows the inventory, for both engines: every domain row carries the id of the
+ * transaction that last wrote it (`changed_xid`, set by a trigger; search migration). A read
+ * returns the rows changed at or above the previous read's horizon (the oldest transaction
+ * still running then), so every change committed since is seen, whatever order transactions
+ * commit in; the first read takes every name on the market. Names come in name order, a page
+ * at a time.
+ */
+import type { DataSource } from 'typeorm';
+import type { Environment } from '../config';
+
+export interface InventoryRow {
+  name: string;
+  label: string;
+  category: string;
+  status: string;
+  buy_now_price_cents: string;
+  currency: string;
+}
+
+export const onMarket = (row: Pick<InventoryRow, 'status'>) => row.status === 'listed' || row.status === 'reserved';
+
+/**
+ * One page of rows after `after` (a name): every name on the market when `since` is undefined,
+ * else the rows changed since that horizon (names that left the market included). `horizon` is
+ * where the next read starts.
+ */
+export async function readInventoryPage(dataSource: DataSource, environment: Environment, after: string, since: string | undefined, limit: number): Promise<{ horizon: string; rows: InventoryRow[] }> {
+  // Raw SQL: the horizon is pg_current_snapshot()'s xmin, read in the same statement as the page.
+  const rows = (await dataSource.query(
+    `SELECT h.horizon::text AS horizon, d.name, d.label, d.category, d.status, d.buy_now_price_cents, d.currency
+     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
+     LEFT JOIN domains d ON d.environment = $1 AND d.name > $2 AND
+       ${since === undefined ? `d.status IN ('listed', 'reserved')` : `d.changed_xid >= $3::xid8`}
+     ORDER BY d.name LIMIT ${Number(limit)}`,
+    since === undefined ? [environment, after] : [environment, after, since],
+  )) as Array<InventoryRow & { horizon: string; name: string | null }>;
+  return { horizon: rows[0].horizon, rows: rows.filter((r): r is InventoryRow & { horizon: string } => r.name !== null) };
+}

@@ -1,0 +1,70 @@
+/**
+ * The keyword ranker's score (src/discovery/search.ts, computed there in SQL by Postgres) for one
+ * label, computed in the application: the OpenSearch engine retrieves keyword candidates from its
+ * own index and scores them here, so that both engines weigh a keyword match the same way.
+ *
+ *   exact     = 1 when the label is the query's words run together
+ *   contained = 0.6 + 0.35·|joined| / |label| when the label holds them run together
+ *   coverage  = mean over the query's words of 1 (inside the label) or their word similarity to it
+ *   fuzzy     = word similarity of the joined words to the label
+ *   topical   = 1 when the category and label match the query's words (full text, English stems)
+ *   score     = min(1, max(exact, contained, 0.85·coverage·(0.7 + 0.3·min(1, |joined| / |label|)), 0.75·fuzzy, 0.3·topical))
+ * and a label is a keyword hit only when exact, contained, coverage ≥ 0.5, fuzzy ≥ 0.45 or topical.
+ *
+ * Word similarity is pg_trgm's: the trigrams of the word against the best run of consecutive
+ * trigrams of the label, as |common| / |union| (each word padded with two spaces in front and one
+ * behind, letters and digits only). Postgres finds that run greedily; this looks at every run
+ * that starts and ends on a common trigram, so it can only find as good a run or a better one.
+ */
+
+/** The trigrams of a text in order, word after word, as pg_trgm makes them (lower case, letters and digits). */
+export function trigrams(text: string): string[] {
+  const out: string[] = [];
+  for (const word of text.toLowerCase().split(/[^a-z0-9]+/)) {
+    if (!word) continue;
+    const padded = `  ${word} `;
+    for (let i = 0; i + 3 <= padded.length; i++) out.push(padded.slice(i, i + 3));
+  }
+  return out;
+}
+
+/** pg_trgm's word_similarity(word, text), in [0, 1]. */
+export function wordSimilarity(word: string, text: string): number {
+  const own = new Set(trigrams(word));
+  if (own.size === 0) return 0;
+  const sequence = trigrams(text);
+  let best = 0;
+  for (let start = 0; start < sequence.length; start++) {
+    if (!own.has(sequence[start])) continue;
+    const seen = new Set<string>();
+    let common = 0;
+    for (let end = start; end < sequence.length; end++) {
+      const t = sequence[end];
+      if (!seen.has(t)) {
+        seen.add(t);
+        if (own.has(t)) common++;
+      }
+      if (own.has(t)) best = Math.max(best, common / (own.size + seen.size - common));
+    }
+  }
+  return best;
+}
+
+/** pg_trgm.word_similarity_threshold as the keyword ranker's connection sets it. */
+export const FUZZY_THRESHOLD = 0.45;
+
+/**
+ * The keyword score of a label for the query's words (as `queryWords` gives them), or undefined
+ * when the label is no keyword hit. `topical`: whether the name's full-text document matches.
+ */
+export function keywordScore(label: string, words: string[], topical: boolean): number | undefined {
+  if (words.length === 0) return undefined;
+  const joined = words.join('');
+  const exact = label === joined ? 1 : 0;
+  const contained = label.includes(joined) ? 0.6 + (0.35 * joined.length) / label.length : 0;
+  const coverage = words.reduce((sum, w) => sum + (label.includes(w) ? 1 : wordSimilarity(w, label)), 0) / words.length;
+  const fuzzy = wordSimilarity(joined, label);
+  if (!(exact > 0 || contained > 0 || coverage >= 0.5 || fuzzy >= FUZZY_THRESHOLD || topical)) return undefined;
+  const score = Math.min(1, Math.max(exact, contained, 0.85 * coverage * (0.7 + 0.3 * Math.min(1, joined.length / label.length)), 0.75 * fuzzy, topical ? 0.3 : 0));
+  return Math.round(score * 10_000) / 10_000;
+}

@@ -1,0 +1,488 @@
+/**
+ * The OpenSearch engine (SEARCH_ENGINE=opensearch): the names, their vectors and words live in an
+ * OpenSearch index (mapping.ts) that any number of nodes can hold, so search is no longer bound
+ * to one host's memory. The project's query understanding and scorer stay (HybridScorer: spelling,
+ * WordNet expansions and kinds, the documented rerank); OpenSearch retrieves the candidates, all
+ * of them in one `_msearch` round trip:
+ *   - keyword: BM25 over the label's words, the label holding the query's words (wildcard
+ *     field), close to them by trigrams (typos), the category's English stems; scored then by
+ *     the keyword ranker's own formula (keyword-score.ts), as Postgres scores them for the
+ *     embedded engine;
+ *   - k-NN (lucene HNSW, cosine) of the query's vector and of its WordNet definitions' vector;
+ *   - the names holding the query's best WordNet expansions and kinds;
+ *   - the name the query was written as, if it was.
+ * A search needs no Postgres round trip. Each name's vector comes back with its hit, so the
+ * scorer has every candidate's cosines.
+ *
+ * The index follows the inventory (OpenSearchInventory): the listing change feed wakes a sync
+ * of the rows changed since the last one (inventory-changes.ts), new names are embedded once and
+ * indexed with their vector, and a sale, reservation or price change is an update, visible
+ * within a second (refreshed after each small batch). The horizon reached is saved in the index,
+ * so a restart carries on from it. One search process indexes; every one searches.
+ */
+import { Client } from '@opensearch-project/opensearch';
+import type { DataSource } from 'typeorm';
+import type { Environment } from '../../config';
+import type { ChangeFeed } from '../../db/change-feed';
+import { LISTING_CHANNEL } from '../../db/migrations/1795001400000-change-feed';
+import { queryWords } from '../../discovery/search';
+import { cosine, type Embedder } from '../embedder';
+import { EmbeddingCache } from '../embedding-cache';
+import { CANDIDATES, GLOSS_CANDIDATES, HybridScorer, PER_EXPANSION, type Found, type Gathered, type Vocabulary } from '../hybrid-search';
+import type { Entry } from '../inventory-index';
+import { onMarket, readInventoryPage, type InventoryRow } from '../inventory-changes';
+import { keywordScore } from '../keyword-score';
+import { segmentLabel } from '../segment';
+import { Speller } from '../spelling';
+import { decodeVector, documentId, encodeVector, indexSettings, MAPPING_VERSION, type NameDocument } from './mapping';
+
+/** Rows read, embedded and written at a time. */
+const PAGE = 2_000;
+/** Keyword hits looked at before the keyword formula keeps the best CANDIDATES. */
+const KEYWORD_PROBE = 200;
+/** A sync runs at least this often, whatever the change feed says (it may be down). */
+const POLL_MS = 2_000;
+const SOURCE = ['name', 'label', 'text', 'words', 'available', 'buy_now_price_cents', 'currency', 'vector_b64'];
+/** The document that holds an environment's horizon, beside its names. */
+const HORIZON_DOC = (environment: Environment) => `__horizon:${environment}`;
+
+export function openSearchClient(url: string): Client {
+  return new Client({ node: url, requestTimeout: 10_000, maxRetries: 1 });
+}
+
+type Hit = { _id: string; _source: NameDocument; matched_queries?: string[] };
+type SearchBody = { hits: { hits: Hit[] } };
+
+function entryOf(doc: NameDocument): Entry {
+  return { name: doc.name, text: doc.text, words: doc.words, available: doc.available, buyNowPriceCents: doc.buy_now_price_cents, currency: doc.currency };
+}
+
+/** The physical index the alias points at now, or undefined when there is no alias yet. */
+export async function aliasTarget(client: Client, alias: string): Promise<string | undefined> {
+  const exists = await client.indices.existsAlias({ name: alias });
+  if (!exists.body) return undefined;
+  const response = await client.indices.getAlias({ name: alias });
+  return Object.keys(response.body as Record<string, unknown>)[0];
+}
+
+/** Creates an index of this MAPPING_VERSION, named after the alias, the version and the time. */
+export async function createVersionedIndex(client: Client, alias: string): Promise<string> {
+  const index = `${alias}-v${MAPPING_VERSION}-${Date.now()}`;
+  await client.indices.create({ index, body: indexSettings() });
+  return index;
+}
+
+/** The alias, made to point at a new index of its own when there is none yet. */
+export async function ensureAlias(client: Client, alias: string): Promise<string> {
+  const target = await aliasTarget(client, alias);
+  if (target) return target;
+  const index = await createVersionedIndex(client, alias);
+  await client.indices.updateAliases({ body: { actions: [{ add: { index, alias } }] } });
+  return index;
+}
+
+/** One environment's names in the index, kept up with the inventory by this process. */
+export class OpenSearchInventory {
+  /** The words of the names on the market, with how many hold each (from the index, then kept by each write). */
+  readonly speller = new Speller();
+  private horizon: string | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  /** Names in the index (kept by each write after the first count). */
+  size = 0;
+  private lastError: string | undefined;
+
+  constructor(
+    readonly environment: Environment,
+    private readonly dataSource: DataSource,
+    private readonly client: Client,
+    private readonly alias: string,
+    private readonly embedder: Embedder,
+    private readonly log: (m: string) => void,
+  ) {}
+
+  /** The vocabulary and the saved horizon from the index, then the changes since (everything, the first time). */
+  async load(): Promise<void> {
+    const saved = await this.client.get({ index: this.alias, id: HORIZON_DOC(this.environment) }, { ignore: [404] });
+    const found = saved.body as { found?: boolean; _source?: { horizon?: string } };
+    this.horizon = found.found ? found._source?.horizon : undefined;
+    await this.loadVocabulary();
+    const count = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
+    this.size = (count.body as { count: number }).count;
+    if (this.horizon === undefined) this.log(`${this.environment}: indexing the names on the market into OpenSearch (${this.alias})…`);
+    await this.sync();
+  }
+
+  private async loadVocabulary(): Promise<void> {
+    let after: Record<string, string> | undefined;
+    for (;;) {
+      const response = await this.client.search({
+        index: this.alias,
+        body: {
+          size: 0,
+          query: { term: { environment: this.environment } },
+          aggs: { words: { composite: { size: 10_000, sources: [{ word: { terms: { field: 'words' } } }], ...(after ? { after } : {}) } } },
+        },
+      });
+      const words = (response.body as unknown as { aggregations: { words: { buckets: Array<{ key: { word: string }; doc_count: number }>; after_key?: Record<string, string> } } }).aggregations.words;
+      for (const bucket of words.buckets) this.speller.addWords([bucket.key.word], bucket.doc_count);
+      if (!words.after_key || words.buckets.length === 0) return;
+      after = words.after_key;
+    }
+  }
+
+  /** The words of the names on the market, as the scorer needs them. */
+  vocabulary(cache: EmbeddingCache): Vocabulary {
+    return { speller: this.speller, hasWord: (w) => this.speller.isInventoryWord(w), cache };
+  }
+
+  /** Catches the index up with the inventory as committed when called (callers during a sync share the next one). */
+  sync(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.syncOnce();
+        } while (this.again);
+        this.lastError = undefined;
+      } finally {
+        this.running = undefined;
+      }
+    })();
+    return this.running;
+  }
+
+  /** Follows the change feed, with a poll beside it; returns a stop function. */
+  follow(feed: ChangeFeed | undefined): () => void {
+    const wake = () =>
+      void this.sync().catch((err: Error) => {
+        // Once per kind of failure: the poll retries it every POLL_MS.
+        if (this.lastError !== err.message) this.log(`${this.environment}: OpenSearch sync failed (retried): ${err.message}`);
+        this.lastError = err.message;
+      });
+    feed?.on(LISTING_CHANNEL, wake);
+    feed?.onReset(wake);
+    const timer = setInterval(wake, POLL_MS);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  private async syncOnce(): Promise<void> {
+    let after = '';
+    let horizon: string | undefined;
+    let wrote = false;
+    for (;;) {
+      const page = await readInventoryPage(this.dataSource, this.environment, after, this.horizon, PAGE);
+      horizon ??= page.horizon;
+      if (page.rows.length) {
+        await this.write(this.alias, page.rows, page.rows.length < PAGE);
+        wrote = true;
+        if (this.horizon === undefined && (this.size % 100_000) < PAGE && this.size >= PAGE) this.log(`  ${this.environment}: ${this.size} names indexed`);
+      }
+      if (page.rows.length < PAGE) break;
+      after = page.rows[page.rows.length - 1].name;
+    }
+    // Saved only after a write that succeeded (a restart then re-reads less); in memory, always.
+    if (wrote || this.horizon === undefined) {
+      await this.client.index({ index: this.alias, id: HORIZON_DOC(this.environment), body: { environment: '__horizon', name: this.environment, horizon }, refresh: 'false' });
+    }
+    this.horizon = horizon;
+  }
+
+  /**
+   * Writes a page of changed rows to `index`: a name new to it is embedded and indexed, one it
+   * holds is updated (availability, price), one that left the market is deleted. The vocabulary
+   * follows what the index answered (created, deleted).
+   */
+  async write(index: string, rows: InventoryRow[], refresh: boolean, vectors?: Map<string, string>): Promise<void> {
+    const ids = rows.map((r) => documentId(this.environment, r.name));
+    const held = await this.client.mget({ index, body: { ids }, _source: ['words'] } as Parameters<Client['mget']>[0]);
+    const existing = new Map<string, string[]>();
+    for (const doc of (held.body as { docs: Array<{ _id: string; found: boolean; _source?: { words: string[] } }> }).docs) if (doc.found) existing.set(doc._id, doc._source!.words);
+    const fresh = rows.filter((r, i) => onMarket(r) && !existing.has(ids[i]));
+    const texts = await Promise.all(fresh.map((r) => segmentLabel(r.label)));
+    const missing = fresh.map((r, i) => (vectors?.has(r.name) ? undefined : texts[i]));
+    const embedded = await this.embedder.embedAll(missing.filter((t): t is string => t !== undefined));
+    let next = 0;
+    const body: unknown[] = [];
+    const wordsOf = new Map<string, string[]>();
+    rows.forEach((row, i) => {
+      const id = ids[i];
+      const attributes = { available: row.status === 'listed', buy_now_price_cents: Number(row.buy_now_price_cents), currency: row.currency.trim() };
+      if (!onMarket(row)) {
+        if (existing.has(id)) {
+          body.push({ delete: { _index: index, _id: id } });
+          wordsOf.set(id, existing.get(id)!);
+        }
+      } else if (existing.has(id)) {
+        body.push({ update: { _index: index, _id: id } }, { doc: attributes });
+      }
+    });
+    fresh.forEach((row, i) => {
+      const text = texts[i];
+      const words = text.split(' ').filter(Boolean);
+      const encoded = vectors?.get(row.name) ?? encodeVector(embedded[next++]);
+      const doc: NameDocument = {
+        environment: this.environment,
+        name: row.name,
+        label: row.label,
+        text,
+        words,
+        document: `${row.label} ${row.category.replace(/-/g, ' ')}`,
+        available: row.status === 'listed',
+        buy_now_price_cents: Number(row.buy_now_price_cents),
+        currency: row.currency.trim(),
+        vector: Array.from(decodeVector(encoded)),
+        vector_b64: encoded,
+      };
+      const id = documentId(this.environment, row.name);
+      body.push({ index: { _index: index, _id: id } }, doc);
+      wordsOf.set(id, words);
+    });
+    if (body.length === 0) return;
+    const response = await this.client.bulk({ body: body as Record<string, unknown>[], refresh: refresh ? 'true' : 'false' });
+    const items = (response.body as { items: Array<Record<string, { _id: string; status: number; result?: string; error?: { reason?: string } }>> }).items;
+    let failed: string | undefined;
+    for (const item of items) {
+      const [op, result] = Object.entries(item)[0];
+      if (result.error || result.status >= 300) {
+        // A name deleted meanwhile (an update of a document gone) is no failure: the next sync sees it.
+        if (!(op === 'update' && result.status === 404)) failed ??= `${op} ${result._id}: ${result.status} ${result.error?.reason ?? ''}`;
+        continue;
+      }
+      if (index !== this.alias) continue;
+      if (op === 'index' && result.result === 'created') {
+        this.speller.addWords(wordsOf.get(result._id) ?? [], 1);
+        this.size++;
+      } else if (op === 'delete' && result.result === 'deleted') {
+        this.speller.addWords(wordsOf.get(result._id) ?? [], -1);
+        this.size--;
+      }
+    }
+    if (failed) throw new Error(`OpenSearch refused a write (${failed})`);
+  }
+
+  /** The horizon this process has reached (reindex starts its own from the inventory). */
+  get reached(): string | undefined {
+    return this.horizon;
+  }
+}
+
+/** Escapes a word for a wildcard pattern (query words are letters and digits already). */
+const literal = (w: string) => w.replace(/[\\*?]/g, '\\$&');
+
+export class OpenSearchSearch extends HybridScorer {
+  private readonly inventories = new Map<Environment, OpenSearchInventory>();
+  private stops: Array<() => void> = [];
+  private reindexing: Promise<ReindexReport> | undefined;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    embedder: Embedder,
+    readonly client: Client,
+    readonly alias: string,
+    /** Word and sense vectors (the names' vectors are in the index). */
+    private readonly cache: EmbeddingCache,
+    log: (m: string) => void = () => undefined,
+  ) {
+    super(embedder, log);
+  }
+
+  inventory(environment: Environment): OpenSearchInventory {
+    let inventory = this.inventories.get(environment);
+    if (!inventory) this.inventories.set(environment, (inventory = new OpenSearchInventory(environment, this.dataSource, this.client, this.alias, this.embedder, this.log)));
+    return inventory;
+  }
+
+  /** The alias (made on first use), then each environment caught up with the inventory and its words embedded. */
+  async load(environment: Environment, feed?: ChangeFeed): Promise<OpenSearchInventory> {
+    await ensureAlias(this.client, this.alias);
+    const inventory = this.inventory(environment);
+    await inventory.load();
+    this.stops.push(inventory.follow(feed));
+    await this.warm(environment, [...this.speller(environment).words()], inventory.vocabulary(this.cache));
+    return inventory;
+  }
+
+  private speller(environment: Environment): Speller {
+    return this.inventory(environment).speller;
+  }
+
+  async save(): Promise<void> {
+    for (const stop of this.stops.splice(0)) stop();
+    this.cache.save();
+    await this.client.close();
+  }
+
+  /** Names on the market whose label holds the word (a look-up for the spelling's whole-word check). */
+  private async namesContaining(environment: Environment, word: string, limit: number): Promise<Entry[]> {
+    const response = await this.client.search({
+      index: this.alias,
+      body: { size: limit, _source: ['name', 'text', 'words', 'available', 'buy_now_price_cents', 'currency'], query: { bool: { filter: [{ term: { environment } }, { wildcard: { 'label.infix': { value: `*${literal(word)}*` } } }] } } },
+    });
+    return (response.body as SearchBody).hits.hits.map((h) => entryOf(h._source));
+  }
+
+  protected async gather(environment: Environment, query: string, asName?: string): Promise<Gathered> {
+    const inventory = this.inventory(environment);
+    const vocabulary = inventory.vocabulary(this.cache);
+    const corrected = await this.corrected(vocabulary, query, (w, limit) => this.namesContaining(environment, w, limit));
+    const u = await this.understood(corrected, await this.meaning(corrected), vocabulary);
+    const inEnvironment = { term: { environment } };
+    const searches: Array<{ kind: 'keyword' | 'near' | 'expansion' | 'named'; body: Record<string, unknown> }> = [
+      { kind: 'keyword', body: this.keywordQuery(environment, corrected, inventory.speller) },
+      { kind: 'near', body: { size: CANDIDATES, _source: SOURCE, query: { knn: { vector: { vector: Array.from(u.queryVector), k: CANDIDATES, filter: inEnvironment } } } } },
+    ];
+    if (u.glossVector) searches.push({ kind: 'near', body: { size: GLOSS_CANDIDATES, _source: SOURCE, query: { knn: { vector: { vector: Array.from(u.glossVector), k: GLOSS_CANDIDATES, filter: inEnvironment } } } } });
+    for (const w of HybridScorer.expansionTerms(u)) {
+      searches.push({ kind: 'expansion', body: { size: PER_EXPANSION, _source: SOURCE, query: { bool: { filter: [inEnvironment, { term: { words: w } }] } }, sort: [{ name: 'asc' }] } });
+    }
+    if (asName !== undefined) searches.push({ kind: 'named', body: { size: 1, _source: SOURCE, query: { bool: { filter: [inEnvironment, { term: { name: asName } }] } } } });
+    const response = await this.client.msearch({ index: this.alias, body: searches.flatMap((s) => [{}, s.body]) });
+    const responses = (response.body as { responses: Array<SearchBody & { error?: { reason?: string } }> }).responses;
+
+    const found = new Map<string, Found>();
+    const add = (hit: Hit, keyword = 0) => {
+      const doc = hit._source;
+      const vector = doc.vector_b64 ? decodeVector(doc.vector_b64) : undefined;
+      const known = found.get(doc.name);
+      if (known) known.keyword = Math.max(known.keyword, keyword);
+      else found.set(doc.name, { entry: entryOf(doc), name: vector ? cosine(vector, u.queryVector) : 0, glossName: vector && u.glossVector ? cosine(vector, u.glossVector) : 0, keyword });
+    };
+    let named: Entry | undefined;
+    responses.forEach((r, i) => {
+      if (r.error) throw new Error(`OpenSearch refused a search (${searches[i].kind}): ${r.error.reason ?? JSON.stringify(r.error)}`);
+      const hits = r.hits.hits;
+      if (searches[i].kind === 'keyword') for (const { hit, score } of this.keywordHits(hits, corrected)) add(hit, score);
+      else if (searches[i].kind === 'named') named = hits[0] ? entryOf(hits[0]._source) : undefined;
+      else for (const hit of hits) add(hit);
+    });
+    return { found: [...found.values()], named, understanding: u, cache: this.cache };
+  }
+
+  /**
+   * The keyword ranker's candidates (src/discovery/search.ts) asked of the index: the label is
+   * the query run together, holds it or one of its words (or a variant of one), is close to a
+   * word the speller does not know by trigrams, or the category matches; BM25 over the label's
+   * words besides. Scored by the ranker's own formula afterwards.
+   */
+  private keywordQuery(environment: Environment, corrected: string, speller: Speller): Record<string, unknown> {
+    const words = queryWords(corrected);
+    const joined = words.join('');
+    const should: unknown[] = [
+      { term: { label: { value: joined, _name: 'exact' } } },
+      { match: { document: { query: words.join(' '), operator: 'and', _name: 'topical' } } },
+      { match: { text: { query: words.join(' '), fuzziness: 'AUTO' } } },
+    ];
+    for (const w of new Set([joined, ...words.filter((x) => x.length >= 3)])) {
+      should.push({ wildcard: { 'label.infix': { value: `*${literal(w)}*` } } });
+      if (w.length >= 4 && !speller.isKnown(w) && (w !== joined || words.length === 1)) should.push({ match: { 'label.trigram': { query: w, minimum_should_match: '45%' } } });
+      for (const v of w === joined && words.length > 1 ? [] : speller.variants(w)) should.push({ wildcard: { 'label.infix': { value: `*${literal(v)}*` } } });
+    }
+    return { size: KEYWORD_PROBE, _source: SOURCE, query: { bool: { filter: [{ term: { environment } }], should, minimum_should_match: 1 } } };
+  }
+
+  /** The keyword hits the ranker's formula keeps, best first, CANDIDATES at most (its order: score, listed first, shorter, name). */
+  private keywordHits(hits: Hit[], corrected: string): Array<{ hit: Hit; score: number }> {
+    const words = queryWords(corrected);
+    const scored: Array<{ hit: Hit; score: number }> = [];
+    for (const hit of hits) {
+      const score = keywordScore(hit._source.label, words, hit.matched_queries?.includes('topical') ?? false);
+      if (score !== undefined) scored.push({ hit, score });
+    }
+    return scored
+      .sort((a, b) => b.score - a.score || Number(b.hit._source.available) - Number(a.hit._source.available) || a.hit._source.name.length - b.hit._source.name.length || (a.hit._source.name < b.hit._source.name ? -1 : 1))
+      .slice(0, CANDIDATES);
+  }
+
+  /** What /status says of an environment. */
+  status(environment: Environment): { names: number; pendingVectors: number; vectorIndex: 'opensearch'; building: boolean } {
+    return { names: this.inventory(environment).size, pendingVectors: 0, vectorIndex: 'opensearch', building: this.reindexing !== undefined };
+  }
+
+  /**
+   * `admin search reindex`: builds a new index of this MAPPING_VERSION from the inventory (each
+   * name's vector taken from the index in use, embedded only when it has none), catches it up
+   * with the changes made meanwhile, then moves the alias to it in one step and drops the old
+   * one. Searches answer from the old index until the move and from the new one after: none
+   * fails. The syncs keep writing through the alias all along; the new index's own catch-up
+   * after the move covers any change written to the old one meanwhile.
+   */
+  reindex(): Promise<ReindexReport> {
+    this.reindexing ??= this.rebuild().finally(() => (this.reindexing = undefined));
+    return this.reindexing;
+  }
+
+  private async rebuild(): Promise<ReindexReport> {
+    const started = Date.now();
+    const from = await aliasTarget(this.client, this.alias);
+    const index = await createVersionedIndex(this.client, this.alias);
+    const names: Record<string, number> = {};
+    try {
+      const horizons = new Map<Environment, string>();
+      for (const [environment, inventory] of this.inventories) {
+        let after = '';
+        let horizon: string | undefined;
+        names[environment] = 0;
+        for (;;) {
+          const page = await readInventoryPage(this.dataSource, environment, after, undefined, PAGE);
+          horizon ??= page.horizon;
+          if (page.rows.length) {
+            await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
+            names[environment] += page.rows.length;
+          }
+          if (page.rows.length < PAGE) break;
+          after = page.rows[page.rows.length - 1].name;
+        }
+        horizons.set(environment, horizon!);
+      }
+      const catchUp = async () => {
+        for (const [environment, inventory] of this.inventories) {
+          let after = '';
+          let horizon: string | undefined;
+          for (;;) {
+            const page = await readInventoryPage(this.dataSource, environment, after, horizons.get(environment), PAGE);
+            horizon ??= page.horizon;
+            if (page.rows.length) await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
+            if (page.rows.length < PAGE) break;
+            after = page.rows[page.rows.length - 1].name;
+          }
+          await this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } });
+          horizons.set(environment, horizon!);
+        }
+        await this.client.indices.refresh({ index });
+      };
+      await catchUp();
+      await this.client.indices.updateAliases({ body: { actions: [...(from ? [{ remove: { index: from, alias: this.alias } }] : []), { add: { index, alias: this.alias } }] } });
+      // Changes the syncs wrote to the old index between the catch-up and the move.
+      await catchUp();
+    } catch (err) {
+      await this.client.indices.delete({ index }, { ignore: [404] }).catch(() => undefined);
+      throw err;
+    }
+    if (from) await this.client.indices.delete({ index: from }, { ignore: [404] });
+    this.log(`reindexed into ${index} (was ${from ?? 'none'}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return { alias: this.alias, index, previous: from, names, seconds: Math.round((Date.now() - started) / 100) / 10 };
+  }
+
+  /** The vectors the index in use holds for these rows' names (base64), by name. */
+  private async vectorsOf(environment: Environment, rows: InventoryRow[]): Promise<Map<string, string>> {
+    const response = await this.client.mget({ index: this.alias, body: { ids: rows.map((r) => documentId(environment, r.name)) }, _source: ['name', 'vector_b64'] } as Parameters<Client['mget']>[0]);
+    const out = new Map<string, string>();
+    for (const doc of (response.body as { docs: Array<{ found: boolean; _source?: { name: string; vector_b64?: string } }> }).docs) if (doc.found && doc._source?.vector_b64) out.set(doc._source.name, doc._source.vector_b64);
+    return out;
+  }
+}
+
+export interface ReindexReport {
+  alias: string;
+  index: string;
+  previous?: string;
+  /** Names written, by environment. */
+  names: Record<string, number>;
+  seconds: number;
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { grade } from '../../bench/search-quality';
+import { Domain } from '../../src/db/entities/domain';
+import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
+import { adminWith } from '../helpers/admin';
+import { getStack, openSearchEngine } from '../helpers/stack';
+
+interface LabelledQuery {
+  kind: string;
+  q: string;
+  split: string;
+  terms: Record<string, number>;
+}
+
+/** `admin search` needs no Temporal (this file has no time-skipping server of its own). */
+const NO_TEMPORAL = { TEMPORAL_ADDRESS: '127.0.0.1:1' };
+
+const dcg = (grades: number[]) => grades.reduce((sum, g, i) => sum + (2 ** g - 1) / Math.log2(i + 2), 0);
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+async function onMarket(environment: 'sandbox' | 'live'): Promise<string[]> {
+  const rows = await getStack().dataSource.getRepository(Domain).createQueryBuilder('d').select('d.name', 'name').where('d.environment = :environment', { environment }).andWhere("d.status IN ('listed', 'reserved')").getRawMany<{ name: string }>();
+  return rows.map((r) => r.name);
+}
+
+/** Until the OpenSearch engine holds as many names as are on the market (it follows a moment behind). */
+async function caughtUp(environment: 'sandbox' | 'live'): Promise<void> {
+  const { client } = await openSearchEngine();
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const [status, names] = await Promise.all([client.status(), onMarket(environment)]);
+    if (status.environments[environment].names === names.length) return;
+    if (Date.now() > deadline) assert.fail(`the OpenSearch index holds ${status.environments[environment].names} ${environment} names, the inventory ${names.length}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('search on OpenSearch: the same answers as the embedded engine', () => {
+  before(async function () {
+    this.timeout(5 * 60_000);
+    await openSearchEngine();
+  });
+
+  it("word similarity computed in the application is pg_trgm's word_similarity (as good a run or better, the same for nearly all)", async () => {
+    const labels = (await onMarket('sandbox')).map((n) => n.slice(0, n.indexOf('.'))).slice(0, 300);
+    const words = ['coffee', 'cofee', 'mortgage', 'morgage', 'crypto', 'crytpo', 'bakery', 'law', 'shore', 'pizza', 'garden', 'solor'];
+    const pairs = words.flatMap((w) => labels.map((l) => [w, l] as const));
+    // Raw SQL: word_similarity is pg_trgm's, what the application's copy is checked against.
+    const rows = (await getStack().dataSource.query(`SELECT w, l, word_similarity(w, l) AS s FROM unnest($1::text[], $2::text[]) AS t(w, l)`, [pairs.map((p) => p[0]), pairs.map((p) => p[1])])) as Array<{ w: string; l: string; s: number }>;
+    let same = 0;
+    for (const r of rows) {
+      const ours = wordSimilarity(r.w, r.l);
+      assert.ok(ours >= Number(r.s) - 1e-6, `${r.w} in ${r.l}: ${ours} < Postgres' ${r.s}`);
+      if (Math.abs(ours - Number(r.s)) < 1e-4) same++;
+    }
+    assert.ok(same >= rows.length * 0.99, `${same} of ${rows.length} the same`);
+    assert.equal(keywordScore('coffee', ['coffee'], false), 1);
+    assert.equal(keywordScore('procoffee', ['coffee'], false), 0.8333);
+    assert.equal(keywordScore('zebra', ['coffee'], false), undefined, 'no keyword hit');
+    assert.equal(keywordScore('zebra', ['coffee'], true), 0.3, 'a topical match alone');
+  });
+
+  it('the labelled queries give the same nDCG@5 per kind on both engines (within 0.01)', async function () {
+    this.timeout(5 * 60_000);
+    await caughtUp('sandbox');
+    const { client: opensearch } = await openSearchEngine();
+    const embedded = getStack().appDeps.search;
+    const queries = (JSON.parse(readFileSync(path.join(getStack().config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: LabelledQuery[] }).queries;
+    const names = await onMarket('sandbox');
+    const byKind = new Map<string, { embedded: number[]; opensearch: number[] }>();
+    for (const query of queries) {
+      const ideal = dcg(names.map((n) => grade(n, query)).sort((a, b) => b - a).slice(0, 5));
+      const ndcg = async (engine: typeof embedded) => (ideal ? dcg((await engine.search('sandbox', query.q, 5)).map((h) => grade(h.name, query))) / ideal : 0);
+      const kind = byKind.get(query.kind) ?? { embedded: [], opensearch: [] };
+      kind.embedded.push(await ndcg(embedded));
+      kind.opensearch.push(await ndcg(opensearch));
+      byKind.set(query.kind, kind);
+    }
+    const table = [...byKind].map(([kind, v]) => ({ kind, queries: v.embedded.length, embedded: +mean(v.embedded).toFixed(4), opensearch: +mean(v.opensearch).toFixed(4) }));
+    console.log(table.map((r) => `      ${r.kind.padEnd(8)} ${r.queries} queries  embedded ${r.embedded.toFixed(3)}  opensearch ${r.opensearch.toFixed(3)}`).join('\n'));
+    for (const r of table) assert.ok(Math.abs(r.embedded - r.opensearch) <= 0.01, JSON.stringify(r));
+  });
+
+  it('admin search reindex builds a new index and moves the alias while searches go on: none fails, the answers stay the same', async function () {
+    this.timeout(5 * 60_000);
+    await caughtUp('sandbox');
+    const { client, url } = await openSearchEngine();
+    const before = await client.search('sandbox', 'coffee shop');
+    const aliases = async () => (await (await fetch(`${url}/_cat/aliases/partner-api-domains?format=json`)).json()) as Array<{ index: string }>;
+    const [{ index: previous }] = await aliases();
+    let searching = true;
+    let searches = 0;
+    const failures: string[] = [];
+    const load = (async () => {
+      while (searching) {
+        try {
+          const hits = await client.search('sandbox', 'coffee shop');
+          if (JSON.stringify(hits) !== JSON.stringify(before)) failures.push(`different answer: ${JSON.stringify(hits)}`);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+        searches++;
+      }
+    })();
+    const done = await adminWith({ SEARCH_URL: client.url, ...NO_TEMPORAL }, 'search', 'reindex', '--json');
+    searching = false;
+    await load;
+    assert.equal(done.code, 0, done.stderr);
+    const report = JSON.parse(done.stdout) as { index: string; previous: string; names: Record<string, number> };
+    assert.equal(report.previous, previous);
+    assert.equal(report.names.sandbox, (await onMarket('sandbox')).length);
+    const [{ index: now }] = await aliases();
+    assert.equal(now, report.index);
+    assert.equal((await fetch(`${url}/${previous}`)).status, 404, 'the old index is dropped');
+    assert.ok(searches > 5, `${searches} searches during the reindex`);
+    assert.deepEqual(failures, []);
+    assert.deepEqual(await client.search('sandbox', 'coffee shop'), before);
+  });
+
+  it('the embedded engine answers reindex with a clear refusal', async () => {
+    const done = await adminWith({ SEARCH_URL: getStack().searchProcess.url, ...NO_TEMPORAL }, 'search', 'reindex');
+    assert.notEqual(done.code, 0);
+    assert.match(done.stderr, /409.*reindex is for SEARCH_ENGINE=opensearch/);
+  });
+});
