@@ -5,7 +5,10 @@
  * run. As deployed: the search process (src/main/search.ts, model and indexes, over the data
  * directory's embeddings and graphs) is started as a child on a Unix socket of its own; the API,
  * the client and the bare Koa share this process, which loads no model. RSS is reported for both.
- * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox).
+ * Each engine in turn (BENCH_ENGINES, default `embedded,opensearch`): the OpenSearch one on
+ * OPENSEARCH_URL, else on a local node of its own, into a fresh alias so that indexing the whole
+ * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
+ * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -21,6 +24,7 @@ import { PartnerClient } from '../src/client/partner-client';
 import { loadConfig, type Environment } from '../src/config';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
+import { startLocalOpenSearch } from '../src/search/opensearch/local-node';
 import { startSearchProcess } from '../src/search/search-process';
 import { discoveryAppDeps } from './support';
 
@@ -62,60 +66,95 @@ async function measure(send: (i: number) => Promise<void>, concurrency = setting
   return { p50: latencies[Math.floor(latencies.length * 0.5)], p99: latencies[Math.floor(latencies.length * 0.99)], perSecond: requests / seconds };
 }
 
+/** The resident memory of a process, from /proc (0 when it is gone). */
+function rssOf(pid: number): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+    return line ? Number(line.split(/\s+/)[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+interface EngineRun {
+  engine: string;
+  /** From the search process's start until it answers: reading, embedding (cached or not) and indexing the inventory. */
+  readySeconds: number;
+  cold: Awaited<ReturnType<typeof measure>>;
+  signed: Awaited<ReturnType<typeof measure>>;
+  serial: Awaited<ReturnType<typeof measure>>;
+  searchRss: number;
+  openSearchRss?: number;
+}
+
 async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
+  const engines = (process.env.BENCH_ENGINES ?? 'embedded,opensearch').split(',');
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const masterKey = resolveMasterKey(config);
   const secretBox = new SecretBox(masterKey);
   const credentials = new CredentialService(dataSource, secretBox);
-  const socketDir = mkdtempSync(path.join(os.tmpdir(), 'bench-search-'));
-  const searchProcess = await startSearchProcess({
-    env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: 'info' },
-  });
-  const search = searchProcess.client;
   const [{ n }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = $1 AND status IN ('listed', 'reserved')`, [settings.environment])) as Array<{ n: number }>;
-  const app = createApp(discoveryAppDeps({ config, dataSource, credentials, secretBox, search }));
-  const api = await listen(app.callback());
   const { partner } = await findOrCreatePartner(dataSource, 'benchmark');
   const issued = await credentials.issue({ partnerId: partner.id, environment: settings.environment, scopes: ['search'], rateLimitPerSecond: 1_000_000 });
-  const client = new PartnerClient(api.url, { keyId: issued.keyId, secret: issued.secret });
-
   const bare = new Koa();
   bare.use((ctx) => {
     ctx.body = { hello: 'world' };
   });
   const bareServer = await listen(bare.callback());
+  let apiRss = 0;
+  const runs: EngineRun[] = [];
 
-  // First sight of each query, one at a time: nothing cached for it yet (its vector, spelling, WordNet senses).
-  const cold = await measure(async (i) => void (await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(`${QUERIES[i % QUERIES.length]}`)}`)), 1, QUERIES.length);
-  const rssBefore = process.memoryUsage().rss;
-  const searchRssBefore = (await search.status()).rss;
-  const signed = await measure(async (i) => {
-    const res = await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`);
-    if (res.status !== 200) throw new Error(`search answered ${res.status}: ${res.text}`);
-  });
-  const serial = await measure(async (i) => void (await client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`)), 1);
-  const rss = Math.max(rssBefore, process.memoryUsage().rss);
-  const searchRss = Math.max(searchRssBefore, (await search.status()).rss);
+  for (const engine of engines) {
+    const socketDir = mkdtempSync(path.join(os.tmpdir(), 'bench-search-'));
+    // OpenSearch: OPENSEARCH_URL, else a local node of its own; a fresh alias, so the whole inventory is indexed (and timed).
+    const node = engine === 'opensearch' && !config.search.opensearch.url ? await startLocalOpenSearch({ cacheDir: config.toolCacheDir, dataDir: socketDir, heap: config.search.opensearch.heap }) : undefined;
+    const engineEnv = engine === 'opensearch' ? { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: node?.url ?? config.search.opensearch.url, OPENSEARCH_INDEX: `bench-search-${Date.now()}` } : { SEARCH_ENGINE: 'embedded' };
+    const started = Date.now();
+    const searchProcess = await startSearchProcess({
+      env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: 'warn', ...engineEnv },
+    });
+    const readySeconds = (Date.now() - started) / 1000;
+    const search = searchProcess.client;
+    const app = createApp(discoveryAppDeps({ config, dataSource, credentials, secretBox, search }));
+    const api = await listen(app.callback());
+    const client = new PartnerClient(api.url, { keyId: issued.keyId, secret: issued.secret });
+    const get = (i: number) => client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`);
+    // First sight of each query, one at a time: nothing cached for it yet (its vector, spelling, WordNet senses).
+    const cold = await measure(async (i) => void (await get(i)), 1, QUERIES.length);
+    const searchRssBefore = rssOf(searchProcess.pid);
+    const signed = await measure(async (i) => {
+      const res = await get(i);
+      if (res.status !== 200) throw new Error(`search answered ${res.status}: ${res.text}`);
+    });
+    const serial = await measure(async (i) => void (await get(i)), 1);
+    apiRss = Math.max(apiRss, process.memoryUsage().rss);
+    runs.push({ engine, readySeconds, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), openSearchRss: node ? rssOf(node.pid) : undefined });
+    api.server.close();
+    await searchProcess.stop();
+    if (engine === 'opensearch' && !node) await fetch(`${config.search.opensearch.url}/${engineEnv.OPENSEARCH_INDEX}*`, { method: 'DELETE' }).catch(() => undefined);
+    await node?.stop();
+    rmSync(socketDir, { recursive: true, force: true });
+  }
   const koa = await measure(async () => void (await (await fetch(bareServer.url)).text()));
 
+  const ms = (x: number) => x.toFixed(1);
+  const mib = (x?: number) => (x ? `${(x / 1024 / 1024).toFixed(0)} MiB` : '–');
   process.stdout.write(
     [
-      `names searched (${settings.environment}): ${n}`,
-      `signed GET /domains/search: p50 ${signed.p50.toFixed(1)} ms, p99 ${signed.p99.toFixed(1)} ms, ${signed.perSecond.toFixed(0)} req/s at concurrency ${settings.concurrency}`,
-      `signed GET /domains/search: p50 ${serial.p50.toFixed(1)} ms, p99 ${serial.p99.toFixed(1)} ms one request at a time`,
-      `signed GET /domains/search: p50 ${cold.p50.toFixed(1)} ms, p99 ${cold.p99.toFixed(1)} ms one at a time, each of the ${QUERIES.length} queries seen for the first time`,
-      `bare Koa hello:             p50 ${koa.p50.toFixed(1)} ms, p99 ${koa.p99.toFixed(1)} ms, ${koa.perSecond.toFixed(0)} req/s`,
-      `API process RSS (API, client and bare Koa together; no model): ${(rss / 1024 / 1024).toFixed(0)} MiB`,
-      `search process RSS (model, dictionaries, indexes): ${(searchRss / 1024 / 1024).toFixed(0)} MiB`,
+      `names searched (${settings.environment}): ${n}; ${settings.requests} requests at concurrency ${settings.concurrency}; ${new Date().toISOString().slice(0, 10)}`,
+      '',
+      '| engine | ready (index), s | cold p50 / p99, ms | one at a time p50 / p99, ms | concurrency ' + settings.concurrency + ' p50 / p99, ms | req/s | search process RSS | OpenSearch JVM RSS |',
+      '|---|---|---|---|---|---|---|---|',
+      ...runs.map((r) => `| ${r.engine} | ${r.readySeconds.toFixed(1)} | ${ms(r.cold.p50)} / ${ms(r.cold.p99)} | ${ms(r.serial.p50)} / ${ms(r.serial.p99)} | ${ms(r.signed.p50)} / ${ms(r.signed.p99)} | ${r.signed.perSecond.toFixed(0)} | ${mib(r.searchRss)} | ${mib(r.openSearchRss)} |`),
+      `| bare Koa hello | | | | ${ms(koa.p50)} / ${ms(koa.p99)} | ${koa.perSecond.toFixed(0)} | | |`,
+      '',
+      `API process RSS (API, client and bare Koa together; no model): ${mib(apiRss)}`,
       '',
     ].join('\n'),
   );
   await credentials.revoke(issued.keyId);
-  api.server.close();
   bareServer.server.close();
-  await searchProcess.stop();
-  rmSync(socketDir, { recursive: true, force: true });
   await dataSource.destroy();
   await postgres.stop();
 }

@@ -36,6 +36,10 @@ const EnvSchema = z.object({
   TEMPORAL_WEBHOOK_TASK_QUEUE: z.string().optional(),
   TEMPORAL_WORKER_VERSIONING: flag.default(false),
   TEMPORAL_BUILD_ID: z.string().optional(),
+  WORKFLOW_BUNDLE: z.string().min(1).optional(),
+  WORKER_HEALTH_FILE: z.string().min(1).optional(),
+  // Read by the OpenTelemetry SDK itself (src/telemetry/tracing.ts); here so that it is known and shown.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
   TOOL_CACHE_DIR: z.string().default(path.join(projectRoot, '.tools')),
   MASTER_KEY: z.string().optional(),
@@ -75,6 +79,9 @@ export interface QuotaDefaults {
   openCases: Record<Environment, number>;
 }
 
+/** Every environment variable the service reads (docker-compose may set no other: test/main/compose.test.ts). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+
 export interface Config {
   projectRoot: string;
   /** trustProxy: the API runs behind a TLS-terminating proxy whose X-Forwarded-For/-Proto it may believe. */
@@ -89,6 +96,8 @@ export interface Config {
     devServerPort: number;
     uiPort: number;
     cliPath?: string;
+    /** A workflow bundle built ahead (the image builds one: `tools-cli bundle`); unset, the worker bundles at start. */
+    workflowBundle?: string;
     /**
      * Worker Versioning (worker deployments): on, the worker announces `partner-api` and its build
      * id and makes that version current once it polls. npm start turns it on for its own dev server.
@@ -136,6 +145,10 @@ export interface Config {
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   /** The operators' metrics (CONTRACT §13): the API's on host:port, the worker's on host:workerPort; never the public port. */
   metrics: { host: string; port: number; workerPort: number };
+  /** The worker touches this file every few seconds while it polls (docker-compose's health check); unset: none. */
+  workerHealthFile?: string;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: where traces go when set (the OpenTelemetry SDK reads it; shown by npm start). */
+  otlpEndpoint?: string;
   /** NODE_ENV=production (the image sets it): no key is ever invented, they must be given. */
   production: boolean;
 }
@@ -201,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cliPath: e.TEMPORAL_CLI_PATH || undefined,
       workerVersioning: e.TEMPORAL_WORKER_VERSIONING,
       buildId: e.TEMPORAL_BUILD_ID || undefined,
+      workflowBundle: e.WORKFLOW_BUNDLE || undefined,
     },
     dataDir: path.resolve(e.DATA_DIR),
     toolCacheDir: path.resolve(e.TOOL_CACHE_DIR),
@@ -232,6 +246,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL },
     logLevel: e.LOG_LEVEL,
     metrics: { host: e.METRICS_HOST, port: e.METRICS_PORT, workerPort: e.WORKER_METRICS_PORT },
+    workerHealthFile: e.WORKER_HEALTH_FILE || undefined,
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     production: e.NODE_ENV === 'production',
   };
 }

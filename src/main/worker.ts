@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   ownShutdownSignals();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  const healthFile = process.env.WORKER_HEALTH_FILE;
+  const healthFile = config.workerHealthFile;
   const health = healthFile
     ? setInterval(() => {
         if (worker.running) writeFileSync(healthFile, `${new Date().toISOString()}\n`);

@@ -2,7 +2,7 @@ import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
-const INDEXED_VALUE_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+export const INDEXED_VALUE_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   KEYWORD: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   DATETIME: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
 };

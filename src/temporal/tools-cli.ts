@@ -1,4 +1,5 @@
-/** `node dist/src/temporal/tools-cli.js cli|test-server`: fetch or build a tool into the cache, print its path. */
+/** `node dist/src/temporal/tools-cli.js cli|test-server|model|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
+import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../config';
 import { ensureModelFiles } from '../search/model-files';
 import { ensureTemporalCli, ensureTestServer } from './tools';
@@ -10,12 +11,19 @@ async function main(): Promise<void> {
     process.stdout.write(`${await ensureTestServer(config.toolCacheDir)}\n`);
   } else if (what === 'model') {
     process.stdout.write(`${(await ensureModelFiles(config.toolCacheDir)).dir}\n`);
+  } else if (what === 'bundle') {
+    // The worker's workflow bundle, built ahead (the image's build): WORKFLOW_BUNDLE points the worker at it.
+    const file = process.argv[3];
+    if (!file) throw new Error('usage: tools-cli bundle <file.js>');
+    const { serviceWorkflowBundle } = await import('./worker.js');
+    writeFileSync(file, (await serviceWorkflowBundle()).code);
+    process.stdout.write(`${file}\n`);
   } else if (what === 'cli') {
     const cli = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);
     if (!cli) throw new Error('no Temporal CLI found and no Go toolchain to build one');
     process.stdout.write(`${cli}\n`);
   } else {
-    throw new Error('usage: tools-cli cli|test-server|model');
+    throw new Error('usage: tools-cli cli|test-server|model|bundle <file.js>');
   }
 }
 

@@ -102,6 +102,7 @@ export async function runServiceWorkers(
     webhookTaskQueue: config.temporal.webhookTaskQueue,
     allowLoopbackWebhooks: config.webhooks.allowLoopback,
     version,
+    ...(config.temporal.workflowBundle ? { workflowBundle: { codePath: config.temporal.workflowBundle } } : {}),
   });
   const running = workers.run();
   if (version) await makeCurrentVersion(parts.client, config.temporal.namespace, version);

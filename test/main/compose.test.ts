@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import Ajv2020 from 'ajv/dist/2020';
 import { parse } from 'yaml';
+import { CONFIG_VARIABLES } from '../../src/config';
+import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
 type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; restart?: string; healthcheck?: { test?: string[] } };
 
@@ -51,7 +57,7 @@ describe('docker-compose.yml: no open doors in production', () => {
   });
 
   it('every long-running service (the worker and the API included) comes back by itself and says whether it is healthy; only the one-shot jobs do not restart', () => {
-    const oneShot = ['migrate', 'temporal-setup'];
+    const oneShot = ['migrate', 'temporal-schema', 'temporal-setup'];
     for (const [name, service] of Object.entries(services)) {
       if (oneShot.includes(name)) {
         assert.equal(service.restart, 'no', name);
@@ -87,5 +93,72 @@ describe('docker-compose.yml: no open doors in production', () => {
       const sources = ['metrics.ts', 'reconcile.ts'].map((f) => readFileSync(path.join(root, 'src/metrics', f), 'utf8')).join('\n');
       assert.match(sources, new RegExp(`name: '${base}'`), metric);
     }
+  });
+});
+
+/** The Compose specification's JSON schema, as compose-go (what `docker compose` is built on) ships it, from the Go module proxy. */
+const COMPOSE_GO = 'github.com/compose-spec/compose-go/v2@v2.16.2';
+
+function composeSchema(): object {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'compose-schema-'));
+  const out = execFileSync('go', ['mod', 'download', '-json', COMPOSE_GO], { cwd: dir, encoding: 'utf8', env: { ...process.env, GOFLAGS: '-mod=mod' }, timeout: 120_000 });
+  return JSON.parse(readFileSync(path.join((JSON.parse(out) as { Dir: string }).Dir, 'schema', 'compose-spec.json'), 'utf8')) as object;
+}
+
+/** The file as Compose reads it: `${X:-default}` is its default, `${X:?message}` and `${X}` a value given, `$$` a dollar. */
+function interpolated(text: string): string {
+  return text.replace(/\$\$|\$\{([A-Z0-9_]+)(?::?-([^}]*)|:?\?[^}]*)?\}/g, (whole, _name: string | undefined, fallback: string | undefined) => (whole === '$$' ? '$' : fallback ?? 'given'));
+}
+
+describe('docker-compose.yml: current, valid, and read by the service', function () {
+  this.timeout(3 * 60_000);
+  const root = path.resolve(__dirname, '..', '..', '..');
+  const text = readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
+  const compose = parse(interpolated(text), { merge: true }) as { services: Record<string, Service & { image?: string; build?: { target?: string } }> };
+
+  it(`validates against the Compose specification's JSON schema (${COMPOSE_GO})`, () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    const validate = ajv.compile(composeSchema());
+    assert.ok(validate(compose), JSON.stringify(validate.errors, null, 2));
+    assert.equal(validate({ services: { api: { restart: 5, healthcheck: { retries: 'often' } } } }), false, 'the schema refuses a wrong file');
+  });
+
+  it('every variable it sets for an image of ours (and every one the Dockerfile sets) is one src/config.ts reads', () => {
+    const ours = Object.entries(compose.services).filter(([, service]) => service.build);
+    assert.deepEqual(ours.map(([name]) => name).sort(), ['api', 'migrate', 'search', 'temporal-setup', 'worker']);
+    for (const [name, service] of ours) {
+      for (const variable of Object.keys(service.environment ?? {})) assert.ok(CONFIG_VARIABLES.includes(variable), `${name} sets ${variable}, which src/config.ts does not read`);
+    }
+    const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+    for (const line of dockerfile.split('\n').filter((l) => l.startsWith('ENV '))) {
+      for (const variable of line.slice(4).trim().split(/\s+/).map((kv) => kv.split('=')[0])) {
+        if (variable === 'NODE_ENV') continue; // Node's and npm's, read by config.ts too (production)
+        assert.ok(CONFIG_VARIABLES.includes(variable), `the Dockerfile sets ${variable}, which src/config.ts does not read`);
+      }
+    }
+  });
+
+  it('Temporal: temporalio/server after an admin-tools schema job, no auto-setup; the setup job is our own image, with the search attributes of the code and 30 days of retention', () => {
+    const images = Object.values(compose.services).map((s) => s.image ?? '');
+    assert.ok(!images.some((i) => i.includes('auto-setup')), 'temporalio/auto-setup is no longer built');
+    assert.match(compose.services.temporal.image!, /^temporalio\/server:\d+\.\d+\.\d+$/);
+    assert.match(compose.services['temporal-schema'].image!, /^temporalio\/admin-tools:\d+\.\d+\.\d+$/);
+    assert.match(compose.services['temporal-schema'].command!.join(' '), /update-schema/);
+    assert.deepEqual(compose.services['temporal-setup'].command, ['node', 'dist/src/main/temporal-setup.js']);
+    assert.equal(compose.services['temporal-setup'].build?.target, 'api');
+    // The list the job registers is the code's; the dev server test runs the job itself.
+    assert.ok(ALL_SEARCH_ATTRIBUTES.length >= 5);
+    assert.match(readFileSync(path.join(root, 'src/main/temporal-setup.ts'), 'utf8'), /RETENTION_DAYS = 30;/);
+  });
+
+  it('every image is pinned (a version, Postgres to a minor), and each of ours is built from its own Dockerfile target and tagged', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      assert.ok(service.image, `${name} names its image`);
+      assert.match(service.image!, /:v?\d+\.\d+(\.\d+)?$/, `${name}: ${service.image} is pinned`);
+      if (service.build) assert.equal(service.image, `partner-api/${service.build.target}:0.1.0`, name);
+    }
+    assert.match(compose.services.postgres.image!, /^postgres:\d+\.\d+$/);
+    const targets = [...readFileSync(path.join(root, 'Dockerfile'), 'utf8').matchAll(/^FROM \S+ AS (\S+)$/gm)].map((m) => m[1]);
+    for (const target of ['api', 'worker', 'search']) assert.ok(targets.includes(target), `Dockerfile target ${target}`);
   });
 });

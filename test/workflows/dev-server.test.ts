@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -58,6 +59,15 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     await env?.teardown();
   });
 
+  /** Runs one of the service's entry points as a process, with the environment given. */
+  function runEntry(entry: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(process.execPath, [path.join(getStack().config.projectRoot, entry)], { env: { ...process.env, ...env }, timeout: 120_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+      );
+    });
+  }
+
   async function visible(query: string, what: string): Promise<string[]> {
     let ids: string[] = [];
     await waitUntil(async () => {
@@ -67,6 +77,22 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     }, 30_000, what);
     return ids;
   }
+
+  it('the compose setup job (dist/src/main/temporal-setup.js) registers a namespace with 30 days of retention and the search attributes of the code, and can run again', async () => {
+    const namespace = `setup-${randomUUID().slice(0, 8)}`;
+    const run = () => runEntry('dist/src/main/temporal-setup.js', { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: namespace });
+    const first = await run();
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, new RegExp(`namespace ${namespace} registered, retention 30 days`));
+    const described = await env.connection.workflowService.describeNamespace({ namespace });
+    assert.equal(Number(described.config?.workflowExecutionRetentionTtl?.seconds), 30 * 86_400);
+    const { customAttributes } = await env.connection.operatorService.listSearchAttributes({ namespace });
+    for (const key of ALL_SEARCH_ATTRIBUTES) assert.ok(customAttributes?.[key.name], `${key.name} registered`);
+    const again = await run();
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /retention 30 days/);
+    assert.match(again.stdout, /\(0 added\)/);
+  });
 
   it('every start carries a summary and details; BusinessStatusSince makes "orders in TRANSFER_PENDING for more than an hour" one query', async () => {
     const { client, partnerId } = await newPartner({ baseUrl });

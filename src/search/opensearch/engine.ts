@@ -106,9 +106,16 @@ export class OpenSearchInventory {
     const saved = await this.client.get({ index: this.alias, id: HORIZON_DOC(this.environment) }, { ignore: [404] });
     const found = saved.body as { found?: boolean; _source?: { horizon?: string } };
     this.horizon = found.found ? found._source?.horizon : undefined;
-    await this.loadVocabulary();
     const count = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
     this.size = (count.body as { count: number }).count;
+    if (this.horizon === undefined && this.size > 0) {
+      // A first indexing cut short (no horizon saved): what it wrote may include names that have
+      // left the market since, which a full read would not see. Start that environment afresh.
+      this.log(`${this.environment}: an unfinished first indexing of ${this.size} names found: indexing again`);
+      await this.client.deleteByQuery({ index: this.alias, body: { query: { term: { environment: this.environment } } }, refresh: true });
+      this.size = 0;
+    }
+    await this.loadVocabulary();
     if (this.horizon === undefined) this.log(`${this.environment}: indexing the names on the market into OpenSearch (${this.alias})…`);
     await this.sync();
   }
