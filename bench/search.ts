@@ -8,6 +8,7 @@
  * Each engine in turn (BENCH_ENGINES, default `embedded,opensearch`): the OpenSearch one on
  * OPENSEARCH_URL, else on a local node of its own, into a fresh alias so that indexing the whole
  * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
+ * `opensearch-2nodes` runs it on a local cluster of two nodes, the index in 2 shards with a replica each.
  * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,9 +25,9 @@ import { PartnerClient } from '../src/client/partner-client';
 import { loadConfig, type Environment } from '../src/config';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
-import { startLocalOpenSearch } from '../src/search/opensearch/local-node';
+import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opensearch/local-node';
 import { startSearchProcess } from '../src/search/search-process';
-import { discoveryAppDeps } from './support';
+import { discoveryAppDeps, freePort } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -76,6 +77,26 @@ function rssOf(pid: number): number {
   }
 }
 
+/** Local OpenSearch nodes forming one cluster (one: a single node), each with its data under `dir`; resolves when the cluster is green or yellow. */
+async function startNodes(count: number, dir: string, cacheDir: string, heap: string): Promise<LocalOpenSearch[]> {
+  if (count === 1) return [await startLocalOpenSearch({ cacheDir, dataDir: dir, heap })];
+  const transport = await Promise.all(Array.from({ length: count }, () => freePort()));
+  const names = transport.map((_, i) => `node-${i}`);
+  const nodes = await Promise.all(
+    names.map((name, i) =>
+      startLocalOpenSearch({
+        cacheDir,
+        dataDir: path.join(dir, name),
+        heap,
+        settings: { 'node.name': name, 'transport.port': String(transport[i]), 'discovery.seed_hosts': transport.map((p) => `127.0.0.1:${p}`).join(','), 'cluster.initial_cluster_manager_nodes': names.join(',') },
+      }),
+    ),
+  );
+  const health = await (await fetch(`${nodes[0].url}/_cluster/health?wait_for_nodes=${count}&timeout=60s`)).json() as { number_of_nodes: number };
+  if (health.number_of_nodes !== count) throw new Error(`the local cluster has ${health.number_of_nodes} nodes of ${count}`);
+  return nodes;
+}
+
 interface EngineRun {
   engine: string;
   /** From the search process's start until it answers: reading, embedding (cached or not) and indexing the inventory. */
@@ -89,7 +110,7 @@ interface EngineRun {
 
 async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
-  const engines = (process.env.BENCH_ENGINES ?? 'embedded,opensearch').split(',');
+  const engines = (process.env.BENCH_ENGINES ?? 'embedded,opensearch,opensearch-2nodes').split(',');
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   const masterKey = resolveMasterKey(config);
   const secretBox = new SecretBox(masterKey);
@@ -107,9 +128,12 @@ async function main(): Promise<void> {
 
   for (const engine of engines) {
     const socketDir = mkdtempSync(path.join(os.tmpdir(), 'bench-search-'));
-    // OpenSearch: OPENSEARCH_URL, else a local node of its own; a fresh alias, so the whole inventory is indexed (and timed).
-    const node = engine === 'opensearch' && !config.search.opensearch.url ? await startLocalOpenSearch({ cacheDir: config.toolCacheDir, dataDir: socketDir, heap: config.search.opensearch.heap }) : undefined;
-    const engineEnv = engine === 'opensearch' ? { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: node?.url ?? config.search.opensearch.url, OPENSEARCH_INDEX: `bench-search-${Date.now()}` } : { SEARCH_ENGINE: 'embedded' };
+    // OpenSearch: OPENSEARCH_URL, else local nodes of its own (`opensearch-2nodes`: a cluster of two,
+    // the index in 2 shards with a replica each); a fresh alias, so the whole inventory is indexed (and timed).
+    const openSearch = engine.startsWith('opensearch');
+    const nodes = openSearch && !config.search.opensearch.url ? await startNodes(engine === 'opensearch-2nodes' ? 2 : 1, socketDir, config.toolCacheDir, config.search.opensearch.heap) : [];
+    const layout = engine === 'opensearch-2nodes' ? { OPENSEARCH_SHARDS: '2', OPENSEARCH_REPLICAS: '1' } : {};
+    const engineEnv = openSearch ? { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: nodes[0]?.url ?? config.search.opensearch.url, OPENSEARCH_INDEX: `bench-search-${Date.now()}`, ...layout } : { SEARCH_ENGINE: 'embedded' };
     const started = Date.now();
     const searchProcess = await startSearchProcess({
       env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: 'warn', ...engineEnv },
@@ -129,11 +153,11 @@ async function main(): Promise<void> {
     });
     const serial = await measure(async (i) => void (await get(i)), 1);
     apiRss = Math.max(apiRss, process.memoryUsage().rss);
-    runs.push({ engine, readySeconds, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), openSearchRss: node ? rssOf(node.pid) : undefined });
+    runs.push({ engine, readySeconds, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), openSearchRss: nodes.length ? nodes.reduce((sum, n) => sum + rssOf(n.pid), 0) : undefined });
     api.server.close();
     await searchProcess.stop();
-    if (engine === 'opensearch' && !node) await fetch(`${config.search.opensearch.url}/${engineEnv.OPENSEARCH_INDEX}*`, { method: 'DELETE' }).catch(() => undefined);
-    await node?.stop();
+    if (openSearch && !nodes.length) await fetch(`${config.search.opensearch.url}/${(engineEnv as { OPENSEARCH_INDEX: string }).OPENSEARCH_INDEX}*`, { method: 'DELETE' }).catch(() => undefined);
+    for (const node of nodes) await node.stop();
     rmSync(socketDir, { recursive: true, force: true });
   }
   const koa = await measure(async () => void (await (await fetch(bareServer.url)).text()));

@@ -64,6 +64,8 @@ const EnvSchema = z.object({
   OPENSEARCH_URL: z.string().regex(/^https?:\/\/.+/, 'http(s)://host:port').optional(),
   OPENSEARCH_INDEX: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,200}$/, 'lower-case letters, digits, - and _').default('partner-api-domains'),
   OPENSEARCH_HEAP: z.string().regex(/^\d+[mg]$/, 'a JVM heap size such as 512m or 2g').default('512m'),
+  OPENSEARCH_SHARDS: z.coerce.number().int().min(1).max(1024).default(1),
+  OPENSEARCH_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
   /** npm start only: when redis-server is missing and this process is root with apt-get, install Debian's. */
   REDIS_INSTALL: flag.default(true),
   REDIS_URL: z.string().regex(/^(rediss?:\/\/.+|\/.+)$/, 'redis://host:port, rediss://… or /absolute/path.sock').optional(),
@@ -134,7 +136,8 @@ export interface Config {
      * `opensearch.index` (npm start runs a local node of `opensearch.heap` when no URL is given).
      */
     engine: 'embedded' | 'opensearch';
-    opensearch: { url?: string; index: string; heap: string };
+    /** `shards` and `replicas`: of each index the search process creates (the first, and each reindex). */
+    opensearch: { url?: string; index: string; heap: string; shards: number; replicas: number };
   };
   /**
    * Redis for admission (nonces, rate-limit buckets), shared by every API process; unset: admission
@@ -241,7 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       annThreshold: e.SEARCH_ANN_THRESHOLD,
       timeoutMs: e.SEARCH_TIMEOUT_MS,
       engine: e.SEARCH_ENGINE,
-      opensearch: { url: e.OPENSEARCH_URL, index: e.OPENSEARCH_INDEX, heap: e.OPENSEARCH_HEAP },
+      opensearch: { url: e.OPENSEARCH_URL, index: e.OPENSEARCH_INDEX, heap: e.OPENSEARCH_HEAP, shards: e.OPENSEARCH_SHARDS, replicas: e.OPENSEARCH_REPLICAS },
     },
     redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL },
     logLevel: e.LOG_LEVEL,

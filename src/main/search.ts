@@ -27,10 +27,14 @@ async function main(): Promise<void> {
   const { dataSource, postgres } = await openProjectDatabase(config, log);
   // The OpenSearch engine's syncs are woken by the listing change feed (the embedded engine syncs on each search).
   const feed = config.search.engine === 'opensearch' ? ChangeFeed.forDataSource(dataSource, logger) : undefined;
-  const search = config.search.engine === 'opensearch' ? await startOpenSearchSearch(config, dataSource, log, ENVIRONMENTS, feed) : await startSearch(config, dataSource, log, ENVIRONMENTS);
+  const loading = config.search.engine === 'opensearch' ? startOpenSearchSearch(config, dataSource, log, ENVIRONMENTS, feed) : startSearch(config, dataSource, log, ENVIRONMENTS);
+  // Listening while the indexes load (minutes at a million names): health and status answer
+  // (503 `loading`), and the API answers searches 503 meanwhile. Ready (to npm start) once loaded.
+  const server = await listenSearch(searchApp(loading, ENVIRONMENTS, (m) => logger.error(m)), config.search.url);
+  logger.info({ url: config.search.url }, 'search process listening; loading the indexes');
+  const search = await loading;
   await feed?.start();
-  const server = await listenSearch(searchApp(search, ENVIRONMENTS, (m) => logger.error(m)), config.search.url);
-  logger.info({ url: config.search.url, rss_mib: Math.round(process.memoryUsage.rss() / 2 ** 20) }, 'search process listening');
+  logger.info({ url: config.search.url, rss_mib: Math.round(process.memoryUsage.rss() / 2 ** 20) }, 'search process ready');
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

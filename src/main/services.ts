@@ -223,7 +223,8 @@ export async function startOpenSearchSearch(config: Config, dataSource: DataSour
   ]);
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir, log));
   const words = new EmbeddingCache(path.join(config.dataDir, 'embeddings', `opensearch-words-${MODEL_ID}.log`));
-  const search = new OpenSearchSearch(dataSource, embedder, openSearchClient(url), config.search.opensearch.index, words, log);
+  const { shards, replicas } = config.search.opensearch;
+  const search = new OpenSearchSearch(dataSource, embedder, openSearchClient(url), config.search.opensearch.index, words, log, { shards, replicas });
   for (const environment of environments) await search.load(environment, feed);
   return search;
 }

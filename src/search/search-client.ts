@@ -18,6 +18,8 @@ export interface SearchStatus {
   /** Time its main thread has spent in garbage collection since it started, ms. */
   gcMs: number;
   environments: Record<string, EngineStatus>;
+  /** Still reading the inventory (it listens before): no environment yet. */
+  loading?: boolean;
 }
 
 /** One environment's index as the search process reports it. */

@@ -40,14 +40,30 @@ export interface SearchEngine extends DomainSearch {
 let gcMs = 0;
 let gcObserver: PerformanceObserver | undefined;
 
-export function searchApp(search: SearchEngine, environments: Environment[], log: (m: string) => void): Koa {
+/**
+ * The search process's routes. `engine` may still be loading (a promise: the process listens
+ * before it reads the inventory, so that its health and status answer during a long load):
+ * meanwhile /search and /healthz answer 503 `loading` and /status says so.
+ */
+export function searchApp(engine: SearchEngine | Promise<SearchEngine>, environments: Environment[], log: (m: string) => void): Koa {
+  let search: SearchEngine | undefined = 'then' in engine ? undefined : engine;
+  const startedAt = Date.now();
+  if (!search) void (engine as Promise<SearchEngine>).then((loaded) => (search = loaded)).catch(() => undefined);
   if (!gcObserver) {
     gcObserver = new PerformanceObserver((list) => list.getEntries().forEach((e) => (gcMs += e.duration)));
     gcObserver.observe({ entryTypes: ['gc'] });
   }
   const app = new Koa();
   const router = new Router();
+  // Until the engine has loaded: 503, which the API passes on to partners as search unavailable (Retry-After).
+  const loading = (ctx: Koa.Context): boolean => {
+    if (search) return false;
+    ctx.status = 503;
+    ctx.body = { status: 'loading', error: `loading the indexes (${Math.round((Date.now() - startedAt) / 1000)} s so far)` };
+    return true;
+  };
   router.get('/search', async (ctx) => {
+    if (loading(ctx) || !search) return;
     const parsed = SearchQuery.safeParse(ctx.query);
     if (!parsed.success) {
       ctx.status = 400;
@@ -57,14 +73,16 @@ export function searchApp(search: SearchEngine, environments: Environment[], log
     ctx.body = { hits: await search.search(parsed.data.environment, parsed.data.q, parsed.data.limit) };
   });
   router.get('/healthz', (ctx) => {
+    if (loading(ctx)) return;
     ctx.body = { status: 'ok' };
   });
   router.get('/status', (ctx) => {
-    const status: SearchStatus = { pid: process.pid, rss: process.memoryUsage.rss(), gcMs: +gcMs.toFixed(3), environments: {} };
-    for (const environment of environments) status.environments[environment] = search.status(environment);
+    const status: SearchStatus = { pid: process.pid, rss: process.memoryUsage.rss(), gcMs: +gcMs.toFixed(3), environments: {}, ...(search ? {} : { loading: true }) };
+    if (search) for (const environment of environments) status.environments[environment] = search.status(environment);
     ctx.body = status;
   });
   router.post('/reindex', async (ctx) => {
+    if (loading(ctx) || !search) return;
     if (!search.reindex) {
       ctx.status = 409;
       ctx.body = { error: 'the embedded engine keeps no index to rebuild: reindex is for SEARCH_ENGINE=opensearch' };

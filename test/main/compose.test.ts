@@ -7,6 +7,7 @@ import os from 'node:os';
 import Ajv2020 from 'ajv/dist/2020';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES } from '../../src/config';
+import { temporalConnectionOptions } from '../../src/temporal/connect-options';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
 type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; restart?: string; healthcheck?: { test?: string[] } };
@@ -136,6 +137,20 @@ describe('docker-compose.yml: current, valid, and read by the service', function
         assert.ok(CONFIG_VARIABLES.includes(variable), `the Dockerfile sets ${variable}, which src/config.ts does not read`);
       }
     }
+  });
+
+  it('Temporal Cloud by configuration: an API key or client certificates in the environment reach the connection (envconfig)', () => {
+    const plain = temporalConnectionOptions('temporal:7233', {});
+    assert.equal(plain.address, 'temporal:7233');
+    assert.ok(!plain.apiKey && !plain.tls, 'plain gRPC without configuration');
+    const cloud = temporalConnectionOptions('ns.acct.tmprl.cloud:7233', { TEMPORAL_API_KEY: 'key-123' });
+    assert.equal(cloud.address, 'ns.acct.tmprl.cloud:7233');
+    assert.equal(cloud.apiKey, 'key-123');
+    assert.ok(cloud.tls, 'an API key turns TLS on');
+    const mtls = temporalConnectionOptions('temporal:7233', { TEMPORAL_TLS_CLIENT_CERT_DATA: 'CERT', TEMPORAL_TLS_CLIENT_KEY_DATA: 'KEY' });
+    const tls = mtls.tls as { clientCertPair?: { crt: Uint8Array; key: Uint8Array } };
+    assert.equal(Buffer.from(tls.clientCertPair!.crt).toString(), 'CERT');
+    assert.equal(Buffer.from(tls.clientCertPair!.key).toString(), 'KEY');
   });
 
   it('Temporal: temporalio/server after an admin-tools schema job, no auto-setup; the setup job is our own image, with the search attributes of the code and 30 days of retention', () => {

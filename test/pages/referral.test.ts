@@ -118,11 +118,15 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     const s = getStack();
     const { client } = await affiliatePartner(500);
     const context = await browser.newContext({ userAgent: BROWSER_UA });
-    const { sale, price } = await referredPurchase(context, client);
+    // This test hung twice in full runs (2026-11-25, 2026-11-27) without saying where: each step
+    // that waits on Temporal now fails with its name after 100 s.
+    const step = <T>(label: string, work: Promise<T>): Promise<T> =>
+      Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${label} did not finish within 100 s`)), 100_000).unref())]);
+    const { sale, price } = await step('the referred purchase', referredPurchase(context, client));
     const commission = Math.floor((price * 500) / 10_000);
     // Refunded by the service at once (its transfer is stopped), twice over.
     for (let i = 0; i < 2; i++) {
-      const res = await admin('order', 'refund', sale.order_id, '--json');
+      const res = await step(`admin order refund (${i + 1})`, admin('order', 'refund', sale.order_id, '--json'));
       assert.equal(res.code, 0, res.stderr);
     }
     let c = await commissions(client);
@@ -131,9 +135,9 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
       ['reversed', -commission, 0],
     ]);
     assert.deepEqual([c.balance_cents, c.pending_cents], [0, 0]);
-    assert.equal((await fulfilmentResult(sale.order_id)).status, 'REFUNDED');
-    assert.equal(await s.env.client.workflow.getHandle(referralWorkflowId(sale.sale_id)).result(), 'reversed');
-    await recordHistory(referralWorkflowId(sale.sale_id), 'referral-reversed');
+    assert.equal((await step('the fulfilment result', fulfilmentResult(sale.order_id))).status, 'REFUNDED');
+    assert.equal(await step('the referral workflow result', s.env.client.workflow.getHandle(referralWorkflowId(sale.sale_id)).result()), 'reversed');
+    await step('recording the history', recordHistory(referralWorkflowId(sale.sale_id), 'referral-reversed'));
     c = await commissions(client);
     assert.equal(c.data.length, 2, 'nothing accrued after the reversal');
     assert.equal((await client.get<{ commission_cents: number }>('/api/partner/v1/analytics')).body.commission_cents, 0);

@@ -19,6 +19,7 @@ import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridSearch } from '../../src/search/hybrid-search';
 import { cachedModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
+import { listenSearch, searchApp, type SearchEngine } from '../../src/search/search-server';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { rawRequest } from '../helpers/raw-request';
 import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
@@ -38,6 +39,31 @@ describe('search process', () => {
       process.stdout.write(JSON.stringify({ heavy, rss: process.memoryUsage.rss() }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as { heavy: string[]; rss: number };
     assert.deepEqual(out.heavy, []);
+  });
+
+  it('listens before it has read the inventory: health, status and searches answer 503 loading until the engine has loaded', async () => {
+    let loaded!: (engine: SearchEngine) => void;
+    const engine = new Promise<SearchEngine>((resolve) => (loaded = resolve));
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'search-loading-'));
+    const url = `unix:${path.join(dir, 'search.sock')}`;
+    const server = await listenSearch(searchApp(engine, ['sandbox'], () => undefined), url);
+    const client = new SearchClient(url);
+    try {
+      await assert.rejects(client.ready(), /503.*loading/);
+      assert.equal((await client.status()).loading, true);
+      await assert.rejects(client.search('sandbox', 'coffee'), (err: Error & { code?: string }) => err.code === 'service_unavailable');
+      // The engine as the search process's main gives it once loaded (a stand-in: this is about the loading, not the ranking).
+      const hit: SearchHit = { name: 'coffee.com', available: true, buyNowPriceCents: 100, currency: 'USD', score: 1 };
+      loaded({ search: async () => [hit], status: () => ({ names: 1, pendingVectors: 0, vectorIndex: 'exact', building: false }), save: async () => undefined });
+      await engine;
+      await client.ready();
+      assert.deepEqual(await client.search('sandbox', 'coffee'), [hit]);
+      assert.equal((await client.status()).environments.sandbox.names, 1);
+    } finally {
+      client.close();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('answers every labelled query as the same search run in-process: the same names, scores and order', async function () {

@@ -65,18 +65,24 @@ export async function aliasTarget(client: Client, alias: string): Promise<string
   return Object.keys(response.body as Record<string, unknown>)[0];
 }
 
+/** How many shards and replicas each new index gets (OPENSEARCH_SHARDS, OPENSEARCH_REPLICAS). */
+export interface IndexLayout {
+  shards?: number;
+  replicas?: number;
+}
+
 /** Creates an index of this MAPPING_VERSION, named after the alias, the version and the time. */
-export async function createVersionedIndex(client: Client, alias: string): Promise<string> {
+export async function createVersionedIndex(client: Client, alias: string, layout: IndexLayout = {}): Promise<string> {
   const index = `${alias}-v${MAPPING_VERSION}-${Date.now()}`;
-  await client.indices.create({ index, body: indexSettings() });
+  await client.indices.create({ index, body: indexSettings(layout) });
   return index;
 }
 
 /** The alias, made to point at a new index of its own when there is none yet. */
-export async function ensureAlias(client: Client, alias: string): Promise<string> {
+export async function ensureAlias(client: Client, alias: string, layout: IndexLayout = {}): Promise<string> {
   const target = await aliasTarget(client, alias);
   if (target) return target;
-  const index = await createVersionedIndex(client, alias);
+  const index = await createVersionedIndex(client, alias, layout);
   await client.indices.updateAliases({ body: { actions: [{ add: { index, alias } }] } });
   return index;
 }
@@ -295,6 +301,7 @@ export class OpenSearchSearch extends HybridScorer {
     /** Word and sense vectors (the names' vectors are in the index). */
     private readonly cache: EmbeddingCache,
     log: (m: string) => void = () => undefined,
+    private readonly layout: IndexLayout = {},
   ) {
     super(embedder, log);
   }
@@ -307,7 +314,7 @@ export class OpenSearchSearch extends HybridScorer {
 
   /** The alias (made on first use), then each environment caught up with the inventory and its words embedded. */
   async load(environment: Environment, feed?: ChangeFeed): Promise<OpenSearchInventory> {
-    await ensureAlias(this.client, this.alias);
+    await ensureAlias(this.client, this.alias, this.layout);
     const inventory = this.inventory(environment);
     await inventory.load();
     this.stops.push(inventory.follow(feed));
@@ -427,7 +434,7 @@ export class OpenSearchSearch extends HybridScorer {
   private async rebuild(): Promise<ReindexReport> {
     const started = Date.now();
     const from = await aliasTarget(this.client, this.alias);
-    const index = await createVersionedIndex(this.client, this.alias);
+    const index = await createVersionedIndex(this.client, this.alias, this.layout);
     const names: Record<string, number> = {};
     try {
       const horizons = new Map<Environment, string>();

@@ -39,7 +39,7 @@ import org.opensearch.painless.PainlessPlugin;
 import org.opensearch.plugins.Plugin;
 import org.opensearch.transport.Netty4Plugin;
 
-/** args: home, data directory, HTTP port (0: any free one), file to write the bound port to. */
+/** args: home, data directory, HTTP port (0: any free one), file to write the bound port to, then key=value settings. */
 public class ${LAUNCHER_CLASS} {
   static final class LocalNode extends Node {
     LocalNode(Environment environment, Collection<Class<? extends Plugin>> plugins) {
@@ -48,7 +48,7 @@ public class ${LAUNCHER_CLASS} {
   }
 
   public static void main(String[] args) throws Exception {
-    Settings settings = Settings.builder()
+    Settings.Builder builder = Settings.builder()
         .put("path.home", args[0])
         .put("path.data", args[1])
         .put("network.host", "127.0.0.1")
@@ -57,8 +57,14 @@ public class ${LAUNCHER_CLASS} {
         .put("discovery.type", "single-node")
         .put("cluster.name", "partner-api-search")
         .put("node.name", "local")
-        .put("action.auto_create_index", "false")
-        .build();
+        .put("action.auto_create_index", "false");
+    // Further settings as key=value (a node of a cluster: its name, transport port and seed hosts).
+    for (int i = 4; i < args.length; i++) {
+      int eq = args[i].indexOf('=');
+      builder.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+    }
+    if (builder.get("discovery.seed_hosts") != null) builder.remove("discovery.type");
+    Settings settings = builder.build();
     Environment environment = InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), null, () -> "local");
     List<Class<? extends Plugin>> plugins = List.of(Netty4Plugin.class, KNNPlugin.class, CommonAnalysisPlugin.class, PainlessPlugin.class);
     Node node = new LocalNode(environment, plugins).start();
@@ -139,9 +145,9 @@ export async function ensureOpenSearch(cacheDir: string): Promise<OpenSearchTool
   const javac = findOnPath('javac');
   const mvn = findOnPath('mvn');
   if (!java) throw new Error('the local OpenSearch node needs Java 17 (apt-get install openjdk-17-jdk-headless maven), or set OPENSEARCH_URL');
-  const ready = () => existsSync(classpathFile) && existsSync(path.join(classesDir, `${LAUNCHER_CLASS}.class`)) && readFileSync(classpathFile, 'utf8').split(path.delimiter).every((e) => existsSync(e));
-  if (!ready()) {
-    if (!mvn || !javac) throw new Error('the local OpenSearch node needs Maven and a JDK to be set up (apt-get install openjdk-17-jdk-headless maven), or set OPENSEARCH_URL');
+  const resolved = () => existsSync(classpathFile) && readFileSync(classpathFile, 'utf8').split(path.delimiter).every((e) => existsSync(e));
+  if (!resolved()) {
+    if (!mvn) throw new Error('the local OpenSearch node needs Maven to be set up (apt-get install maven), or set OPENSEARCH_URL');
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'pom.xml'), pom());
     progress(`resolving OpenSearch ${OPENSEARCH_VERSION} and k-NN ${KNN_VERSION} from Maven Central`);
@@ -152,16 +158,20 @@ export async function ensureOpenSearch(cacheDir: string): Promise<OpenSearchTool
     await run(mvn, ['-q', '-B', 'dependency:unpack-dependencies', '-DincludeTypes=zip', `-DoutputDirectory=${knnDir}`], { cwd: dir, label: 'mvn dependency:unpack-dependencies' });
     const knnJars = readdirSync(knnDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.jar')).map((f) => path.join(knnDir, f));
     // The plugin's zip carries its own copies of some core jars; the core's come first.
-    const classpath = [readFileSync(jarsFile, 'utf8').trim(), ...knnJars].join(path.delimiter);
+    writeFileSync(classpathFile, [readFileSync(jarsFile, 'utf8').trim(), ...knnJars].join(path.delimiter));
+    progress(`OpenSearch ${OPENSEARCH_VERSION} resolved in ${dir}`);
+  }
+  const classpath = readFileSync(classpathFile, 'utf8').trim();
+  // The launcher, compiled again whenever its source here changes.
+  const source = path.join(dir, `${LAUNCHER_CLASS}.java`);
+  if (!existsSync(path.join(classesDir, `${LAUNCHER_CLASS}.class`)) || !existsSync(source) || readFileSync(source, 'utf8') !== LAUNCHER_SOURCE) {
+    if (!javac) throw new Error('the local OpenSearch node needs a JDK to compile its launcher (apt-get install openjdk-17-jdk-headless), or set OPENSEARCH_URL');
     mkdirSync(classesDir, { recursive: true });
-    const source = path.join(dir, `${LAUNCHER_CLASS}.java`);
     writeFileSync(source, LAUNCHER_SOURCE);
     await run(javac, ['-d', classesDir, '-cp', classpath, source], { label: 'javac LocalOpenSearch' });
-    writeFileSync(classpathFile, classpath);
-    progress(`OpenSearch ${OPENSEARCH_VERSION} ready in ${dir}`);
   }
   writeFileSync(log4jConfig, LOG4J_CONFIG);
-  return { java, classpath: `${classesDir}${path.delimiter}${readFileSync(classpathFile, 'utf8').trim()}`, log4jConfig };
+  return { java, classpath: `${classesDir}${path.delimiter}${classpath}`, log4jConfig };
 }
 
 export interface LocalOpenSearch {
@@ -182,6 +192,8 @@ export interface LocalOpenSearchOptions {
   heap?: string;
   /** The HTTP port; 0 (the default): a free one. A supervisor passes the first run's port again, so its clients' URL stays right. */
   port?: number;
+  /** Further node settings (a node of a several-node cluster: `node.name`, `transport.port`, `discovery.seed_hosts`, `cluster.initial_cluster_manager_nodes`). */
+  settings?: Record<string, string>;
   log?: (m: string) => void;
 }
 
@@ -198,7 +210,7 @@ export async function startLocalOpenSearch(options: LocalOpenSearchOptions): Pro
   const heap = options.heap ?? '512m';
   const child = spawn(
     tools.java,
-    [`-Xms${heap}`, `-Xmx${heap}`, '-XX:+UseSerialGC', '-Djava.awt.headless=true', '-Dfile.encoding=UTF-8', `-Dlog4j2.configurationFile=${tools.log4jConfig}`, '-cp', tools.classpath, LAUNCHER_CLASS, home, data, String(options.port ?? 0), portFile],
+    [`-Xms${heap}`, `-Xmx${heap}`, '-XX:+UseSerialGC', '-Djava.awt.headless=true', '-Dfile.encoding=UTF-8', `-Dlog4j2.configurationFile=${tools.log4jConfig}`, '-cp', tools.classpath, LAUNCHER_CLASS, home, data, String(options.port ?? 0), portFile, ...Object.entries(options.settings ?? {}).map(([k, v]) => `${k}=${v}`)],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];
