@@ -169,9 +169,16 @@ export class OpenSearchInventory {
     return this.running;
   }
 
+  /** Settles when no sync is under way (whatever its outcome). */
+  async settled(): Promise<void> {
+    while (this.running) await this.running.catch(() => undefined);
+  }
+
   /** Follows the change feed, with a poll beside it; returns a stop function. */
   follow(feed: ChangeFeed | undefined): () => void {
+    let following = true;
     const wake = () =>
+      following &&
       void this.sync().catch((err: Error) => {
         // Once per kind of failure: the poll retries it every POLL_MS.
         if (this.lastError !== err.message) this.log(`${this.environment}: OpenSearch sync failed (retried): ${err.message}`);
@@ -181,7 +188,10 @@ export class OpenSearchInventory {
     feed?.onReset(wake);
     const timer = setInterval(wake, POLL_MS);
     timer.unref();
-    return () => clearInterval(timer);
+    return () => {
+      following = false;
+      clearInterval(timer);
+    };
   }
 
   private async syncOnce(): Promise<void> {
@@ -326,8 +336,10 @@ export class OpenSearchSearch extends HybridScorer {
     return this.inventory(environment).speller;
   }
 
+  /** On shutdown: the polls stop, a sync under way finishes (before the database closes), the word vectors are kept. */
   async save(): Promise<void> {
     for (const stop of this.stops.splice(0)) stop();
+    await Promise.all([...this.inventories.values()].map((inventory) => inventory.settled()));
     this.cache.save();
     await this.client.close();
   }
