@@ -25,7 +25,7 @@ async function main(): Promise<void> {
       '',
       `Chaos run, ${new Date().toISOString().slice(0, 10)}: ${report.ok ? 'nothing lost' : 'FAILED'} (${report.seconds.toFixed(0)} s)`,
       `  kills (SIGKILL): ${[...byPart].map(([part, n]) => `${part} ${n}`).join(', ')}`,
-      `  orders ${c.orders}, hosted checkouts paid ${c.checkouts}, refunds ${c.refunds} (+${c.refundsRefused} refused after the transfer), brokerage moves ${c.brokerageMoves}, clicks ${c.clicks}`,
+      `  orders ${c.orders}, hosted checkouts paid ${c.checkouts}, refunds ${c.refunds} (+${c.refundsRefused} refused after the transfer), brokerage moves ${c.brokerageMoves}, clicks ${c.clicks} (${c.clicksStored} counted: one address, at most 30 a minute)`,
       `  events ${c.events}, each delivered (deliveries ${c.deliveries}, ${c.deliveriesFailedOnPurpose} answered 500 on purpose, ${c.duplicateDeliveries} duplicates removed by id)`,
       `  the partners' client retried ${c.retries} times; ${c.quotesSkipped} names skipped (a retried quote or session found them reserved); replays refused after a Redis restart: ${c.replaysRefused}`,
       report.ok ? '  no order lost, doubled or stuck; every event once; reconcile clean; Ctrl-C stopped everything' : `  ${report.problems.length} problem(s), below; Ctrl-C stopped everything: ${report.stoppedCleanly ? 'yes' : 'no'}`,

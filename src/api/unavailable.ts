@@ -36,6 +36,10 @@ export function dependencyUnavailable(err: unknown): boolean {
     seen.add(e);
     const x = e as { code?: unknown; errno?: unknown; message?: unknown; driverError?: unknown; cause?: unknown; name?: unknown };
     if (typeof x.code === 'string' && (CONNECTION_ERRNOS.has(x.code) || UNAVAILABLE_SQLSTATES.test(x.code))) return true;
+    // TypeORM releases a transaction's query runner when its connection dies half-way (Postgres
+    // killed or restarting); the transaction's next query then meets one of these. Postgres rolled
+    // the transaction back with its connection: nothing was half-written (seen in a chaos run).
+    if (x.name === 'QueryRunnerAlreadyReleasedError' || x.name === 'QueryRunnerProviderAlreadyReleasedError') return true;
     if (typeof x.code === 'number' && x.name !== 'QueryFailedError' && GRPC_UNAVAILABLE.has(x.code) && 'details' in x) return true;
     if (typeof x.message === 'string' && CONNECTION_MESSAGES.some((m) => m.test(x.message as string))) return true;
     // TypeORM wraps the driver's error; Temporal's ServiceError and AggregateError carry a cause.

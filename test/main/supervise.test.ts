@@ -162,4 +162,27 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
     assert.ok(!dependencyUnavailable({ name: 'QueryFailedError', code: '23505', driverError: { code: '23505' } }), 'a unique violation is a bug or a race, not an outage');
     assert.ok(!dependencyUnavailable(new TypeError("Cannot read properties of undefined (reading 'x')")));
   });
+
+  it('a transaction whose Postgres connection dies half-way fails as a part down, whichever of its queries meets it (a chaos run met QueryRunnerAlreadyReleasedError: a 500)', async () => {
+    const { dataSource } = getStack();
+    const errors: unknown[] = [];
+    await dataSource
+      .transaction(async (manager) => {
+        const [{ pid }] = (await manager.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
+        // Raw SQL: ending one backend is what a Postgres that dies does to its connections.
+        await dataSource.query('SELECT pg_terminate_backend($1)', [pid]);
+        await new Promise((r) => setTimeout(r, 200));
+        for (let i = 0; i < 3; i++) {
+          try {
+            await manager.query('SELECT 1');
+          } catch (err) {
+            errors.push(err);
+          }
+        }
+      })
+      .catch((err: unknown) => errors.push(err));
+    assert.ok(errors.length >= 1, 'the transaction failed');
+    for (const err of errors) assert.ok(dependencyUnavailable(err), `${(err as Error).name}: ${(err as Error).message}`);
+    assert.ok(errors.some((e) => /AlreadyReleased/.test((e as Error).name)), errors.map((e) => (e as Error).name).join(', '));
+  });
 });

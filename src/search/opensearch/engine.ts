@@ -18,7 +18,8 @@
  * of the rows changed since the last one (inventory-changes.ts), new names are embedded once and
  * indexed with their vector, and a sale, reservation or price change is an update, visible
  * within a second (refreshed after each small batch). The horizon reached is saved in the index,
- * so a restart carries on from it. One search process indexes; every one searches.
+ * so a restart carries on from it. Each search process keeps the index up (with several, the
+ * writes repeat: choosing one writer is not done yet).
  */
 import { Client } from '@opensearch-project/opensearch';
 import type { DataSource } from 'typeorm';
