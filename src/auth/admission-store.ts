@@ -11,6 +11,7 @@ import type { Client } from 'pg';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
+import { dependencyUnavailable } from '../api/unavailable';
 import { dedicatedClient } from '../db/dedicated-client';
 import { AdmissionEpoch, AdmissionStore } from '../db/entities/admission';
 import { Credential } from '../db/entities/credential';
@@ -121,13 +122,19 @@ export class AdmissionStoreHold {
     this.client = undefined;
     // Expected while Postgres restarts: a warning; failing to take it again is the error.
     this.logger?.warn({ identity: this.identity }, 'admission store lock lost: taking it again');
+    const lostAt = Date.now();
+    let warned = false;
     const again = () => {
       this.retry = undefined;
       if (this.closed) return;
       this.lock().then(
         () => this.logger?.info({ identity: this.identity }, 'admission store lock held again'),
         (err: unknown) => {
-          this.logger?.error({ err, identity: this.identity }, 'admission store lock not taken again');
+          // Postgres still restarting: one warning. Anything else, or an outage past a minute: an error each time.
+          if (dependencyUnavailable(err) && Date.now() - lostAt < 60_000) {
+            if (!warned) this.logger?.warn({ err, identity: this.identity }, 'admission store lock not taken again yet: Postgres is not back (retried every second)');
+            warned = true;
+          } else this.logger?.error({ err, identity: this.identity }, 'admission store lock not taken again');
           this.retry = setTimeout(again, 1_000);
           this.retry.unref();
         },

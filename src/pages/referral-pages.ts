@@ -30,6 +30,7 @@ import { renderPage } from './render';
 import { csrfToken, csrfValid, pageRouter } from './security';
 import type { Logger } from 'pino';
 import { ApiError } from '../api/errors';
+import { dependencyUnavailable } from '../api/unavailable';
 import { money } from './format';
 import type { PageLimits } from './limits';
 
@@ -88,7 +89,9 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
       try {
         link = (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code })) || false;
       } catch (err) {
-        deps.logger?.error({ err }, 'tracking link lookup failed');
+        // Postgres down or restarting is expected (the buyer gets a 503 page and retries): a warning; anything else is an error.
+        if (dependencyUnavailable(err)) deps.logger?.warn({ err }, 'tracking link lookup failed: the database is unreachable');
+        else deps.logger?.error({ err }, 'tracking link lookup failed');
         return renderPage(ctx, 'message', { title: 'This link is not working right now', text: 'Try again in a moment.' }, 503);
       }
       links.set(code, link);
