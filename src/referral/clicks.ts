@@ -3,7 +3,7 @@
  * batches (one multi-row upsert every 200 ms, or as soon as 500 are waiting), after the redirect
  * has been answered. A batch adds its clicks to the row of their link, visitor and day
  * (ReferralClick), so the table grows by at most one row per visitor, link and day. The cost is stated plainly: clicks queued in the last 200 ms before a
- * process dies uncleanly are lost (a clean stop flushes them). A click is never written twice.
+ * process dies uncleanly are lost (a clean stop flushes them).
  * A batch that finds the database down or restarting stays queued and is tried again every
  * second (should the connection die after the database committed a batch but before it answered,
  * that batch would count twice: click counts are statistics, never money, and an outage's
@@ -75,7 +75,8 @@ export class ClickRecorder {
     }
     this.held++;
     this.queue.push(click);
-    if (this.queue.length >= this.batchSize) void this.flush();
+    // While the database is away, only the retry timer writes (once a second), however many wait.
+    if (this.queue.length >= this.batchSize && !this.waitingForDatabase) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.batchMs).unref();
   }
 

@@ -9,6 +9,7 @@ import { configuredVersion, deploymentOptions, makeCurrentVersion, type WorkerVe
 import { ensureMaintenanceWorkflows } from './maintenance';
 import { serviceWorkerInterceptors, serviceWorkflowInterceptorModules, WORKFLOWS_PATH } from './request-context';
 import type { Config } from '../config';
+import { tracingWorkflowModules } from './tracing';
 
 /** The workflows with the service's workflow interceptors (webpack + swc): the one bundle production and the tests run. */
 export function serviceWorkflowBundle(logger: SdkLogger = new DefaultLogger('WARN')): Promise<WorkflowBundleWithSourceMap> {
@@ -102,7 +103,9 @@ export async function runServiceWorkers(
     webhookTaskQueue: config.temporal.webhookTaskQueue,
     allowLoopbackWebhooks: config.webhooks.allowLoopback,
     version,
-    ...(config.temporal.workflowBundle ? { workflowBundle: { codePath: config.temporal.workflowBundle } } : {}),
+    // The bundle built ahead holds no tracing interceptors (tracing is off at image build): with
+    // tracing on, the worker bundles its own with them.
+    ...(config.temporal.workflowBundle && tracingWorkflowModules().length === 0 ? { workflowBundle: { codePath: config.temporal.workflowBundle } } : {}),
   });
   const running = workers.run();
   if (version) await makeCurrentVersion(parts.client, config.temporal.namespace, version);

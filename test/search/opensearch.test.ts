@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { grade } from '../../bench/search-quality';
 import { Domain } from '../../src/db/entities/domain';
+import { importInventory } from '../../src/discovery/inventory';
 import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
 import { adminWith } from '../helpers/admin';
 import { getStack, openSearchEngine } from '../helpers/stack';
@@ -81,6 +82,36 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     const table = [...byKind].map(([kind, v]) => ({ kind, queries: v.embedded.length, embedded: +mean(v.embedded).toFixed(4), opensearch: +mean(v.opensearch).toFixed(4) }));
     console.log(table.map((r) => `      ${r.kind.padEnd(8)} ${r.queries} queries  embedded ${r.embedded.toFixed(3)}  opensearch ${r.opensearch.toFixed(3)}`).join('\n'));
     for (const r of table) assert.ok(Math.abs(r.embedded - r.opensearch) <= 0.01, JSON.stringify(r));
+  });
+
+  it('a name whose price or availability changes keeps its vector: the k-NN search still finds it by meaning', async () => {
+    const { url } = await openSearchEngine();
+    const domains = getStack().dataSource.getRepository(Domain);
+    // A name of the live inventory of its own (other files' sandbox names are sold and bought).
+    const name = 'liveknnkeeps-espresso.net';
+    await importInventory(getStack().dataSource, 'live', [{ name, category: 'food-and-drink', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 }]);
+    const doc = async () => (await (await fetch(`${url}/partner-api-domains/_doc/${encodeURIComponent(`live:${name}`)}`)).json()) as { found: boolean; _source?: { buy_now_price_cents: number; available: boolean; vector_b64: string } };
+    const until = async (ok: (d: Awaited<ReturnType<typeof doc>>) => boolean) => {
+      const deadline = Date.now() + 5_000;
+      for (let d = await doc(); ; d = await doc()) {
+        if (ok(d)) return d;
+        if (Date.now() > deadline) assert.fail(`not reflected: ${JSON.stringify(d).slice(0, 300)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const indexed = await until((d) => d.found);
+    await domains.update({ environment: 'live', name }, { buyNowPriceCents: 310000 });
+    await until((d) => d._source?.buy_now_price_cents === 310000);
+    await domains.update({ environment: 'live', name }, { status: 'reserved' });
+    await until((d) => d._source?.available === false);
+    const vector = Array.from(new Float32Array(new Uint8Array(Buffer.from(indexed._source!.vector_b64, 'base64')).buffer));
+    const found = (await (await fetch(`${url}/partner-api-domains/_search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ size: 3, _source: ['name'], query: { knn: { vector: { vector, k: 3, filter: { term: { environment: 'live' } } } } } }),
+    })).json()) as { hits: { hits: Array<{ _source: { name: string } }> } };
+    assert.equal(found.hits.hits[0]?._source.name, name, JSON.stringify(found.hits.hits));
+    await domains.update({ environment: 'live', name }, { status: 'sold' });
   });
 
   it('admin search reindex builds a new index and moves the alias while searches go on: none fails, the answers stay the same', async function () {

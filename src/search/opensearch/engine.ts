@@ -54,6 +54,9 @@ export function openSearchClient(url: string): Client {
 type Hit = { _id: string; _source: NameDocument; matched_queries?: string[] };
 type SearchBody = { hits: { hits: Hit[] } };
 
+/** Label and category, as Postgres' search_document holds them (the keyword ranker's `topical` match). */
+const documentText = (row: Pick<InventoryRow, 'label' | 'category'>) => `${row.label} ${row.category.replace(/-/g, ' ')}`;
+
 function entryOf(doc: NameDocument): Entry {
   return { name: doc.name, text: doc.text, words: doc.words, available: doc.available, buyNowPriceCents: doc.buy_now_price_cents, currency: doc.currency };
 }
@@ -79,13 +82,21 @@ export async function createVersionedIndex(client: Client, alias: string, layout
   return index;
 }
 
-/** The alias, made to point at a new index of its own when there is none yet. */
+/**
+ * The alias, made to point at a new index of its own when there is none yet. The first index has
+ * a fixed name and gets the alias in the same request, so search processes starting together on
+ * an empty cluster end with one index, not one each.
+ */
 export async function ensureAlias(client: Client, alias: string, layout: IndexLayout = {}): Promise<string> {
   const target = await aliasTarget(client, alias);
   if (target) return target;
-  const index = await createVersionedIndex(client, alias, layout);
-  await client.indices.updateAliases({ body: { actions: [{ add: { index, alias } }] } });
-  return index;
+  const index = `${alias}-v${MAPPING_VERSION}-0`;
+  try {
+    await client.indices.create({ index, body: { ...indexSettings(layout), aliases: { [alias]: {} } } });
+  } catch (err) {
+    if ((err as { body?: { error?: { type?: string } } }).body?.error?.type !== 'resource_already_exists_exception') throw err;
+  }
+  return (await aliasTarget(client, alias)) ?? index;
 }
 
 /** One environment's names in the index, kept up with the inventory by this process. */
@@ -243,7 +254,8 @@ export class OpenSearchInventory {
           wordsOf.set(id, existing.get(id)!);
         }
       } else if (existing.has(id)) {
-        body.push({ update: { _index: index, _id: id } }, { doc: attributes });
+        // The category may change too (an import): the `topical` text follows it.
+        body.push({ update: { _index: index, _id: id } }, { doc: { ...attributes, document: documentText(row) } });
       }
     });
     fresh.forEach((row, i) => {
@@ -256,7 +268,7 @@ export class OpenSearchInventory {
         label: row.label,
         text,
         words,
-        document: `${row.label} ${row.category.replace(/-/g, ' ')}`,
+        document: documentText(row),
         available: row.status === 'listed',
         buy_now_price_cents: Number(row.buy_now_price_cents),
         currency: row.currency.trim(),
@@ -449,8 +461,25 @@ export class OpenSearchSearch extends HybridScorer {
     const from = await aliasTarget(this.client, this.alias);
     const index = await createVersionedIndex(this.client, this.alias, this.layout);
     const names: Record<string, number> = {};
+    const horizons = new Map<Environment, string>();
+    /** The changes since each environment's horizon, written to the new index. */
+    const catchUp = async () => {
+      for (const [environment, inventory] of this.inventories) {
+        let after = '';
+        let horizon: string | undefined;
+        for (;;) {
+          const page = await readInventoryPage(this.dataSource, environment, after, horizons.get(environment), PAGE);
+          horizon ??= page.horizon;
+          if (page.rows.length) await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
+          if (page.rows.length < PAGE) break;
+          after = page.rows[page.rows.length - 1].name;
+        }
+        await this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } });
+        horizons.set(environment, horizon!);
+      }
+      await this.client.indices.refresh({ index });
+    };
     try {
-      const horizons = new Map<Environment, string>();
       for (const [environment, inventory] of this.inventories) {
         let after = '';
         let horizon: string | undefined;
@@ -467,30 +496,17 @@ export class OpenSearchSearch extends HybridScorer {
         }
         horizons.set(environment, horizon!);
       }
-      const catchUp = async () => {
-        for (const [environment, inventory] of this.inventories) {
-          let after = '';
-          let horizon: string | undefined;
-          for (;;) {
-            const page = await readInventoryPage(this.dataSource, environment, after, horizons.get(environment), PAGE);
-            horizon ??= page.horizon;
-            if (page.rows.length) await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
-            if (page.rows.length < PAGE) break;
-            after = page.rows[page.rows.length - 1].name;
-          }
-          await this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } });
-          horizons.set(environment, horizon!);
-        }
-        await this.client.indices.refresh({ index });
-      };
       await catchUp();
       await this.client.indices.updateAliases({ body: { actions: [...(from ? [{ remove: { index: from, alias: this.alias } }] : []), { add: { index, alias: this.alias } }] } });
-      // Changes the syncs wrote to the old index between the catch-up and the move.
-      await catchUp();
     } catch (err) {
-      await this.client.indices.delete({ index }, { ignore: [404] }).catch(() => undefined);
+      // Not moved (or not known to be): the new index goes unless the alias points at it now.
+      if ((await aliasTarget(this.client, this.alias).catch(() => index)) !== index) await this.client.indices.delete({ index }, { ignore: [404] }).catch(() => undefined);
       throw err;
     }
+    // Changes the syncs wrote to the old index between the catch-up and the move. The alias is
+    // moved already: a failure here leaves the new index in use (the syncs keep it up) and the
+    // old one in place for an operator to drop.
+    await catchUp();
     if (from) await this.client.indices.delete({ index: from }, { ignore: [404] });
     this.log(`reindexed into ${index} (was ${from ?? 'none'}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return { alias: this.alias, index, previous: from, names, seconds: Math.round((Date.now() - started) / 100) / 10 };

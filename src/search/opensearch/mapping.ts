@@ -12,7 +12,9 @@
  *   text       the label split into words (`espresso bar`), BM25 over them
  *   words      the same words as keywords: the names holding a word (query expansions)
  *   document   label and category, English stems: the keyword ranker's `topical` match
- *   vector     the name's MiniLM vector (384 d), HNSW by lucene, cosine; not kept in _source
+ *   vector     the name's MiniLM vector (384 d), HNSW by lucene, cosine; kept in _source (a
+ *              partial update re-indexes the document from its _source: without it there, an
+ *              update would drop the name from the k-NN graph), never returned with a hit
  *   vector_b64 the same vector as little-endian float32 in base64, returned with a hit so the
  *              scorer has the name's cosine to any query vector (not indexed)
  * Beside them, one document per environment (`__horizon:<environment>`, environment `__horizon`)
@@ -46,7 +48,6 @@ export function indexSettings(options: { shards?: number; replicas?: number } = 
     mappings: {
       dynamic: 'strict',
       _meta: { mapping_version: MAPPING_VERSION },
-      _source: { excludes: ['vector'] },
       properties: {
         environment: { type: 'keyword' },
         name: { type: 'keyword' },
