@@ -31,19 +31,17 @@ const N = 80_000;
 /** The search process writes its graph again after this many changes (SAVE_AFTER_CHANGES). */
 const CHANGES = 10_050;
 /**
- * Longest the search process's main thread may run during one /status request with no search
- * under way, less its own garbage collection (which the search process reports in /status). Seen
- * while names were added and the graph saved and opened: 1.6–3.6 ms in four runs; 0.7–1.2 ms with
- * nothing under way. What runs in one turn meanwhile: new vectors added for up to 2 ms
- * (ADD_SLICE_MS), a chunk for the build worker filled for up to 1.5 ms (FILL_SLICE_MS), the start
- * of a save (~2.3 ms, the build worker's start included) and this request. Before those were
- * sliced and the replaced graph file was removed off the loop, turns of 4–6 ms were common (a
- * chunk filled in one turn: 1.4–4.8 ms, cloning its names 0.8 ms) and one removal took 47 ms.
- * (With both cores kept busy by other processes the thread's measured run time grows too, up to
- * 12 ms in a few runs, in turns a CPU profile shows idle or inside Node's own HTTP code: the
- * machine's, not the index's; the suite runs without such load.)
+ * What this test bounds is where the work runs, not how fast: a graph saved, opened or removed on
+ * the search process's event loop holds it for 47–100 ms at 80,000 names, so a turn of BOUND_MS
+ * or more while names are added and the graph saved means some of that work is back on the loop.
+ * The turns themselves are measured by the line this test prints: 1.6–3.6 ms in four quiet runs,
+ * 0.7–1.2 ms with nothing under way, up to 7.7 ms (CI) or 12 ms when other processes keep both
+ * cores busy (the machine's, not the index's). What runs in one turn meanwhile: new vectors added
+ * for up to 2 ms (ADD_SLICE_MS), a chunk for the build worker filled for up to 1.5 ms
+ * (FILL_SLICE_MS), the start of a save (~2.3 ms, the build worker's start included) and this
+ * request.
  */
-const BOUND_MS = 6;
+const BOUND_MS = 40;
 
 describe('an HNSW graph saved and opened in the search process', () => {
   const WORDS = 'amber apple arrow atlas basil beacon berry birch bloom breeze brook cactus canyon cedar cherry cider cliff clover cobalt comet coral cotton crane crystal daisy delta dune eagle echo ember fable falcon fern flint forest garden ginger granite harbor hazel heron honey island ivory jade kettle lagoon lantern maple meadow'.split(' ');
