@@ -7,8 +7,8 @@ import type { Environment } from '../config';
 import { Domain } from '../db/entities/domain';
 
 export const MAX_RESULTS = 5;
-/** Names one pre-filter condition may contribute to the scoring. */
-const PROBE_LIMIT = 200;
+/** Names one pre-filter condition may contribute to the scoring (here and in the embedded engine's label index). */
+export const PROBE_LIMIT = 200;
 
 export interface SearchHit {
   name: string;

@@ -1,12 +1,12 @@
 /**
- * Hybrid search: candidates from keywords (Postgres full text + trigram, the KeywordSearch
- * ranker), from the name vectors (MiniLM cosine, exact scan or HNSW, for the query and for the
+ * Hybrid search: candidates from keywords (the keyword ranker's probes and score: full text and
+ * trigrams, over the labels in memory for the embedded engine, in OpenSearch for the other), from the name vectors (MiniLM cosine, exact scan or HNSW, for the query and for the
  * query with its WordNet definitions) and from the words of the names (the names holding the
  * query's WordNet expansions and the kinds its things are), merged and reranked by one documented scorer. The query is spell-corrected against the inventory's words
  * and English first (`cofee` → `coffee`), so a typo is searched like the word it meant.
  *
  * For each candidate name:
- *   keyword   = the KeywordSearch score of the corrected query, in [0, 1] (0 if not a keyword hit),
+ *   keyword   = the keyword ranker's score of the corrected query (keyword-score.ts), in [0, 1] (0 if not a keyword hit),
  *               halved when the query's words occur in the label only inside its words (midWordOnly)
  *   name      = cosine(query, segmented label)                    "caffeine" · "espresso bar"
  *   word      = max over the label's words of cosine(query, word)  "caffeine" · "espresso"
@@ -32,7 +32,7 @@ import { LRUCache } from 'lru-cache';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { isDomainName, labelOf, normaliseDomainName } from '../discovery/inventory';
-import { KeywordSearch, MAX_QUERY_WORDS, MAX_RESULTS, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
+import { MAX_QUERY_WORDS, MAX_RESULTS, queryWords, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
 import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import type { EngineStatus } from './search-client';
@@ -349,11 +349,11 @@ export abstract class HybridScorer implements DomainSearch {
 
 /**
  * The embedded engine: each environment's names, vectors and words in this process's memory
- * (InventoryIndex, following the inventory), keyword hits from Postgres' trigram and full-text
- * indexes (KeywordSearch).
+ * (InventoryIndex, following the inventory), keyword hits from its labels' trigrams and stems
+ * (LabelIndex). A search reads no table: only the sync that keeps the index up to the inventory
+ * goes to Postgres.
  */
 export class HybridSearch extends HybridScorer {
-  private readonly keyword: KeywordSearch;
   private readonly indexes = new Map<Environment, InventoryIndex>();
 
   constructor(
@@ -366,7 +366,6 @@ export class HybridSearch extends HybridScorer {
     private readonly indexDir?: string,
   ) {
     super(embedder, log);
-    this.keyword = new KeywordSearch(dataSource);
   }
 
   index(environment: Environment): InventoryIndex {
@@ -399,32 +398,29 @@ export class HybridSearch extends HybridScorer {
   }
 
   /**
-   * Everything that waits (the sync, embeddings, Postgres, WordNet, the graph's worker) happens
+   * Everything that waits (the sync, embeddings, WordNet, the graph's worker) happens
    * first; the candidates are then gathered without a pause, so a sync running meanwhile cannot
    * hand a slot to another name half-way through.
    */
   protected async gather(environment: Environment, query: string, asName?: string): Promise<Gathered> {
     const index = this.index(environment);
     const vocabulary = HybridSearch.vocabulary(index);
-    const corrected = await this.corrected(vocabulary, query, async (w, limit) => (await this.keyword.namesContaining(environment, w, limit)).map((name) => index.entry(name) ?? { name, words: [] }));
+    // The keyword hits are read from the index once it has caught up with the inventory.
+    const refreshed = index.refresh();
+    refreshed.catch(() => undefined);
+    const corrected = await this.corrected(vocabulary, query, async (w, limit) => index.labels.containing(w, limit).map((slot) => index.slots[slot]!));
     const fuzzy = (w: string) => !index.speller.isKnown(w);
-    const [meaning, keywordHits] = await Promise.all([
-      this.meaning(corrected),
-      this.keyword.search(environment, corrected, CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }),
-      index.refresh(),
-    ]);
+    const [meaning] = await Promise.all([this.meaning(corrected), refreshed]);
     const u = await this.understood(corrected, meaning, vocabulary);
     // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other there.
     const [near, nearGloss] = await Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
 
     // From here on, no await: each slot is read as it is now (a slot freed meanwhile is skipped
     // below; one taken again by another name is read as that name).
-    const keywordOf = new Map(keywordHits.map((h) => [h.name, h.score]));
+    const keywordHits = index.labels.search(queryWords(corrected), CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }, (slot) => index.slots[slot]);
+    const keywordOf = new Map(keywordHits.map((h) => [h.slot, h.score]));
     const slots = new Set<number>(near);
-    for (const hit of keywordHits) {
-      const slot = index.slot(hit.name);
-      if (slot !== undefined) slots.add(slot);
-    }
+    for (const hit of keywordHits) slots.add(hit.slot);
     for (const slot of nearGloss) slots.add(slot);
     // The best expansions' names and the names of the query's kinds, a few of each.
     for (const w of HybridScorer.expansionTerms(u)) {
@@ -443,7 +439,7 @@ export class HybridSearch extends HybridScorer {
         entry,
         name: hasVector ? index.vectors.dot(slot, u.queryVector) : 0,
         glossName: u.glossVector && hasVector ? index.vectors.dot(slot, u.glossVector) : 0,
-        keyword: keywordOf.get(entry.name) ?? 0,
+        keyword: keywordOf.get(slot) ?? 0,
       });
     }
     // Looked up after the candidates, which waited for the index to catch up with the inventory.

@@ -1,7 +1,8 @@
 /**
  * One environment's names on the market (listed or reserved), held in memory for search: each
- * name's words, price and availability in a slot, its MiniLM vector in a vector index, and
- * which slots hold each word.
+ * name's words, price and availability in a slot, its MiniLM vector in a vector index, which
+ * slots hold each word, and its label's trigrams and stems for keyword search (LabelIndex): a
+ * search reads no table.
  *
  * It follows the inventory without a restart. Every domain row carries the id of the
  * transaction that last wrote it (`changed_xid`, set by a trigger); a sync reads the rows with
@@ -31,6 +32,7 @@ import type { Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { onMarket, readInventoryPage, type InventoryRow } from './inventory-changes';
 import { MODEL_ID } from './model-files';
+import { LabelIndex } from './label-index';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
 import { Speller } from './spelling';
@@ -76,6 +78,8 @@ export class InventoryIndex {
   /** Slots of the names containing each word. */
   readonly postings = new Map<string, Set<number>>();
   private readonly slotOf = new Map<string, number>();
+  /** Keyword retrieval over the labels (the keyword ranker's probes, in memory). */
+  readonly labels = new LabelIndex((name) => this.slotOf.get(name));
   private readonly free: number[] = [];
   /** Slots taken from a saved graph, waiting for their row in the first read. */
   private readonly adopted = new Set<number>();
@@ -272,6 +276,8 @@ export class InventoryIndex {
       const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: row.currency.trim() };
       if (slot !== undefined && !this.adopted.has(slot)) {
         Object.assign(this.slots[slot]!, attributes);
+        // (An import may move a name to another category: its full-text match follows.)
+        this.labels.add(slot, row.name, row.label, row.category);
         continue;
       }
       let taken: number;
@@ -295,6 +301,7 @@ export class InventoryIndex {
         this.slotOf.set(row.name, taken);
         this.queue.add(taken);
       }
+      this.labels.add(taken, row.name, row.label, row.category);
       const words = this.slots[taken]!.words;
       this.speller.addWords(words);
       for (const w of words) {
@@ -314,6 +321,7 @@ export class InventoryIndex {
       set?.delete(slot);
       if (set?.size === 0) this.postings.delete(w);
     }
+    this.labels.remove(slot, name);
     this.slots[slot] = undefined;
     this.vectors.clear(slot);
     this.slotOf.delete(name);

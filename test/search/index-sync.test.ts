@@ -387,8 +387,8 @@ describe('search index: embedding queue', () => {
         const rows = [...this.rows]
           .filter(([name]) => name > after)
           .sort(([x], [y]) => (x < y ? -1 : 1))
-          .map(([name, r]) => ({ horizon: '1', name, label: r.label, status: r.status, buy_now_price_cents: String(r.price), currency: 'USD' }));
-        return rows.length ? rows : [{ horizon: '1', name: null, label: null, status: null, buy_now_price_cents: null, currency: null }];
+          .map(([name, r]) => ({ horizon: '1', name, label: r.label, category: 'general', status: r.status, buy_now_price_cents: String(r.price), currency: 'USD' }));
+        return rows.length ? rows : [{ horizon: '1', name: null, label: null, category: null, status: null, buy_now_price_cents: null, currency: null }];
       },
     } as unknown as DataSource;
   }

@@ -35,8 +35,8 @@ describe('search index: an HNSW graph built off the event loop', () => {
         const names = [...(first ? rows.keys() : changed)].filter((n) => n > after).sort().slice(0, 20_000);
         // Read to the end: the next sync sees only the rows changed after this one.
         if (names.length < 20_000) changed.clear();
-        const out = names.map((name) => ({ horizon: '1', name, label: name.slice(0, name.indexOf('.')), status: rows.get(name)!, buy_now_price_cents: '100000', currency: 'USD' }));
-        return out.length ? out : [{ horizon: '1', name: null, label: null, status: null, buy_now_price_cents: null, currency: null }];
+        const out = names.map((name) => ({ horizon: '1', name, label: name.slice(0, name.indexOf('.')), category: 'general', status: rows.get(name)!, buy_now_price_cents: '100000', currency: 'USD' }));
+        return out.length ? out : [{ horizon: '1', name: null, label: null, category: null, status: null, buy_now_price_cents: null, currency: null }];
       },
     } as unknown as DataSource;
     const list = (name: string, status = 'listed') => {

@@ -1,0 +1,261 @@
+/**
+ * Keyword retrieval over one environment's labels, in the search process's memory: the embedded
+ * engine's keyword candidates without a Postgres round trip. It answers the same probes as the
+ * keyword ranker's SQL (src/discovery/search.ts) and scores with the same formula
+ * (keyword-score.ts, which the OpenSearch engine uses too):
+ *   - the label equal to the query's words run together (looked up by name, one per TLD);
+ *   - labels holding a word, the joined words or a word's variant (`%word%`): the label trigrams
+ *     of the word, the rarest list scanned and each label checked;
+ *   - labels close to a word by pg_trgm's word similarity (typos): a label with word similarity
+ *     s ≥ 0.45 holds at least ⌈0.45·n⌉ of the word's n trigrams, so it is in one of the
+ *     n − ⌈0.45·n⌉ + 1 rarest lists (pigeonhole); those are scanned and each label scored;
+ *   - the full-text (`topical`) match: every stem of the query's words (English Porter2, the
+ *     Snowball stemmer Postgres' `english` configuration uses, less stop words) among the stems
+ *     of the label and of its category.
+ * Each probe stops at PROBE_LIMIT names, as the SQL's does.
+ *
+ * Lists are appended to as names come and are cleaned lazily: a name that leaves counts as stale
+ * in each of its lists, and a list is filtered once half of it is stale. Readers check every
+ * slot against its current label, so a stale or repeated entry is never a wrong answer.
+ */
+import { PROBE_LIMIT, type KeywordOptions } from '../discovery/search';
+import { FUZZY_THRESHOLD, keywordScore, trigrams, wordSimilarity } from './keyword-score';
+
+// Neither package ships types; each is one function or one list.
+const stem = require('wink-porter2-stemmer') as (word: string) => string;
+const STOP_WORDS = new Set((require('stopword') as { eng: string[] }).eng);
+
+/** A label's or a query's words as Postgres' parser splits them here (letters and digits). */
+const tokens = (text: string) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+
+/** The stems Postgres' `english` configuration would index or query for these words. */
+export function stems(text: string): string[] {
+  return [...new Set(tokens(text).filter((w) => !STOP_WORDS.has(w)).map(stem))];
+}
+
+/**
+ * Lists of slots by key, appended to and cleaned lazily (see the module's comment); each list a
+ * typed array grown by doubling (at 1M names ~14M entries: 4 bytes each rather than a JS array's 8).
+ */
+class Lists {
+  private readonly lists = new Map<string, { slots: Uint32Array; length: number; stale: number }>();
+
+  /** `holds(slot, key)`: whether the slot's current label still belongs in the key's list. */
+  constructor(private readonly holds: (slot: number, key: string) => boolean) {}
+
+  get(key: string): Uint32Array {
+    const list = this.lists.get(key);
+    return list ? list.slots.subarray(0, list.length) : EMPTY;
+  }
+
+  add(key: string, slot: number): void {
+    let list = this.lists.get(key);
+    if (!list) this.lists.set(key, (list = { slots: new Uint32Array(4), length: 0, stale: 0 }));
+    if (list.length === list.slots.length) {
+      const grown = new Uint32Array(list.slots.length * 2);
+      grown.set(list.slots);
+      list.slots = grown;
+    }
+    list.slots[list.length++] = slot;
+  }
+
+  /** One of the key's entries is stale now. */
+  stale(key: string): void {
+    const list = this.lists.get(key);
+    if (!list || ++list.stale * 2 <= list.length) return;
+    const seen = new Set<number>();
+    let kept = 0;
+    for (let i = 0; i < list.length; i++) {
+      const slot = list.slots[i];
+      if (seen.has(slot) || !this.holds(slot, key)) continue;
+      seen.add(slot);
+      list.slots[kept++] = slot;
+    }
+    list.length = kept;
+    list.stale = 0;
+    if (kept === 0) this.lists.delete(key);
+    else if (kept * 4 < list.slots.length) list.slots = list.slots.slice(0, kept * 2);
+  }
+}
+
+const EMPTY = new Uint32Array(0);
+
+export interface LabelHit {
+  slot: number;
+  /** The keyword score (keyword-score.ts). */
+  score: number;
+}
+
+export class LabelIndex {
+  private readonly labels: Array<string | undefined> = [];
+  private readonly categoryOf: Array<string | undefined> = [];
+  /** Label trigrams (pg_trgm's, padded) → slots. */
+  private readonly grams = new Lists((slot, gram) => this.labels[slot] !== undefined && trigrams(this.labels[slot]).includes(gram));
+  private readonly labelStems = new Lists((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot]).includes(s));
+  /** Each category's stems and slots (a category holds many names: kept as a set). */
+  private readonly categories = new Map<string, { stems: Set<string>; slots: Set<number> }>();
+  /** The TLDs in use and how many names each, for the exact-label lookup. */
+  private readonly tlds = new Map<string, number>();
+
+  /** `slotOf(name)`: the slot of a name on the market (the inventory index's). */
+  constructor(private readonly slotOf: (name: string) => number | undefined) {}
+
+  /** Takes a name into a slot, or moves a name already there to another category. */
+  add(slot: number, name: string, label: string, category: string): void {
+    if (this.labels[slot] === label) {
+      if (this.categoryOf[slot] !== category) {
+        this.leaveCategory(slot);
+        this.joinCategory(slot, category);
+      }
+      return;
+    }
+    if (this.labels[slot] !== undefined) this.remove(slot, name);
+    this.labels[slot] = label;
+    for (const gram of new Set(trigrams(label))) this.grams.add(gram, slot);
+    for (const s of stems(label)) this.labelStems.add(s, slot);
+    this.joinCategory(slot, category);
+    const tld = name.slice(label.length + 1);
+    this.tlds.set(tld, (this.tlds.get(tld) ?? 0) + 1);
+  }
+
+  /** The slot's name left the market. */
+  remove(slot: number, name: string): void {
+    const label = this.labels[slot];
+    if (label === undefined) return;
+    this.labels[slot] = undefined;
+    for (const gram of new Set(trigrams(label))) this.grams.stale(gram);
+    for (const s of stems(label)) this.labelStems.stale(s);
+    this.leaveCategory(slot);
+    const tld = name.slice(label.length + 1);
+    const left = (this.tlds.get(tld) ?? 1) - 1;
+    if (left > 0) this.tlds.set(tld, left);
+    else this.tlds.delete(tld);
+  }
+
+  private joinCategory(slot: number, category: string): void {
+    this.categoryOf[slot] = category;
+    let entry = this.categories.get(category);
+    if (!entry) this.categories.set(category, (entry = { stems: new Set(stems(category.replace(/-/g, ' '))), slots: new Set() }));
+    entry.slots.add(slot);
+  }
+
+  private leaveCategory(slot: number): void {
+    const category = this.categoryOf[slot];
+    this.categoryOf[slot] = undefined;
+    if (category === undefined) return;
+    const entry = this.categories.get(category)!;
+    entry.slots.delete(slot);
+    if (entry.slots.size === 0) this.categories.delete(category);
+  }
+
+  /** Up to `limit` slots whose label holds `word` (LIKE '%word%'). */
+  containing(word: string, limit: number): number[] {
+    const out: number[] = [];
+    if (word.length < 3) {
+      // No trigram inside: every label is looked at until enough hold it (short words are common).
+      for (let slot = 0; slot < this.labels.length && out.length < limit; slot++) if (this.labels[slot]?.includes(word)) out.push(slot);
+      return out;
+    }
+    let rarest: Uint32Array | undefined;
+    for (let i = 0; i + 3 <= word.length; i++) {
+      const list = this.grams.get(word.slice(i, i + 3));
+      if (!rarest || list.length < rarest.length) rarest = list;
+    }
+    const seen = new Set<number>();
+    for (const slot of rarest!) {
+      if (out.length >= limit) break;
+      if (!seen.has(slot) && this.labels[slot]?.includes(word)) out.push(slot);
+      seen.add(slot);
+    }
+    return out;
+  }
+
+  /** Up to `limit` slots whose label is close to `word` by word similarity (label %> word). */
+  similar(word: string, limit: number): number[] {
+    const own = [...new Set(trigrams(word))];
+    if (own.length === 0) return [];
+    const needed = Math.ceil(FUZZY_THRESHOLD * own.length);
+    const lists = own.map((gram) => this.grams.get(gram)).sort((a, b) => a.length - b.length);
+    const out: number[] = [];
+    const seen = new Set<number>();
+    for (const list of lists.slice(0, own.length - needed + 1)) {
+      for (const slot of list) {
+        if (out.length >= limit) return out;
+        if (seen.has(slot)) continue;
+        seen.add(slot);
+        const label = this.labels[slot];
+        if (label !== undefined && wordSimilarity(word, label) >= FUZZY_THRESHOLD) out.push(slot);
+      }
+    }
+    return out;
+  }
+
+  /** Whether the slot's label and category hold every one of the stems (the full-text match; `stems` of the query). */
+  topical(slot: number, queryStems: string[]): boolean {
+    const label = this.labels[slot];
+    if (label === undefined || queryStems.length === 0) return false;
+    const ofCategory = this.categories.get(this.categoryOf[slot]!)?.stems;
+    const ofLabel = stems(label);
+    return queryStems.every((s) => ofCategory?.has(s) || ofLabel.includes(s));
+  }
+
+  /** Up to `limit` slots that match the stems by full text. */
+  private topicalSlots(queryStems: string[], limit: number): number[] {
+    const out: number[] = [];
+    if (queryStems.length === 0) return out;
+    // Whole categories that hold every stem; then the names whose label holds one of them.
+    for (const { stems: own, slots } of this.categories.values()) {
+      if (!queryStems.every((s) => own.has(s))) continue;
+      for (const slot of slots) {
+        if (out.length >= limit) return out;
+        out.push(slot);
+      }
+    }
+    const seen = new Set(out);
+    for (const s of queryStems) {
+      for (const slot of this.labelStems.get(s)) {
+        if (out.length >= limit) return out;
+        if (!seen.has(slot) && this.topical(slot, queryStems)) out.push(slot);
+        seen.add(slot);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The keyword ranker's hits for the query's words (as `queryWords` gives them), best first:
+   * the same probes and score as its SQL, and its order among equal scores (listed first, then
+   * the shorter name). `entry(slot)`: the slot's name and availability.
+   */
+  search(words: string[], limit: number, options: KeywordOptions, entry: (slot: number) => { name: string; available: boolean } | undefined): LabelHit[] {
+    if (words.length === 0) return [];
+    const { fuzzy = () => true, variants = () => [] } = options;
+    const joined = words.join('');
+    const queryStems = stems(words.join(' '));
+    const candidates = new Set<number>();
+    const take = (slots: Iterable<number>) => {
+      for (const slot of slots) candidates.add(slot);
+    };
+    for (const tld of this.tlds.keys()) {
+      const slot = this.slotOf(`${joined}.${tld}`);
+      if (slot !== undefined) candidates.add(slot);
+    }
+    take(this.topicalSlots(queryStems, PROBE_LIMIT));
+    // As the SQL: words under 3 letters are everywhere, and the joined words of a phrase are probed by each word's similarity.
+    for (const w of new Set([joined, ...words.filter((w) => w.length >= 3)])) {
+      take(this.containing(w, PROBE_LIMIT));
+      if (w.length >= 4 && fuzzy(w) && (w !== joined || words.length === 1)) take(this.similar(w, PROBE_LIMIT));
+      for (const v of w === joined && words.length > 1 ? [] : variants(w)) take(this.containing(v, PROBE_LIMIT));
+    }
+    const hits: Array<LabelHit & { name: string; available: boolean }> = [];
+    for (const slot of candidates) {
+      const label = this.labels[slot];
+      const named = entry(slot);
+      if (label === undefined || !named) continue;
+      const score = keywordScore(label, words, this.topical(slot, queryStems));
+      if (score !== undefined) hits.push({ slot, score, name: named.name, available: named.available });
+    }
+    hits.sort((a, b) => b.score - a.score || Number(b.available) - Number(a.available) || a.name.length - b.name.length || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return hits.slice(0, limit).map(({ slot, score }) => ({ slot, score }));
+  }
+}

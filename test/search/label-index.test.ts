@@ -1,0 +1,122 @@
+/**
+ * The embedded engine's keyword retrieval in memory (LabelIndex) against the keyword ranker's SQL
+ * in Postgres (KeywordSearch), over the sandbox inventory: the same full-text matches, the same
+ * scores, the same best hits; and an index that names come to and leave stays exact.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Domain } from '../../src/db/entities/domain';
+import { KeywordSearch, queryWords } from '../../src/discovery/search';
+import { LabelIndex, stems } from '../../src/search/label-index';
+import { getStack } from '../helpers/stack';
+
+interface Row {
+  name: string;
+  label: string;
+  category: string;
+  status: string;
+}
+
+/** Queries of every kind: the labelled set's, typos, stop words, digits, run-together and short words. */
+function queries(): string[] {
+  const labelled = (JSON.parse(readFileSync(path.join(getStack().config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: Array<{ q: string }> }).queries.map((q) => q.q);
+  return [...labelled, 'cofee shop', 'the best bakery', 'food and drink', 'shop24', 'coffeebar', 'a', 'ai', 'zzzqqq', 'jewelery', 'flowers for you', 'travel', 'pets'];
+}
+
+describe('keyword retrieval in the search process, against the keyword ranker in Postgres', () => {
+  let rows: Row[];
+  let index: LabelIndex;
+  const slotOf = new Map<string, number>();
+
+  before(async () => {
+    rows = await getStack()
+      .dataSource.getRepository(Domain)
+      .createQueryBuilder('d')
+      .select(['d.name AS name', 'd.label AS label', 'd.category AS category', 'd.status AS status'])
+      .where("d.environment = 'sandbox' AND d.status IN ('listed', 'reserved')")
+      .getRawMany<Row>();
+    index = new LabelIndex((name) => slotOf.get(name));
+    rows.forEach((row, slot) => {
+      slotOf.set(row.name, slot);
+      index.add(slot, row.name, row.label, row.category);
+    });
+  });
+
+  it("the full-text match is Postgres' (English stems, stop words left out) for every name and query", async () => {
+    let matches = 0;
+    for (const q of queries()) {
+      const words = queryWords(q);
+      const sql = (await getStack().dataSource.query(
+        `SELECT name FROM domains WHERE environment = 'sandbox' AND status IN ('listed', 'reserved') AND search_document @@ plainto_tsquery('english', $1)`,
+        [words.join(' ')],
+      )) as Array<{ name: string }>;
+      const theirs = new Set(sql.map((r) => r.name));
+      const queryStems = stems(words.join(' '));
+      const ours = new Set(rows.filter((r) => index.topical(slotOf.get(r.name)!, queryStems)).map((r) => r.name));
+      assert.deepEqual([...ours].sort(), [...theirs].sort(), `"${q}": stems ${JSON.stringify(queryStems)}`);
+      matches += ours.size;
+    }
+    assert.ok(matches > 100, `${matches} full-text matches in all: the queries exercise it`);
+  });
+
+  it('gives the same hits with the same scores as the SQL, best first', async () => {
+    const sql = new KeywordSearch(getStack().dataSource);
+    let compared = 0;
+    for (const q of queries()) {
+      const words = queryWords(q);
+      const theirs = await sql.search('sandbox', q, 50);
+      const ours = index.search(words, 50, {}, (slot) => ({ name: rows[slot].name, available: rows[slot].status === 'listed' })).map((h) => ({ name: rows[h.slot].name, score: h.score }));
+      // Word similarity here can only find a run as good as Postgres' greedy one or better (keyword-score.ts): never a lower score.
+      const score = new Map(ours.map((h) => [h.name, h.score]));
+      for (const hit of theirs) {
+        const own = score.get(hit.name);
+        if (own === undefined) continue;
+        assert.ok(own >= hit.score - 1e-4, `"${q}": ${hit.name} ${own} < Postgres' ${hit.score}`);
+      }
+      // The best five are the same names (the probes are capped at 200 names each, and which 200 a
+      // capped probe returns is its own order: equal scores at the cut may differ).
+      const best = (hits: Array<{ name: string; score: number }>) => hits.slice(0, 5).map((h) => h.name);
+      const cut = Math.min(theirs[4]?.score ?? 0, ours[4]?.score ?? 0);
+      const above = (hits: Array<{ name: string; score: number }>) => best(hits).filter((n) => (score.get(n) ?? theirs.find((h) => h.name === n)!.score) > cut + 1e-4);
+      assert.deepEqual(above(ours).sort(), above(theirs.map((h) => ({ name: h.name, score: score.get(h.name) ?? h.score }))).sort(), `"${q}": ${JSON.stringify(best(ours))} against ${JSON.stringify(best(theirs))}`);
+      compared += theirs.length;
+    }
+    assert.ok(compared > 500, `${compared} hits compared`);
+  });
+
+  it('stays exact as names come, leave and their slots are taken again (lists cleaned as they go)', () => {
+    const labels = ['coffeebar', 'coffeehouse', 'teahouse', 'bakery', 'coffeecart', 'flowershop'];
+    const names = new Map<string, number>();
+    const own = new LabelIndex((name) => names.get(name));
+    const live = new Map<number, string>();
+    let rounds = 0;
+    // Every slot taken, released and taken again by another label, many times over.
+    for (let round = 0; round < 200; round++) {
+      for (let slot = 0; slot < 12; slot++) {
+        const previous = live.get(slot);
+        if (previous !== undefined && (round + slot) % 3 === 0) {
+          own.remove(slot, `${previous}.com`);
+          names.delete(`${previous}.com`);
+          live.delete(slot);
+        } else if (previous === undefined) {
+          const label = `${labels[(round + slot) % labels.length]}${slot}`;
+          own.add(slot, `${label}.com`, label, slot % 2 ? 'food-and-drink' : 'shopping');
+          names.set(`${label}.com`, slot);
+          live.set(slot, label);
+        }
+      }
+      rounds++;
+      for (const word of ['coffee', 'house', 'bakery', 'ee']) {
+        const expected = [...live].filter(([, label]) => label.includes(word)).map(([slot]) => slot).sort((a, b) => a - b);
+        assert.deepEqual(own.containing(word, 100).sort((a, b) => a - b), expected, `round ${round}: ${word}`);
+      }
+      const hits = own.search(['coffe'], 100, {}, (slot) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined));
+      assert.ok(hits.every((h) => live.get(h.slot)?.includes('coffe')), `round ${round}: only live labels`);
+      assert.equal(new Set(hits.map((h) => h.slot)).size, hits.length, 'no slot twice');
+    }
+    assert.equal(rounds, 200);
+    const exact = own.search(['bakery3'], 5, {}, (slot) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined));
+    assert.equal(live.get(3) === 'bakery3' ? exact[0]?.score : 1, 1, 'the exact label scores 1');
+  });
+});
