@@ -25,15 +25,16 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel).child({ process: 'search' });
   const log = (m: string) => logger.info(m);
   const { dataSource, postgres } = await openProjectDatabase(config, log);
-  // The OpenSearch engine's syncs are woken by the listing change feed (the embedded engine syncs on each search).
-  const feed = config.search.engine === 'opensearch' ? ChangeFeed.forDataSource(dataSource, logger) : undefined;
-  const loading = config.search.engine === 'opensearch' ? startOpenSearchSearch(config, dataSource, log, ENVIRONMENTS, feed) : startSearch(config, dataSource, log, ENVIRONMENTS);
+  // Both engines' syncs are woken by the listing change feed; while it is heard, the embedded
+  // engine's searches read no table.
+  const feed = ChangeFeed.forDataSource(dataSource, logger);
+  const loading = config.search.engine === 'opensearch' ? startOpenSearchSearch(config, dataSource, log, ENVIRONMENTS, feed) : startSearch(config, dataSource, log, ENVIRONMENTS, feed);
   // Listening while the indexes load (minutes at a million names): health and status answer
   // (503 `loading`), and the API answers searches 503 meanwhile. Ready (to npm start) once loaded.
   const server = await listenSearch(searchApp(loading, ENVIRONMENTS, (m) => logger.error(m)), config.search.url);
   logger.info({ url: config.search.url }, 'search process listening; loading the indexes');
   const search = await loading;
-  await feed?.start();
+  await feed.start();
   logger.info({ url: config.search.url, rss_mib: Math.round(process.memoryUsage.rss() / 2 ** 20) }, 'search process ready');
   let stopping = false;
   const stop = async () => {
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
     stopping = true;
     await server.close();
     await search.save();
-    await feed?.close();
+    await feed.close();
     await dataSource.destroy();
     await postgres.stop();
     process.exit(0);

@@ -190,7 +190,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
  * here rather than at the top, so that an API process, which imports this file, loads none of
  * them (no ONNX runtime, no dictionaries).
  */
-export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void, environments: Environment[] = ['sandbox', 'live']): Promise<HybridSearch> {
+export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void, environments: Environment[] = ['sandbox', 'live'], feed?: ChangeFeed): Promise<HybridSearch> {
   const [{ Embedder }, { EmbeddingCache }, { HybridSearch }, { InventoryIndex }, { ensureModelFiles, MODEL_ID }] = await Promise.all([
     import('../search/embedder.js'),
     import('../search/embedding-cache.js'),
@@ -202,6 +202,8 @@ export async function startSearch(config: Config, dataSource: DataSource, log: (
   const files = await ensureModelFiles(config.toolCacheDir, log);
   const embedder = await Embedder.load(files);
   const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
+  // Subscribed before the caller starts the feed; searches sync before each answer until it is heard.
+  if (feed) search.follow(feed);
   for (const environment of environments) await search.load(environment);
   return search;
 }

@@ -33,6 +33,8 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { isDomainName, labelOf, normaliseDomainName } from '../discovery/inventory';
 import { MAX_QUERY_WORDS, MAX_RESULTS, queryWords, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
+import type { ChangeFeed } from '../db/change-feed';
+import { LISTING_CHANNEL } from '../db/migrations/1795001400000-change-feed';
 import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import type { EngineStatus } from './search-client';
@@ -49,6 +51,8 @@ const EXPANSIONS = 6;
 export const PER_EXPANSION = 20;
 /** Below this a candidate is noise, not a weak match. */
 const MIN_SCORE = 0.18;
+/** How often the embedded engine syncs while it follows the change feed, for what the feed does not name. */
+const POLL_MS = 2_000;
 /** Names looked at to tell a run-together name from a typo (see corrected). */
 const WHOLE_WORDS_PROBE = 20;
 
@@ -355,6 +359,7 @@ export abstract class HybridScorer implements DomainSearch {
  */
 export class HybridSearch extends HybridScorer {
   private readonly indexes = new Map<Environment, InventoryIndex>();
+  private feed: ChangeFeed | undefined;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -370,8 +375,34 @@ export class HybridSearch extends HybridScorer {
 
   index(environment: Environment): InventoryIndex {
     let index = this.indexes.get(environment);
-    if (!index || index.failed) this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, typeof this.caches === 'function' ? this.caches(environment) : this.caches, this.log, this.indexDir)));
+    if (!index || index.failed) {
+      const cache = typeof this.caches === 'function' ? this.caches(environment) : this.caches;
+      this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, cache, this.log, this.indexDir, { feedLive: () => this.feed?.live ?? false })));
+    }
     return index;
+  }
+
+  /**
+   * Follows the listing change feed (subscribed before the caller starts it): an index syncs when
+   * a change of its environment is heard, when the feed is lost or back, and every POLL_MS beside
+   * it (for what the feed does not name: a category changed by an import); and while the feed is
+   * heard, a search with no change heard before it syncs nothing (InventoryIndex.refresh). Without
+   * a feed every search syncs first. Returns a stop function.
+   */
+  follow(feed: ChangeFeed): () => void {
+    this.feed = feed;
+    const heard = (environment?: Environment) => {
+      for (const [own, index] of this.indexes) if (environment === undefined || own === environment) index.changed();
+    };
+    feed.on(LISTING_CHANNEL, (payload) => {
+      if (payload === '*') return heard();
+      const names = payload.split('\n');
+      for (const environment of this.indexes.keys()) if (names.some((n) => n.startsWith(`${environment}:`))) heard(environment);
+    });
+    feed.onReset(() => heard());
+    const timer = setInterval(() => heard(), POLL_MS);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /** Reads the environment's inventory and embeds every name and word now (start-up, with progress). */
@@ -384,7 +415,7 @@ export class HybridSearch extends HybridScorer {
 
   status(environment: Environment): EngineStatus {
     const index = this.index(environment);
-    return { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph };
+    return { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph, searchesThatRead: index.searchesThatRead };
   }
 
   /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */

@@ -66,6 +66,11 @@ const ADD_SLICE_MS = 2;
 export interface InventoryIndexOptions {
   /** Names above which the vectors go into an HNSW graph (InventoryIndex.defaults; tests lower it). */
   annThreshold?: number;
+  /**
+   * Whether the listing change feed is heard now (HybridSearch.follow): while it is, a search
+   * syncs only after a change was heard (`changed`); otherwise before every search.
+   */
+  feedLive?: () => boolean;
 }
 
 export class InventoryIndex {
@@ -103,6 +108,13 @@ export class InventoryIndex {
   /** Where graphs go when there is no data directory (made on the first build, removed on exit). */
   private scratchDir: string | undefined;
   private readonly annThreshold: number;
+  private readonly feedLive: () => boolean;
+  /** A change was heard (or none can be) since the last sync began: the next search syncs first. */
+  private stale = true;
+  /** Searches that had to wait for a read of the inventory (see EngineStatus). */
+  searchesThatRead = 0;
+  /** The last background sync's failure, logged once. */
+  private lastError: string | undefined;
 
   constructor(
     readonly environment: Environment,
@@ -114,6 +126,23 @@ export class InventoryIndex {
     options: InventoryIndexOptions = {},
   ) {
     this.annThreshold = options.annThreshold ?? InventoryIndex.defaults.annThreshold;
+    this.feedLive = options.feedLive ?? (() => false);
+  }
+
+  /**
+   * The change feed named a change of this environment (or was lost, or it is the poll beside
+   * it): the index syncs now, and the searches that come meanwhile wait for that sync.
+   */
+  changed(): void {
+    this.stale = true;
+    if (this.horizon === undefined) return;
+    void this.refresh(false).then(
+      () => (this.lastError = undefined),
+      (err: Error) => {
+        if (this.lastError !== err.message) this.log(`${this.environment}: syncing the search index failed (retried on the next search): ${err.message}`);
+        this.lastError = err.message;
+      },
+    );
   }
 
   /** Which vector index answers `nearest` now. */
@@ -174,10 +203,20 @@ export class InventoryIndex {
   /**
    * Brings the index up to the inventory as committed when it is called: waits for a sync that
    * starts after the call (one at a time; callers arriving meanwhile share the next one), then
-   * for the new names' vectors when there are few of them.
+   * for the new names' vectors when there are few of them. While the change feed is heard and no
+   * change was heard since the last sync began, nothing can be newer than that sync: it waits
+   * for that one (if still under way) and reads nothing, so a search makes no round trip to
+   * Postgres. A change is then seen once its notification arrives, which Postgres sends at
+   * commit (the same rule as the API's listing mirror, src/discovery/listing-cache.ts).
    */
-  async refresh(): Promise<void> {
-    if (!this.running) {
+  async refresh(bySearch = true): Promise<void> {
+    if (!this.stale && this.horizon !== undefined && this.feedLive()) {
+      await this.running;
+    } else if (bySearch && this.horizon !== undefined) {
+      this.searchesThatRead++;
+      await this.refresh(false);
+      return;
+    } else if (!this.running) {
       this.running = this.sync().finally(() => (this.running = undefined));
       await this.running;
     } else {
@@ -186,7 +225,7 @@ export class InventoryIndex {
         .catch(() => undefined)
         .then(() => {
           this.next = undefined;
-          return this.refresh();
+          return this.refresh(false);
         });
       await this.next;
     }
@@ -207,9 +246,12 @@ export class InventoryIndex {
   private async sync(): Promise<void> {
     // Its owner has a new index (the callers that were waiting on this one fail once).
     if (this.failed) throw new Error(`the ${this.environment} search index failed to load; a new one is loading`);
+    // Changes heard from here on are read by the next sync.
+    this.stale = false;
     try {
       await this.read();
     } catch (err) {
+      this.stale = true;
       if (this.horizon === undefined) {
         this.failed = true;
         // Its owner starts afresh: the saved graph's worker, if one was started, ends.

@@ -31,6 +31,12 @@ export interface EngineStatus {
   vectorIndex: 'exact' | 'hnsw' | 'opensearch';
   /** A graph (embedded) or a new index (OpenSearch) is being built. */
   building: boolean;
+  /**
+   * Searches that waited for a read of the inventory since start (the embedded engine): while the
+   * change feed is heard, only those that came after a change was heard, and before the index
+   * had read it.
+   */
+  searchesThatRead?: number;
 }
 
 /** The search process did not answer as it should; the message says how (for the log only). */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
+import { waitUntil } from '../helpers/receiver';
 import { getStack, newPartner } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
@@ -110,8 +111,10 @@ describe('sandbox and live are apart', () => {
   it('a live credential sees only the live inventory', async () => {
     const { client } = await newPartner({ environment: 'live', scopes: ['search'] });
     assert.match(client.credential.keyId, /^pk_live_/);
-    const search = await client.get<{ data: Hit[] }>('/api/partner/v1/domains/search?q=coffee');
-    assert.deepEqual(search.body.data.map((h) => h.name), ['livecoffeeroasters.com']);
+    // Search follows the inventory through the change feed: the import shows once its notification is heard.
+    const found = async () => (await client.get<{ data: Hit[] }>('/api/partner/v1/domains/search?q=coffee')).body.data.map((h) => h.name);
+    await waitUntil(async () => (await found()).length > 0, 1_000, 'the live import in search');
+    assert.deepEqual(await found(), ['livecoffeeroasters.com']);
     assert.equal((await client.get('/api/partner/v1/pricing?domain=academy.com')).status, 404);
     assert.equal((await client.get('/api/partner/v1/pricing?domain=livecoffeeroasters.com')).status, 200);
   });

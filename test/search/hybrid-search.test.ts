@@ -20,9 +20,9 @@ async function apiSearch(client: Client, q: string): Promise<Hit[]> {
 }
 
 /**
- * Polls `read` until `ok` holds, for at most a second (the OpenSearch engine follows the inventory
- * through the change feed, so a change shows a moment after its commit; the embedded engine
- * syncs before each search and shows it at once). Fails with the last answer.
+ * Polls `read` until `ok` holds, for at most a second (both engines follow the inventory through
+ * the listing change feed, so a change shows once its notification is heard, a moment after its
+ * commit). Fails with the last answer.
  */
 async function reflected<T>(read: () => Promise<T>, ok: (value: T) => boolean, withinMs = 1_000): Promise<T> {
   const deadline = Date.now() + withinMs;

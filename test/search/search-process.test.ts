@@ -102,6 +102,42 @@ describe('search process', () => {
     }
   });
 
+  it('reads nothing from Postgres for a search while it hears the change feed; a listing, a re-price and a sale show within a second', async () => {
+    const remote = new SearchClient(getStack().searchProcess.url);
+    const { dataSource } = getStack();
+    try {
+      // The live inventory: no other part of the suite writes it while this runs.
+      const reads = async () => (await remote.status()).environments.live.searchesThatRead;
+      const shown = async (q: string, ok: (hits: SearchHit[]) => boolean) => {
+        const deadline = Date.now() + 1_000;
+        let hits = await remote.search('live', q, 5);
+        while (!ok(hits)) {
+          assert.ok(Date.now() < deadline, `not shown within a second: ${q} ${JSON.stringify(hits)}`);
+          await new Promise((r) => setTimeout(r, 20));
+          hits = await remote.search('live', q, 5);
+        }
+        return hits;
+      };
+      await remote.search('live', 'bakery', 5);
+      const before = await reads();
+      assert.equal(typeof before, 'number');
+      for (const q of ['bakery', 'coffee', 'cofee shop', 'ai tools', 'harbor lantern', 'flowers for you']) for (let i = 0; i < 5; i++) await remote.search('live', q, 5);
+      assert.equal(await reads(), before, 'no search waited for a read of the inventory');
+
+      const name = 'feedheardcroissant.com';
+      await importInventory(dataSource, 'live', [liveListing(name)]);
+      await shown('feedheardcroissant', (hits) => hits[0]?.name === name);
+      await dataSource.query(`UPDATE domains SET buy_now_price_cents = 777700, updated_at = now() WHERE environment = 'live' AND name = $1`, [name]);
+      await shown('feedheardcroissant', (hits) => hits[0]?.name === name && hits[0].buyNowPriceCents === 777700);
+      await dataSource.query(`UPDATE domains SET status = 'sold', updated_at = now() WHERE environment = 'live' AND name = $1`, [name]);
+      await shown('feedheardcroissant', (hits) => !hits.some((h) => h.name === name));
+      // Each change was read once, after its notification: by a search that came first at most.
+      assert.ok((await reads())! - before! <= 3, `${(await reads())! - before!} searches read`);
+    } finally {
+      remote.close();
+    }
+  });
+
   describe('while the search process is down', () => {
     let baseUrl: string;
     before(async () => {
@@ -168,7 +204,7 @@ describe('search process', () => {
       this.timeout(300_000);
       const baseUrl = await listen(createApp({ ...getStack().appDeps, search: searchProcess!.client }));
       const { client } = await newPartner({ environment: 'live', scopes: ['search'], baseUrl });
-      assert.deepEqual((await searchProcess!.client.status()).environments.live, { names: onMarket, pendingVectors: 0, vectorIndex: 'exact', building: false });
+      assert.deepEqual((await searchProcess!.client.status()).environments.live, { names: onMarket, pendingVectors: 0, vectorIndex: 'exact', building: false, searchesThatRead: 0 });
 
       // What is measured, per phase: the API process's event loop (the longest gap between ticks
       // of a 1 ms timer, past its 1 ms), its longest garbage collection (which pauses it whatever
