@@ -299,6 +299,22 @@ export abstract class HybridScorer implements DomainSearch {
   protected score(found: Found[], u: Understanding, cache: EmbeddingCache): Array<{ entry: Entry; signals: Signals }> {
     const { queryVector, glossVector, expansion, broader } = u;
     const unseen = new Set<string>();
+    // Each word's views of the query, once per search: candidates share their words (`coffee` in
+    // dozens of them), and each view is a 384-dimension dot product, some per WordNet sense.
+    const views = new Map<string, { sense: number; word: number; glossWord: number; broader: number; expanded: number }>();
+    const viewsOf = (w: string) => {
+      let view = views.get(w);
+      if (view) return view;
+      let sense = 0;
+      for (const v of this.senses.get(w) ?? []) sense = Math.max(sense, cosine(v, queryVector));
+      // A word with no vector yet counts by its senses only (its vector is embedded for later searches).
+      const v = this.words.get(w);
+      if (!v) unseen.add(w);
+      const similarity = v ? cosine(v, queryVector) : 0;
+      view = { sense, word: similarity, broader: v ? (broader.get(w) ?? 0) * similarity : 0, glossWord: v && glossVector ? cosine(v, glossVector) : 0, expanded: v ? (expansion.get(w) ?? 0) : 0 };
+      views.set(w, view);
+      return view;
+    };
     const candidates = found.map(({ entry, name, glossName, keyword }) => {
       let word = 0;
       let glossWord = 0;
@@ -306,17 +322,12 @@ export abstract class HybridScorer implements DomainSearch {
       let sense = 0;
       let broaderOf = 0;
       for (const w of entry.words) {
-        for (const v of this.senses.get(w) ?? []) sense = Math.max(sense, cosine(v, queryVector));
-        const v = this.words.get(w);
-        if (!v) {
-          unseen.add(w);
-          continue;
-        }
-        const similarity = cosine(v, queryVector);
-        word = Math.max(word, similarity);
-        broaderOf = Math.max(broaderOf, (broader.get(w) ?? 0) * similarity);
-        if (glossVector) glossWord = Math.max(glossWord, cosine(v, glossVector));
-        expanded = Math.max(expanded, expansion.get(w) ?? 0);
+        const view = viewsOf(w);
+        sense = Math.max(sense, view.sense);
+        word = Math.max(word, view.word);
+        broaderOf = Math.max(broaderOf, view.broader);
+        glossWord = Math.max(glossWord, view.glossWord);
+        expanded = Math.max(expanded, view.expanded);
       }
       return { entry, signals: { keyword: keyword && midWordOnly(entry, u.words) ? MID_WORD * keyword : keyword, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } };
     });
