@@ -28,24 +28,40 @@ export function trigrams(text: string): string[] {
   return out;
 }
 
+/** Each query word's trigrams, as a set (a search scores hundreds of labels against the same few words). */
+const ownTrigrams = new Map<string, Set<string>>();
+
+function trigramSet(word: string): Set<string> {
+  let own = ownTrigrams.get(word);
+  if (!own) {
+    if (ownTrigrams.size >= 10_000) ownTrigrams.clear();
+    ownTrigrams.set(word, (own = new Set(trigrams(word))));
+  }
+  return own;
+}
+
 /** pg_trgm's word_similarity(word, text), in [0, 1]. */
 export function wordSimilarity(word: string, text: string): number {
-  const own = new Set(trigrams(word));
+  const own = trigramSet(word);
   if (own.size === 0) return 0;
   const sequence = trigrams(text);
   let best = 0;
+  // A run's distinct trigrams: a label has a few dozen at most, so an array beats a set.
+  const seen: string[] = [];
   for (let start = 0; start < sequence.length; start++) {
     if (!own.has(sequence[start])) continue;
-    const seen = new Set<string>();
+    seen.length = 0;
     let common = 0;
     for (let end = start; end < sequence.length; end++) {
       const t = sequence[end];
-      if (!seen.has(t)) {
-        seen.add(t);
-        if (own.has(t)) common++;
+      const mine = own.has(t);
+      if (!seen.includes(t)) {
+        seen.push(t);
+        if (mine) common++;
       }
-      if (own.has(t)) best = Math.max(best, common / (own.size + seen.size - common));
+      if (mine) best = Math.max(best, common / (own.size + seen.length - common));
     }
+    if (best === 1) break;
   }
   return best;
 }
@@ -55,16 +71,21 @@ export const FUZZY_THRESHOLD = 0.45;
 
 /**
  * The keyword score of a label for the query's words (as `queryWords` gives them), or undefined
- * when the label is no keyword hit. `topical`: whether the name's full-text document matches.
+ * when the label is no keyword hit. `topical`: whether the name's full-text document matches, or
+ * how to find out (asked only when it can change the score: it adds a floor of 0.3, which a
+ * label matched otherwise at 0.3 or more does not need).
  */
-export function keywordScore(label: string, words: string[], topical: boolean): number | undefined {
+export function keywordScore(label: string, words: string[], topical: boolean | (() => boolean)): number | undefined {
   if (words.length === 0) return undefined;
   const joined = words.join('');
   const exact = label === joined ? 1 : 0;
   const contained = label.includes(joined) ? 0.6 + (0.35 * joined.length) / label.length : 0;
   const coverage = words.reduce((sum, w) => sum + (label.includes(w) ? 1 : wordSimilarity(w, label)), 0) / words.length;
   const fuzzy = wordSimilarity(joined, label);
-  if (!(exact > 0 || contained > 0 || coverage >= 0.5 || fuzzy >= FUZZY_THRESHOLD || topical)) return undefined;
-  const score = Math.min(1, Math.max(exact, contained, 0.85 * coverage * (0.7 + 0.3 * Math.min(1, joined.length / label.length)), 0.75 * fuzzy, topical ? 0.3 : 0));
+  const matched = exact > 0 || contained > 0 || coverage >= 0.5 || fuzzy >= FUZZY_THRESHOLD;
+  const base = Math.max(exact, contained, 0.85 * coverage * (0.7 + 0.3 * Math.min(1, joined.length / label.length)), 0.75 * fuzzy);
+  const isTopical = matched && base >= 0.3 ? false : typeof topical === 'function' ? topical() : topical;
+  if (!matched && !isTopical) return undefined;
+  const score = Math.min(1, Math.max(base, isTopical ? 0.3 : 0));
   return Math.round(score * 10_000) / 10_000;
 }

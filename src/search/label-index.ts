@@ -8,7 +8,7 @@
  *     of the word, the rarest list scanned and each label checked;
  *   - labels close to a word by pg_trgm's word similarity (typos): a label with word similarity
  *     s ≥ 0.45 holds at least ⌈0.45·n⌉ of the word's n trigrams, so it is in one of the
- *     n − ⌈0.45·n⌉ + 1 rarest lists (pigeonhole); those are scanned and each label scored;
+ *     n − ⌈0.45·n⌉ + 1 rarest lists (pigeonhole); those are scanned and each label checked;
  *   - the full-text (`topical`) match: every stem of the query's words (English Porter2, the
  *     Snowball stemmer Postgres' `english` configuration uses, less stop words) among the stems
  *     of the label and of its category.
@@ -94,6 +94,8 @@ export class LabelIndex {
   private readonly labelStems = new Lists((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot]).includes(s));
   /** Each category's stems and slots (a category holds many names: kept as a set). */
   private readonly categories = new Map<string, { stems: Set<string>; slots: Set<number> }>();
+  /** Per slot, whether `similar` has looked at it already (zero between calls). */
+  private seen = new Uint8Array(0);
   /** The TLDs in use and how many names each, for the exact-label lookup. */
   private readonly tlds = new Map<string, number>();
 
@@ -170,23 +172,37 @@ export class LabelIndex {
     return out;
   }
 
-  /** Up to `limit` slots whose label is close to `word` by word similarity (label %> word). */
+  /**
+   * Up to `limit` slots whose label is close to `word` by word similarity (label %> word). A
+   * label at similarity ≥ 0.45 holds at least `needed` = ⌈0.45·n⌉ of the word's n trigrams, so it
+   * is in one of the n − needed + 1 rarest lists (pigeonhole): only those are scanned; each label
+   * found is checked for the word's trigrams, rarest first, until it holds enough or cannot, and
+   * only then scored.
+   */
   similar(word: string, limit: number): number[] {
-    const own = [...new Set(trigrams(word))];
+    const own = [...new Set(trigrams(word))].map((gram) => ({ gram, slots: this.grams.get(gram) })).sort((a, b) => a.slots.length - b.slots.length);
     if (own.length === 0) return [];
     const needed = Math.ceil(FUZZY_THRESHOLD * own.length);
-    const lists = own.map((gram) => this.grams.get(gram)).sort((a, b) => a.length - b.length);
+    if (this.seen.length < this.labels.length) this.seen = new Uint8Array(this.labels.length * 2);
+    const seen = this.seen;
+    const touched: number[] = [];
     const out: number[] = [];
-    const seen = new Set<number>();
-    for (const list of lists.slice(0, own.length - needed + 1)) {
-      for (const slot of list) {
-        if (out.length >= limit) return out;
-        if (seen.has(slot)) continue;
-        seen.add(slot);
+    scan: for (const { slots } of own.slice(0, own.length - needed + 1)) {
+      for (const slot of slots) {
+        if (out.length >= limit) break scan;
+        if (seen[slot]) continue;
+        seen[slot] = 1;
+        touched.push(slot);
         const label = this.labels[slot];
-        if (label !== undefined && wordSimilarity(word, label) >= FUZZY_THRESHOLD) out.push(slot);
+        if (label === undefined) continue;
+        // Each word of the label padded as pg_trgm pads it (`  coffee   bar `: no trigram of a word spans two).
+        const padded = `  ${label.includes('-') ? label.replace(/-+/g, '   ') : label} `;
+        let common = 0;
+        for (let i = 0; i < own.length && common < needed && common + own.length - i >= needed; i++) if (padded.includes(own[i].gram)) common++;
+        if (common >= needed && wordSimilarity(word, label) >= FUZZY_THRESHOLD) out.push(slot);
       }
     }
+    for (const slot of touched) seen[slot] = 0;
     return out;
   }
 
@@ -252,7 +268,7 @@ export class LabelIndex {
       const label = this.labels[slot];
       const named = entry(slot);
       if (label === undefined || !named) continue;
-      const score = keywordScore(label, words, this.topical(slot, queryStems));
+      const score = keywordScore(label, words, () => this.topical(slot, queryStems));
       if (score !== undefined) hits.push({ slot, score, name: named.name, available: named.available });
     }
     hits.sort((a, b) => b.score - a.score || Number(b.available) - Number(a.available) || a.name.length - b.name.length || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
