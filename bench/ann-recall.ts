@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir));
   const log = (m: string) => process.stderr.write(`${m}\n`);
   const started = Date.now();
-  const index = (await startSearch(config, dataSource, log, [environment])).index(environment);
+  const index = await (await startSearch(config, dataSource, log, [environment])).index(environment);
   // A graph missing on disk is built in a worker after the load: measure the graph, not the exact scan answering meanwhile.
   await index.graphBuilt();
   log(`index ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);

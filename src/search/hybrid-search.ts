@@ -39,6 +39,7 @@ import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import type { EngineStatus } from './search-client';
 import { InventoryIndex, type Entry } from './inventory-index';
+import { postgresStopWords } from './label-index';
 import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
 import type { Speller } from './spelling';
 import { broaderWords } from './taxonomy';
@@ -371,6 +372,9 @@ export abstract class HybridScorer implements DomainSearch {
 export class HybridSearch extends HybridScorer {
   private readonly indexes = new Map<Environment, InventoryIndex>();
   private feed: ChangeFeed | undefined;
+  private following = false;
+  /** Postgres' English stop words, read once before the first index is made (again after a failure). */
+  private stopWords: Promise<ReadonlySet<string>> | undefined;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -384,12 +388,19 @@ export class HybridSearch extends HybridScorer {
     super(embedder, log);
   }
 
-  index(environment: Environment): InventoryIndex {
+  /** The environment's index, made on first use. */
+  async index(environment: Environment): Promise<InventoryIndex> {
     let index = this.indexes.get(environment);
-    if (!index || index.failed) {
-      const cache = typeof this.caches === 'function' ? this.caches(environment) : this.caches;
-      this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, cache, this.log, this.indexDir, { feedLive: () => this.feed?.live ?? false })));
-    }
+    if (index && !index.failed) return index;
+    this.stopWords ??= postgresStopWords(this.dataSource).catch((err: Error) => {
+      this.stopWords = undefined;
+      throw err;
+    });
+    const stopWords = await this.stopWords;
+    index = this.indexes.get(environment);
+    if (index && !index.failed) return index;
+    const cache = typeof this.caches === 'function' ? this.caches(environment) : this.caches;
+    this.indexes.set(environment, (index = new InventoryIndex(environment, this.dataSource, this.embedder, cache, this.log, this.indexDir, { feedLive: () => this.feed?.live ?? false, stopWords })));
     return index;
   }
 
@@ -402,7 +413,9 @@ export class HybridSearch extends HybridScorer {
    */
   follow(feed: ChangeFeed): () => void {
     this.feed = feed;
+    this.following = true;
     const heard = (environment?: Environment) => {
+      if (!this.following) return;
       for (const [own, index] of this.indexes) if (environment === undefined || own === environment) index.changed();
     };
     feed.on(LISTING_CHANNEL, (payload) => {
@@ -413,24 +426,30 @@ export class HybridSearch extends HybridScorer {
     feed.onReset(() => heard());
     const timer = setInterval(() => heard(), POLL_MS);
     timer.unref();
-    return () => clearInterval(timer);
+    return () => {
+      this.following = false;
+      clearInterval(timer);
+    };
   }
 
   /** Reads the environment's inventory and embeds every name and word now (start-up, with progress). */
   async load(environment: Environment): Promise<InventoryIndex> {
-    const index = this.index(environment);
+    const index = await this.index(environment);
     await index.load();
     await this.warm(environment, [...index.postings.keys()], HybridSearch.vocabulary(index));
     return index;
   }
 
   status(environment: Environment): EngineStatus {
-    const index = this.index(environment);
+    const index = this.indexes.get(environment);
+    if (!index) return { names: 0, pendingVectors: 0, vectorIndex: 'exact', building: false, searchesThatRead: 0 };
     return { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph, searchesThatRead: index.searchesThatRead };
   }
 
   /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */
   async save(): Promise<void> {
+    // Shutting down: what the feed says now (its reset as it closes) starts no sync.
+    this.following = false;
     // One at a time: each save holds a copy of its graph in its worker.
     for (const index of this.indexes.values()) await index.save();
   }
@@ -445,14 +464,14 @@ export class HybridSearch extends HybridScorer {
    * hand a slot to another name half-way through.
    */
   protected async gather(environment: Environment, query: string, asName?: string): Promise<Gathered> {
-    const index = this.index(environment);
+    const index = await this.index(environment);
+    // Caught up with the inventory first (while the change feed is heard, nothing to wait for
+    // unless a change was heard): the spelling's look-ups and the keyword hits read the index.
+    await index.refresh();
     const vocabulary = HybridSearch.vocabulary(index);
-    // The keyword hits are read from the index once it has caught up with the inventory.
-    const refreshed = index.refresh();
-    refreshed.catch(() => undefined);
     const corrected = await this.corrected(vocabulary, query, async (w, limit) => index.labels.containing(w, limit).map((slot) => index.slots[slot]!));
     const fuzzy = (w: string) => !index.speller.isKnown(w);
-    const [meaning] = await Promise.all([this.meaning(corrected), refreshed]);
+    const meaning = await this.meaning(corrected);
     const u = await this.understood(corrected, meaning, vocabulary);
     // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other there.
     const [near, nearGloss] = await Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);

@@ -71,6 +71,8 @@ export interface InventoryIndexOptions {
    * syncs only after a change was heard (`changed`); otherwise before every search.
    */
   feedLive?: () => boolean;
+  /** Postgres' English stop words (`postgresStopWords`), for the labels' full-text match; none by default. */
+  stopWords?: ReadonlySet<string>;
 }
 
 export class InventoryIndex {
@@ -84,7 +86,7 @@ export class InventoryIndex {
   readonly postings = new Map<string, Set<number>>();
   private readonly slotOf = new Map<string, number>();
   /** Keyword retrieval over the labels (the keyword ranker's probes, in memory). */
-  readonly labels = new LabelIndex((name) => this.slotOf.get(name));
+  readonly labels: LabelIndex;
   private readonly free: number[] = [];
   /** Slots taken from a saved graph, waiting for their row in the first read. */
   private readonly adopted = new Set<number>();
@@ -127,6 +129,7 @@ export class InventoryIndex {
   ) {
     this.annThreshold = options.annThreshold ?? InventoryIndex.defaults.annThreshold;
     this.feedLive = options.feedLive ?? (() => false);
+    this.labels = new LabelIndex((name) => this.slotOf.get(name), options.stopWords ?? new Set());
   }
 
   /**
@@ -363,7 +366,7 @@ export class InventoryIndex {
       set?.delete(slot);
       if (set?.size === 0) this.postings.delete(w);
     }
-    this.labels.remove(slot, name);
+    this.labels.remove(slot);
     this.slots[slot] = undefined;
     this.vectors.clear(slot);
     this.slotOf.delete(name);

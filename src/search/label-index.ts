@@ -10,27 +10,50 @@
  *     s ≥ 0.45 holds at least ⌈0.45·n⌉ of the word's n trigrams, so it is in one of the
  *     n − ⌈0.45·n⌉ + 1 rarest lists (pigeonhole); those are scanned and each label checked;
  *   - the full-text (`topical`) match: every stem of the query's words (English Porter2, the
- *     Snowball stemmer Postgres' `english` configuration uses, less stop words) among the stems
- *     of the label and of its category.
+ *     Snowball stemmer Postgres' `english` configuration uses, less Postgres' own stop words) among
+ *     the stems of the label and of its category.
  * Each probe stops at PROBE_LIMIT names, as the SQL's does.
  *
  * Lists are appended to as names come and are cleaned lazily: a name that leaves counts as stale
  * in each of its lists, and a list is filtered once half of it is stale. Readers check every
  * slot against its current label, so a stale or repeated entry is never a wrong answer.
  */
+import { readFileSync } from 'node:fs';
+import type { DataSource } from 'typeorm';
 import { PROBE_LIMIT, type KeywordOptions } from '../discovery/search';
 import { FUZZY_THRESHOLD, keywordScore, trigrams, wordSimilarity } from './keyword-score';
 
-// Neither package ships types; each is one function or one list.
+// The package ships no types; it is one function.
 const stem = require('wink-porter2-stemmer') as (word: string) => string;
-const STOP_WORDS = new Set((require('stopword') as { eng: string[] }).eng);
 
 /** A label's or a query's words as Postgres' parser splits them here (letters and digits). */
 const tokens = (text: string) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
 
-/** The stems Postgres' `english` configuration would index or query for these words. */
-export function stems(text: string): string[] {
-  return [...new Set(tokens(text).filter((w) => !STOP_WORDS.has(w)).map(stem))];
+/**
+ * The stems Postgres' `english` configuration would index or query for these words: a word of
+ * letters is dropped when it is a stop word, else stemmed (Porter2, Snowball's English stemmer,
+ * as Postgres'); a word with digits (Postgres' `numword`) is kept as it is.
+ */
+export function stems(text: string, stopWords: ReadonlySet<string>): string[] {
+  const out = new Set<string>();
+  for (const token of tokens(text)) {
+    if (/[0-9]/.test(token)) out.add(token);
+    else if (!stopWords.has(token)) out.add(stem(token));
+  }
+  return [...out];
+}
+
+/**
+ * Postgres' own English stop words, asked of Postgres once: the words of wordsninja's frequency
+ * list (which holds every one of them) that `to_tsvector('english', …)` leaves out. So the
+ * full-text match here drops exactly the words the SQL's does, with whatever stop list the
+ * server has.
+ */
+export async function postgresStopWords(dataSource: DataSource): Promise<Set<string>> {
+  const words = (JSON.parse(readFileSync(require.resolve('wordsninja/words-en.json'), 'utf8')) as string[]).filter((w) => /^[a-z]{1,12}$/.test(w));
+  // Raw SQL: to_tsvector, which TypeORM does not express.
+  const rows = (await dataSource.query(`SELECT w FROM unnest($1::text[]) AS w WHERE to_tsvector('english', w) = ''::tsvector`, [words])) as Array<{ w: string }>;
+  return new Set(rows.map((r) => r.w));
 }
 
 /**
@@ -91,7 +114,9 @@ export class LabelIndex {
   private readonly categoryOf: Array<string | undefined> = [];
   /** Label trigrams (pg_trgm's, padded) → slots. */
   private readonly grams = new Lists((slot, gram) => this.labels[slot] !== undefined && trigrams(this.labels[slot]).includes(gram));
-  private readonly labelStems = new Lists((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot]).includes(s));
+  private readonly labelStems = new Lists((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot], this.stopWords).includes(s));
+  /** Each taken slot's TLD (for the TLD counts when it is released). */
+  private readonly tldOf: Array<string | undefined> = [];
   /** Each category's stems and slots (a category holds many names: kept as a set). */
   private readonly categories = new Map<string, { stems: Set<string>; slots: Set<number> }>();
   /** Per slot, whether `similar` has looked at it already (zero between calls). */
@@ -99,8 +124,14 @@ export class LabelIndex {
   /** The TLDs in use and how many names each, for the exact-label lookup. */
   private readonly tlds = new Map<string, number>();
 
-  /** `slotOf(name)`: the slot of a name on the market (the inventory index's). */
-  constructor(private readonly slotOf: (name: string) => number | undefined) {}
+  /**
+   * `slotOf(name)`: the slot of a name on the market (the inventory index's); `stopWords`:
+   * Postgres' English stop words (`postgresStopWords`).
+   */
+  constructor(
+    private readonly slotOf: (name: string) => number | undefined,
+    private readonly stopWords: ReadonlySet<string>,
+  ) {}
 
   /** Takes a name into a slot, or moves a name already there to another category. */
   add(slot: number, name: string, label: string, category: string): void {
@@ -111,24 +142,26 @@ export class LabelIndex {
       }
       return;
     }
-    if (this.labels[slot] !== undefined) this.remove(slot, name);
+    if (this.labels[slot] !== undefined) this.remove(slot);
     this.labels[slot] = label;
     for (const gram of new Set(trigrams(label))) this.grams.add(gram, slot);
-    for (const s of stems(label)) this.labelStems.add(s, slot);
+    for (const s of stems(label, this.stopWords)) this.labelStems.add(s, slot);
     this.joinCategory(slot, category);
     const tld = name.slice(label.length + 1);
+    this.tldOf[slot] = tld;
     this.tlds.set(tld, (this.tlds.get(tld) ?? 0) + 1);
   }
 
   /** The slot's name left the market. */
-  remove(slot: number, name: string): void {
+  remove(slot: number): void {
     const label = this.labels[slot];
     if (label === undefined) return;
     this.labels[slot] = undefined;
     for (const gram of new Set(trigrams(label))) this.grams.stale(gram);
-    for (const s of stems(label)) this.labelStems.stale(s);
+    for (const s of stems(label, this.stopWords)) this.labelStems.stale(s);
     this.leaveCategory(slot);
-    const tld = name.slice(label.length + 1);
+    const tld = this.tldOf[slot]!;
+    this.tldOf[slot] = undefined;
     const left = (this.tlds.get(tld) ?? 1) - 1;
     if (left > 0) this.tlds.set(tld, left);
     else this.tlds.delete(tld);
@@ -137,7 +170,7 @@ export class LabelIndex {
   private joinCategory(slot: number, category: string): void {
     this.categoryOf[slot] = category;
     let entry = this.categories.get(category);
-    if (!entry) this.categories.set(category, (entry = { stems: new Set(stems(category.replace(/-/g, ' '))), slots: new Set() }));
+    if (!entry) this.categories.set(category, (entry = { stems: new Set(stems(category.replace(/-/g, ' '), this.stopWords)), slots: new Set() }));
     entry.slots.add(slot);
   }
 
@@ -211,7 +244,7 @@ export class LabelIndex {
     const label = this.labels[slot];
     if (label === undefined || queryStems.length === 0) return false;
     const ofCategory = this.categories.get(this.categoryOf[slot]!)?.stems;
-    const ofLabel = stems(label);
+    const ofLabel = stems(label, this.stopWords);
     return queryStems.every((s) => ofCategory?.has(s) || ofLabel.includes(s));
   }
 
@@ -247,7 +280,7 @@ export class LabelIndex {
     if (words.length === 0) return [];
     const { fuzzy = () => true, variants = () => [] } = options;
     const joined = words.join('');
-    const queryStems = stems(words.join(' '));
+    const queryStems = stems(words.join(' '), this.stopWords);
     const candidates = new Set<number>();
     const take = (slots: Iterable<number>) => {
       for (const slot of slots) candidates.add(slot);

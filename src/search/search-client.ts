@@ -37,6 +37,8 @@ export interface EngineStatus {
    * had read it.
    */
   searchesThatRead?: number;
+  /** Whether this search process writes the index (the OpenSearch engine: one indexer per environment among the processes on an index). */
+  indexer?: boolean;
 }
 
 /** The search process did not answer as it should; the message says how (for the log only). */

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { In } from 'typeorm';
+import { Domain } from '../../src/db/entities/domain';
 import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
 import { waitUntil } from '../helpers/receiver';
 import { getStack, newPartner } from '../helpers/stack';
@@ -113,8 +115,11 @@ describe('sandbox and live are apart', () => {
     assert.match(client.credential.keyId, /^pk_live_/);
     // Search follows the inventory through the change feed: the import shows once its notification is heard.
     const found = async () => (await client.get<{ data: Hit[] }>('/api/partner/v1/domains/search?q=coffee')).body.data.map((h) => h.name);
-    await waitUntil(async () => (await found()).length > 0, 1_000, 'the live import in search');
-    assert.deepEqual(await found(), ['livecoffeeroasters.com']);
+    await waitUntil(async () => (await found()).includes('livecoffeeroasters.com'), 1_000, 'the live import in search');
+    // Whatever other files listed in live may show too: every hit is a name of the live inventory, on the market.
+    const hits = await found();
+    const live = await getStack().dataSource.getRepository(Domain).count({ where: { environment: 'live', name: In(hits), status: In(['listed', 'reserved']) } });
+    assert.equal(live, hits.length, JSON.stringify(hits));
     assert.equal((await client.get('/api/partner/v1/pricing?domain=academy.com')).status, 404);
     assert.equal((await client.get('/api/partner/v1/pricing?domain=livecoffeeroasters.com')).status, 200);
   });

@@ -108,7 +108,7 @@ describe('search index: following the inventory', () => {
     const a = 'zzsyncopenwriter.com';
     const b = 'zzsynclatecomer.com';
     await put([listing(a)]);
-    const index = new HybridSearch(dataSource, embedder, new EmbeddingCache()).index('live');
+    const index = await new HybridSearch(dataSource, embedder, new EmbeddingCache()).index('live');
     await index.load();
     assert.notEqual(index.slot(a), undefined, 'A on the market after the first load');
     assert.equal(index.slot(b), undefined);

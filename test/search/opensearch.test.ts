@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { grade } from '../../bench/search-quality';
 import { Domain } from '../../src/db/entities/domain';
 import { importInventory } from '../../src/discovery/inventory';
 import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
+import { aliasTarget, openSearchClient } from '../../src/search/opensearch/engine';
+import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { adminWith } from '../helpers/admin';
-import { getStack, openSearchEngine } from '../helpers/stack';
+import { liveListing } from '../helpers/search-data';
+import { getStack, openSearchEngine, searchProcessEnv } from '../helpers/stack';
 
 interface LabelledQuery {
   kind: string;
@@ -112,6 +116,66 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     })).json()) as { hits: { hits: Array<{ _source: { name: string } }> } };
     assert.equal(found.hits.hits[0]?._source.name, name, JSON.stringify(found.hits.hits));
     await domains.update({ environment: 'live', name }, { status: 'sold' });
+  });
+
+  it('one indexer among the search processes on an index: the other reads what it writes (a new name within a second, the count and vocabulary after it), and takes over when the indexer is killed', async function () {
+    this.timeout(5 * 60_000);
+    const { url } = await openSearchEngine();
+    const { config, databaseUrl, dataSource } = getStack();
+    // An alias of its own, so that this file's other tests keep theirs.
+    const alias = `indexer-test-${Date.now()}`;
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'indexer-test-'));
+    const lines: string[] = [];
+    const start = (socket: string) =>
+      startSearchProcess({
+        env: searchProcessEnv(config, databaseUrl, `unix:${path.join(dir, socket)}`, path.join(config.toolCacheDir, 'test-search-data'), { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: url, OPENSEARCH_INDEX: alias, LOG_LEVEL: 'info' }),
+        output: (line) => lines.push(`${socket}: ${line}`),
+      });
+    const processes: SearchProcess[] = [];
+    const names = ['indexerfirstcroissant.com', 'indexertakeovercroissant.com'];
+    const within = async <T>(ms: number, read: () => Promise<T>, ok: (value: T) => boolean, what: string) => {
+      const deadline = Date.now() + ms;
+      for (let value = await read(); ; value = await read()) {
+        if (ok(value)) return value;
+        if (Date.now() > deadline) assert.fail(`${what}: not within ${ms} ms (${JSON.stringify(value).slice(0, 300)})`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      const a = await start('a.sock');
+      processes.push(a);
+      const b = await start('b.sock');
+      processes.push(b);
+      const [statusA, statusB] = [await a.client.status(), await b.client.status()];
+      assert.equal(statusA.environments.live.indexer, true, 'the first process indexes');
+      assert.equal(statusB.environments.live.indexer, false, 'the second reads the index');
+      assert.equal(statusB.environments.live.names, statusA.environments.live.names);
+      assert.ok(lines.some((l) => l.startsWith('a.sock') && /is the indexer/.test(l)), lines.join('\n'));
+      assert.ok(!lines.some((l) => l.startsWith('b.sock') && /is the indexer/.test(l)), 'the second never indexed');
+
+      // A name listed: the reader finds it as soon as the indexer has written it, and counts it once it reads the vocabulary again.
+      await importInventory(dataSource, 'live', [liveListing(names[0])]);
+      await within(1_000, () => b.client.search('live', 'indexerfirstcroissant', 5), (hits) => hits[0]?.name === names[0], 'the reader finds the name the indexer wrote');
+      const before = statusB.environments.live.names;
+      await within(15_000, async () => (await b.client.status()).environments.live.names, (n) => n === before + 1, "the reader's count follows the index");
+
+      // The indexer dies (no shutdown: its lock's connection just goes): the reader takes over and keeps the index up.
+      process.kill(a.pid, 'SIGKILL');
+      await within(10_000, async () => (await b.client.status()).environments.live.indexer, (indexer) => indexer === true, 'the reader takes the indexer lock');
+      await importInventory(dataSource, 'live', [liveListing(names[1])]);
+      await within(1_000, () => b.client.search('live', 'indexertakeovercroissant', 5), (hits) => hits[0]?.name === names[1], 'the new indexer writes a new name');
+    } catch (err) {
+      process.stderr.write(lines.join('\n') + '\n');
+      throw err;
+    } finally {
+      await Promise.all(processes.map((p) => p.stop().catch(() => undefined)));
+      for (const name of names) await dataSource.getRepository(Domain).update({ environment: 'live', name }, { status: 'sold' });
+      const client = openSearchClient(url);
+      const index = await aliasTarget(client, alias);
+      if (index) await client.indices.delete({ index });
+      await client.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('admin search reindex builds a new index and moves the alias while searches go on: none fails, the answers stay the same', async function () {

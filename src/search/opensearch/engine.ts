@@ -18,13 +18,19 @@
  * of the rows changed since the last one (inventory-changes.ts), new names are embedded once and
  * indexed with their vector, and a sale, reservation or price change is an update, visible
  * within a second (refreshed after each small batch). The horizon reached is saved in the index,
- * so a restart carries on from it. Each search process keeps the index up (with several, the
- * writes repeat: choosing one writer is not done yet).
+ * so a restart carries on from it. With several search processes (hosts) on one index, one of
+ * them writes each environment: the one holding its indexer lock (a Postgres session advisory
+ * lock); the others read the index it writes, and its saved horizon tells them when to read the
+ * vocabulary again. When the indexer dies its connection goes, the lock is free, and the next
+ * process to poll takes it (within POLL_MS).
  */
 import { Client } from '@opensearch-project/opensearch';
+import type { Client as PgClient } from 'pg';
 import type { DataSource } from 'typeorm';
+import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import type { Environment } from '../../config';
 import type { ChangeFeed } from '../../db/change-feed';
+import { dedicatedClient } from '../../db/dedicated-client';
 import { LISTING_CHANNEL } from '../../db/migrations/1795001400000-change-feed';
 import { queryWords } from '../../discovery/search';
 import { cosine, type Embedder } from '../embedder';
@@ -33,6 +39,7 @@ import { CANDIDATES, GLOSS_CANDIDATES, HybridScorer, PER_EXPANSION, type Found, 
 import type { Entry } from '../inventory-index';
 import { onMarket, readInventoryPage, type InventoryRow } from '../inventory-changes';
 import { keywordScore } from '../keyword-score';
+import type { EngineStatus } from '../search-client';
 import { segmentLabel } from '../segment';
 import { Speller } from '../spelling';
 import { decodeVector, documentId, encodeVector, indexSettings, MAPPING_VERSION, type NameDocument } from './mapping';
@@ -43,6 +50,10 @@ const PAGE = 2_000;
 const KEYWORD_PROBE = 200;
 /** A sync runs at least this often, whatever the change feed says (it may be down). */
 const POLL_MS = 2_000;
+/** The first int4 of the indexer locks (admission 804_201 and 804_202, buy-now 804_203). */
+const INDEXER_LOCK_SPACE = 804_204;
+/** A process that does not write the index reads its vocabulary again at most this often, once the indexer has written. */
+const VOCABULARY_MS = 10_000;
 const SOURCE = ['name', 'label', 'text', 'words', 'available', 'buy_now_price_cents', 'currency', 'vector_b64'];
 /** The document that holds an environment's horizon, beside its names. */
 const HORIZON_DOC = (environment: Environment) => `__horizon:${environment}`;
@@ -99,16 +110,25 @@ export async function ensureAlias(client: Client, alias: string, layout: IndexLa
   return (await aliasTarget(client, alias)) ?? index;
 }
 
-/** One environment's names in the index, kept up with the inventory by this process. */
+/**
+ * One environment's names in the index: kept up with the inventory by this process while it is
+ * the environment's indexer, read as the indexer writes them otherwise.
+ */
 export class OpenSearchInventory {
-  /** The words of the names on the market, with how many hold each (from the index, then kept by each write). */
-  readonly speller = new Speller();
+  /** The words of the names on the market, with how many hold each (from the index, then kept by each write, or read again). */
+  speller = new Speller();
   private horizon: string | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   /** Names in the index (kept by each write after the first count). */
   size = 0;
   private lastError: string | undefined;
+  /** The connection that holds (or tries for) the indexer lock, and whether it holds it. */
+  private lockClient: PgClient | undefined;
+  indexer = false;
+  /** A reader's last look at the index: the horizon its vocabulary was read at, and when. */
+  private readAt = { horizon: undefined as string | undefined, time: 0 };
+  private waitingLogged = false;
 
   constructor(
     readonly environment: Environment,
@@ -119,26 +139,93 @@ export class OpenSearchInventory {
     private readonly log: (m: string) => void,
   ) {}
 
-  /** The vocabulary and the saved horizon from the index, then the changes since (everything, the first time). */
+  /**
+   * The vocabulary and the saved horizon from the index, then the changes since (everything, the
+   * first time); a reader waits until the indexer has finished a first indexing.
+   */
   async load(): Promise<void> {
-    const saved = await this.client.get({ index: this.alias, id: HORIZON_DOC(this.environment) }, { ignore: [404] });
-    const found = saved.body as { found?: boolean; _source?: { horizon?: string } };
-    this.horizon = found.found ? found._source?.horizon : undefined;
     const count = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
     this.size = (count.body as { count: number }).count;
+    await this.loadVocabulary(this.speller);
+    for (;;) {
+      await this.sync();
+      if (this.horizon !== undefined) return;
+      if (!this.waitingLogged) this.log(`${this.environment}: waiting for the indexer (another search process) to finish its first indexing of ${this.alias}…`);
+      this.waitingLogged = true;
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+  }
+
+  /** The horizon saved in the index by its indexer, if any. */
+  private async savedHorizon(): Promise<string | undefined> {
+    const saved = await this.client.get({ index: this.alias, id: HORIZON_DOC(this.environment) }, { ignore: [404] });
+    const found = saved.body as { found?: boolean; _source?: { horizon?: string } };
+    return found.found ? found._source?.horizon : undefined;
+  }
+
+  /**
+   * Whether this process is the environment's indexer: it holds the lock, or takes it now (a
+   * Postgres session advisory lock on a connection of its own, held until the process or the
+   * connection ends). A data source without a URL cannot share a lock: its process indexes.
+   */
+  private async takeIndexer(): Promise<boolean> {
+    if (this.indexer) return true;
+    const url = (this.dataSource.options as PostgresDataSourceOptions).url;
+    if (!url) return (this.indexer = true);
+    this.lockClient ??= await dedicatedClient({ connectionString: url, keepAlive: true, connectionTimeoutMillis: 10_000 }, async (c) => {
+      c.on('end', () => this.lockLost(c, 'its connection ended'));
+    }, (c, err) => this.lockLost(c, err.message));
+    // Raw SQL: a session advisory lock, which TypeORM does not express.
+    const { rows } = await this.lockClient.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [INDEXER_LOCK_SPACE, `${this.alias}:${this.environment}`]);
+    if (!rows[0].locked) return false;
+    this.indexer = true;
+    // Carries on from what the index holds (the previous indexer's saved horizon).
+    this.horizon = await this.savedHorizon();
     if (this.horizon === undefined && this.size > 0) {
       // A first indexing cut short (no horizon saved): what it wrote may include names that have
       // left the market since, which a full read would not see. Start that environment afresh.
       this.log(`${this.environment}: an unfinished first indexing of ${this.size} names found: indexing again`);
       await this.client.deleteByQuery({ index: this.alias, body: { query: { term: { environment: this.environment } } }, refresh: true });
       this.size = 0;
+      this.speller = new Speller();
     }
-    await this.loadVocabulary();
-    if (this.horizon === undefined) this.log(`${this.environment}: indexing the names on the market into OpenSearch (${this.alias})…`);
-    await this.sync();
+    this.log(`${this.environment}: this search process is the indexer of ${this.alias}${this.horizon === undefined ? ': indexing the names on the market…' : ''}`);
+    return true;
   }
 
-  private async loadVocabulary(): Promise<void> {
+  private lockLost(client: PgClient, why: string): void {
+    if (this.lockClient !== client) return;
+    this.lockClient = undefined;
+    if (this.indexer) this.log(`${this.environment}: the indexer lock was lost (${why}); whichever search process polls first indexes`);
+    this.indexer = false;
+    client.end().catch(() => undefined);
+  }
+
+  /** Lets the indexer lock go (on shutdown): another process takes it at its next poll. */
+  async release(): Promise<void> {
+    const client = this.lockClient;
+    this.lockClient = undefined;
+    this.indexer = false;
+    await client?.end().catch(() => undefined);
+  }
+
+  /**
+   * A reader's sync: the index's saved horizon, and when the indexer has written since the
+   * vocabulary was read, the vocabulary and count again (at most every VOCABULARY_MS).
+   */
+  private async readIndex(): Promise<void> {
+    const horizon = await this.savedHorizon();
+    this.horizon = horizon;
+    if (horizon === undefined || horizon === this.readAt.horizon || Date.now() - this.readAt.time < VOCABULARY_MS) return;
+    const speller = new Speller();
+    await this.loadVocabulary(speller);
+    const count = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
+    this.speller = speller;
+    this.size = (count.body as { count: number }).count;
+    this.readAt = { horizon, time: Date.now() };
+  }
+
+  private async loadVocabulary(speller: Speller): Promise<void> {
     let after: Record<string, string> | undefined;
     for (;;) {
       const response = await this.client.search({
@@ -150,7 +237,7 @@ export class OpenSearchInventory {
         },
       });
       const words = (response.body as unknown as { aggregations: { words: { buckets: Array<{ key: { word: string }; doc_count: number }>; after_key?: Record<string, string> } } }).aggregations.words;
-      for (const bucket of words.buckets) this.speller.addWords([bucket.key.word], bucket.doc_count);
+      for (const bucket of words.buckets) speller.addWords([bucket.key.word], bucket.doc_count);
       if (!words.after_key || words.buckets.length === 0) return;
       after = words.after_key;
     }
@@ -207,6 +294,7 @@ export class OpenSearchInventory {
   }
 
   private async syncOnce(): Promise<void> {
+    if (!(await this.takeIndexer())) return this.readIndex();
     let after = '';
     let horizon: string | undefined;
     let wrote = false;
@@ -353,6 +441,7 @@ export class OpenSearchSearch extends HybridScorer {
   async save(): Promise<void> {
     for (const stop of this.stops.splice(0)) stop();
     await Promise.all([...this.inventories.values()].map((inventory) => inventory.settled()));
+    await Promise.all([...this.inventories.values()].map((inventory) => inventory.release()));
     this.cache.save();
     await this.client.close();
   }
@@ -439,8 +528,9 @@ export class OpenSearchSearch extends HybridScorer {
   }
 
   /** What /status says of an environment. */
-  status(environment: Environment): { names: number; pendingVectors: number; vectorIndex: 'opensearch'; building: boolean } {
-    return { names: this.inventory(environment).size, pendingVectors: 0, vectorIndex: 'opensearch', building: this.reindexing !== undefined };
+  status(environment: Environment): EngineStatus {
+    const inventory = this.inventory(environment);
+    return { names: inventory.size, pendingVectors: 0, vectorIndex: 'opensearch', building: this.reindexing !== undefined, indexer: inventory.indexer };
   }
 
   /**
