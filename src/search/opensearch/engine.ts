@@ -6,8 +6,7 @@
  * of them in one `_msearch` round trip:
  *   - keyword: BM25 over the label's words, the label holding the query's words (wildcard
  *     field), close to them by trigrams (typos), the category's English stems; scored then by
- *     the keyword ranker's own formula (keyword-score.ts), as Postgres scores them for the
- *     embedded engine;
+ *     the keyword ranker's own formula (keyword-score.ts), as the embedded engine scores them;
  *   - k-NN (lucene HNSW, cosine) of the query's vector and of its WordNet definitions' vector;
  *   - the names holding the query's best WordNet expansions and kinds;
  *   - the name the query was written as, if it was.
