@@ -39,7 +39,7 @@ import type { DomainSearch } from '../src/discovery/search';
 import { createLogger } from '../src/logger';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { startSearchProcess } from '../src/search/search-process';
-import { discoveryAppDeps, freePort, processesCpu } from './support';
+import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds } from './support';
 import { admissionParts, type AdmissionParts } from '../src/main/services';
 import { findRedisServer, startRedisServer } from '../src/main/redis-server';
 import { markAdmissionStoreFresh } from '../src/auth/redis-admission';
@@ -131,25 +131,6 @@ async function listen(handler: http.RequestListener): Promise<{ url: string; ser
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-/** CPU seconds (user + system) of the Postgres processes under `dataDir`'s postmaster by pid, from /proc; undefined when not readable. */
-function postgresCpuSeconds(dataDir: string | undefined): Map<number, number> | undefined {
-  if (!dataDir) return undefined;
-  try {
-    const postmaster = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    return new Map(processesCpu().filter((p) => p.pid === postmaster || p.ppid === postmaster).map((p) => [p.pid, p.cpuSeconds]));
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU seconds Postgres spent between two readings: a backend that ended meanwhile is left out, one that started counts whole. */
-function postgresCpuSpent(before: Map<number, number> | undefined, after: Map<number, number> | undefined): number | undefined {
-  if (!before || !after) return undefined;
-  let spent = 0;
-  for (const [pid, seconds] of after) spent += seconds - (before.get(pid) ?? 0);
-  return spent;
-}
-
 /** Runs `job` in a forked child; `onMeasuring` is called when its warm-up is over and the measured requests start. */
 function loadInChild(job: LoadJob, onMeasuring: () => void): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
@@ -167,11 +148,6 @@ interface PhaseResult extends LoadResult {
   pgCpuMsPerRequest?: number;
   /** CPU ms per request of the Redis server (Redis admission) or of the search process (search). */
   sideCpuMsPerRequest?: number;
-}
-
-/** CPU seconds of one process, from /proc; undefined without one. */
-function processCpuSeconds(pid: number | undefined): number | undefined {
-  return pid === undefined ? undefined : processesCpu().find((p) => p.pid === pid)?.cpuSeconds;
 }
 
 async function main(): Promise<void> {

@@ -27,7 +27,7 @@ import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opensearch/local-node';
 import { startSearchProcess } from '../src/search/search-process';
-import { discoveryAppDeps, freePort } from './support';
+import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -106,12 +106,16 @@ interface EngineRun {
   serial: Awaited<ReturnType<typeof measure>>;
   searchRss: number;
   openSearchRss?: number;
+  /** CPU ms per search at concurrency, by process: this one (API and client), the search process, the OpenSearch nodes, Postgres. */
+  cpuMs: { api: number; search?: number; openSearch?: number; postgres?: number };
 }
 
 async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
   const engines = (process.env.BENCH_ENGINES ?? 'embedded,opensearch,opensearch-2nodes').split(',');
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
+  // Our own Postgres (no DATABASE_URL): its processes' CPU is read from /proc.
+  const pgDataDir = config.database.url ? undefined : path.join(config.dataDir, 'postgres');
   const masterKey = resolveMasterKey(config);
   const secretBox = new SecretBox(masterKey);
   const credentials = new CredentialService(dataSource, secretBox);
@@ -147,13 +151,24 @@ async function main(): Promise<void> {
     // First sight of each query, one at a time: nothing cached for it yet (its vector, spelling, WordNet senses).
     const cold = await measure(async (i) => void (await get(i)), 1, QUERIES.length);
     const searchRssBefore = rssOf(searchProcess.pid);
+    const cpuOf = () => ({ api: process.cpuUsage(), search: processCpuSeconds(searchProcess.pid), openSearch: nodes.length ? nodes.reduce((sum, n) => sum + (processCpuSeconds(n.pid) ?? 0), 0) : undefined, postgres: postgresCpuSeconds(pgDataDir) });
+    const cpu0 = cpuOf();
     const signed = await measure(async (i) => {
       const res = await get(i);
       if (res.status !== 200) throw new Error(`search answered ${res.status}: ${res.text}`);
     });
+    const cpu1 = cpuOf();
+    const perSearch = (seconds: number | undefined) => (seconds === undefined ? undefined : (seconds * 1000) / settings.requests);
+    const apiUsed = process.cpuUsage(cpu0.api);
+    const cpuMs = {
+      api: (apiUsed.user + apiUsed.system) / 1000 / settings.requests,
+      search: perSearch(cpu1.search !== undefined && cpu0.search !== undefined ? cpu1.search - cpu0.search : undefined),
+      openSearch: perSearch(cpu1.openSearch !== undefined && cpu0.openSearch !== undefined ? cpu1.openSearch - cpu0.openSearch : undefined),
+      postgres: perSearch(postgresCpuSpent(cpu0.postgres, cpu1.postgres)),
+    };
     const serial = await measure(async (i) => void (await get(i)), 1);
     apiRss = Math.max(apiRss, process.memoryUsage().rss);
-    runs.push({ engine, readySeconds, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), openSearchRss: nodes.length ? nodes.reduce((sum, n) => sum + rssOf(n.pid), 0) : undefined });
+    runs.push({ engine, readySeconds, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), cpuMs, openSearchRss: nodes.length ? nodes.reduce((sum, n) => sum + rssOf(n.pid), 0) : undefined });
     api.server.close();
     await searchProcess.stop();
     if (openSearch && !nodes.length) await fetch(`${config.search.opensearch.url}/${(engineEnv as { OPENSEARCH_INDEX: string }).OPENSEARCH_INDEX}*`, { method: 'DELETE' }).catch(() => undefined);
@@ -163,6 +178,7 @@ async function main(): Promise<void> {
   const koa = await measure(async () => void (await (await fetch(bareServer.url)).text()));
 
   const ms = (x: number) => x.toFixed(1);
+  const cpu = (x?: number) => (x === undefined ? '–' : x.toFixed(2));
   const mib = (x?: number) => (x ? `${(x / 1024 / 1024).toFixed(0)} MiB` : '–');
   process.stdout.write(
     [
@@ -174,6 +190,12 @@ async function main(): Promise<void> {
       `| bare Koa hello | | | | ${ms(koa.p50)} / ${ms(koa.p99)} | ${koa.perSecond.toFixed(0)} | | |`,
       '',
       `API process RSS (API, client and bare Koa together; no model): ${mib(apiRss)}`,
+      '',
+      `CPU ms per search at concurrency ${settings.concurrency} (user + system; this machine has ${os.cpus().length} cores):`,
+      '',
+      '| engine | API and client | search process | OpenSearch | Postgres |',
+      '|---|---|---|---|---|',
+      ...runs.map((r) => `| ${r.engine} | ${cpu(r.cpuMs.api)} | ${cpu(r.cpuMs.search)} | ${cpu(r.cpuMs.openSearch)} | ${cpu(r.cpuMs.postgres)} |`),
       '',
     ].join('\n'),
   );

@@ -1,6 +1,7 @@
 /** What the benchmarks share. */
 import { readdirSync, readFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { AppDeps } from '../src/api/app';
 import { createLogger } from '../src/logger';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
@@ -58,6 +59,30 @@ export function cpuSecondsByGroup(groups: Record<string, RegExp>): Record<string
     if (group) totals[group] += p.cpuSeconds;
   }
   return totals;
+}
+
+/** CPU seconds of one process, from /proc; undefined without one. */
+export function processCpuSeconds(pid: number | undefined): number | undefined {
+  return pid === undefined ? undefined : processesCpu().find((p) => p.pid === pid)?.cpuSeconds;
+}
+
+/** CPU seconds (user + system) of the Postgres processes under `dataDir`'s postmaster by pid, from /proc; undefined when not readable. */
+export function postgresCpuSeconds(dataDir: string | undefined): Map<number, number> | undefined {
+  if (!dataDir) return undefined;
+  try {
+    const postmaster = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return new Map(processesCpu().filter((p) => p.pid === postmaster || p.ppid === postmaster).map((p) => [p.pid, p.cpuSeconds]));
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds Postgres spent between two readings: a backend that ended meanwhile is left out, one that started counts whole. */
+export function postgresCpuSpent(before: Map<number, number> | undefined, after: Map<number, number> | undefined): number | undefined {
+  if (!before || !after) return undefined;
+  let spent = 0;
+  for (const [pid, seconds] of after) spent += seconds - (before.get(pid) ?? 0);
+  return spent;
 }
 
 /**

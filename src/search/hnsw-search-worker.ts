@@ -20,10 +20,11 @@ try {
   if (!existsSync(file)) throw new Error('no such file');
   graph.view(file);
   reply({ type: 'viewed', id: -1, size: Number(graph.size()) });
-  port.on('message', ({ id, query, k }: SearchRequest) => {
+  port.on('message', ({ id, query, k, breadth }: SearchRequest) => {
     try {
-      const found = graph.search(query, k, 1);
-      reply({ type: 'found', id, keys: Uint32Array.from(found.keys, (key) => Number(key)) });
+      // usearch looks at max(expansion_search, k) entries: asking for more is searching wider.
+      const found = graph.search(query, Math.max(k, breadth), 1);
+      reply({ type: 'found', id, keys: Uint32Array.from(found.keys.subarray(0, k), (key) => Number(key)) });
     } catch (err) {
       reply({ type: 'error', id, message: (err as Error).message });
     }

@@ -41,6 +41,7 @@ import type { EngineStatus } from './search-client';
 import { InventoryIndex, type Entry } from './inventory-index';
 import { postgresStopWords } from './label-index';
 import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
+import { WIDE_SEARCH } from './hnsw';
 import type { Speller } from './spelling';
 import { broaderWords } from './taxonomy';
 
@@ -473,8 +474,9 @@ export class HybridSearch extends HybridScorer {
     const fuzzy = (w: string) => !index.speller.isKnown(w);
     const meaning = await this.meaning(corrected);
     const u = await this.understood(corrected, meaning, vocabulary);
-    // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other there.
-    const [near, nearGloss] = await Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
+    // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other
+    // there: the query's own neighbours searched wide, those of its definitions at the default.
+    const [near, nearGloss] = await Promise.all([index.nearest(u.queryVector, CANDIDATES, WIDE_SEARCH), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
 
     // From here on, no await: each slot is read as it is now (a slot freed meanwhile is skipped
     // below; one taken again by another name is read as that name).

@@ -185,8 +185,9 @@ export class InventoryIndex {
     return this.slots[slot] !== undefined && !this.queue.has(slot);
   }
 
-  nearest(query: Float32Array, k: number): number[] | Promise<number[]> {
-    return this.index.nearest(query, k);
+  /** The k nearest slots to the vector, best first; `breadth`: how wide the HNSW graph is searched (VectorIndex). */
+  nearest(query: Float32Array, k: number, breadth?: number): number[] | Promise<number[]> {
+    return this.index.nearest(query, k, breadth);
   }
 
   private get indexFile(): string | undefined {

@@ -28,26 +28,76 @@ export function trigrams(text: string): string[] {
   return out;
 }
 
-/** Each query word's trigrams, as a set (a search scores hundreds of labels against the same few words). */
-const ownTrigrams = new Map<string, Set<string>>();
+/**
+ * A trigram as a number: its three characters (space, a–z, 0–9: all pg_trgm keeps here) in base
+ * 37. Scoring hundreds of labels compares trigrams, and numbers need no string for each.
+ */
+function charCode(c: number): number {
+  if (c >= 97 && c <= 122) return c - 96; // a–z: 1–26
+  if (c >= 48 && c <= 57) return c - 21; // 0–9: 27–36
+  return 0; // anything else parts words, as a space
+}
 
-function trigramSet(word: string): Set<string> {
+/** The trigrams of a text as numbers (`trigramCode`), in the order and with the padding of `trigrams`. */
+export function trigramCodes(text: string, out: number[] = []): number[] {
+  out.length = 0;
+  const lower = text.toLowerCase();
+  let a = 0;
+  let b = 0;
+  let inWord = false;
+  for (let i = 0; i <= lower.length; i++) {
+    const c = i < lower.length ? charCode(lower.charCodeAt(i)) : 0;
+    if (c === 0) {
+      // A word ends: its last trigram, padded with one space behind.
+      if (inWord) out.push(a * 1369 + b * 37);
+      inWord = false;
+      continue;
+    }
+    if (!inWord) {
+      // A word starts with two spaces in front.
+      a = 0;
+      b = 0;
+      inWord = true;
+    }
+    out.push(a * 1369 + b * 37 + c);
+    a = b;
+    b = c;
+  }
+  return out;
+}
+
+/** The number of a trigram as `trigrams` gives it (three characters of space, a–z, 0–9). */
+export function trigramCode(gram: string): number {
+  return charCode(gram.charCodeAt(0)) * 1369 + charCode(gram.charCodeAt(1)) * 37 + charCode(gram.charCodeAt(2));
+}
+
+/** Each query word's trigrams, as a set (a search scores hundreds of labels against the same few words). */
+const ownTrigrams = new Map<string, Set<number>>();
+
+function trigramSet(word: string): Set<number> {
   let own = ownTrigrams.get(word);
   if (!own) {
     if (ownTrigrams.size >= 10_000) ownTrigrams.clear();
-    ownTrigrams.set(word, (own = new Set(trigrams(word))));
+    ownTrigrams.set(word, (own = new Set(trigramCodes(word))));
   }
   return own;
 }
 
+/** Scratch arrays (nothing here waits, so one of each serves every call). */
+const sequence: number[] = [];
+const labelSequence: number[] = [];
+const seen: number[] = [];
+
 /** pg_trgm's word_similarity(word, text), in [0, 1]. */
 export function wordSimilarity(word: string, text: string): number {
-  const own = trigramSet(word);
+  return similarity(trigramSet(word), trigramCodes(text, sequence));
+}
+
+/** Word similarity of a word's trigrams (`own`) to a text's, in order (`trigramCodes`). */
+function similarity(own: Set<number>, sequence: number[]): number {
   if (own.size === 0) return 0;
-  const sequence = trigrams(text);
   let best = 0;
   // A run's distinct trigrams: a label has a few dozen at most, so an array beats a set.
-  const seen: string[] = [];
   for (let start = 0; start < sequence.length; start++) {
     if (!own.has(sequence[start])) continue;
     seen.length = 0;
@@ -80,8 +130,11 @@ export function keywordScore(label: string, words: string[], topical: boolean | 
   const joined = words.join('');
   const exact = label === joined ? 1 : 0;
   const contained = label.includes(joined) ? 0.6 + (0.35 * joined.length) / label.length : 0;
-  const coverage = words.reduce((sum, w) => sum + (label.includes(w) ? 1 : wordSimilarity(w, label)), 0) / words.length;
-  const fuzzy = wordSimilarity(joined, label);
+  // The label's trigrams, made once for all the words compared with it.
+  let codes: number[] | undefined;
+  const similarTo = (w: string) => similarity(trigramSet(w), (codes ??= trigramCodes(label, labelSequence)));
+  const coverage = words.reduce((sum, w) => sum + (label.includes(w) ? 1 : similarTo(w)), 0) / words.length;
+  const fuzzy = similarTo(joined);
   const matched = exact > 0 || contained > 0 || coverage >= 0.5 || fuzzy >= FUZZY_THRESHOLD;
   const base = Math.max(exact, contained, 0.85 * coverage * (0.7 + 0.3 * Math.min(1, joined.length / label.length)), 0.75 * fuzzy);
   const isTopical = matched && base >= 0.3 ? false : typeof topical === 'function' ? topical() : topical;

@@ -5,7 +5,8 @@
  * (keyword-score.ts, which the OpenSearch engine uses too):
  *   - the label equal to the query's words run together (looked up by name, one per TLD);
  *   - labels holding a word, the joined words or a word's variant (`%word%`): the label trigrams
- *     of the word, the rarest list scanned and each label checked;
+ *     of the word, the rarest list scanned and each label checked (first by its trigram signature,
+ *     64 bits per name, so that most of a long list is passed over without reading a label);
  *   - labels close to a word by pg_trgm's word similarity (typos): a label with word similarity
  *     s ≥ 0.45 holds at least ⌈0.45·n⌉ of the word's n trigrams, so it is in one of the
  *     n − ⌈0.45·n⌉ + 1 rarest lists (pigeonhole); those are scanned and each label checked;
@@ -21,7 +22,7 @@
 import { readFileSync } from 'node:fs';
 import type { DataSource } from 'typeorm';
 import { PROBE_LIMIT, type KeywordOptions } from '../discovery/search';
-import { FUZZY_THRESHOLD, keywordScore, trigrams, wordSimilarity } from './keyword-score';
+import { FUZZY_THRESHOLD, keywordScore, trigramCode, trigramCodes, wordSimilarity } from './keyword-score';
 
 // The package ships no types; it is one function.
 const stem = require('wink-porter2-stemmer') as (word: string) => string;
@@ -60,18 +61,18 @@ export async function postgresStopWords(dataSource: DataSource): Promise<Set<str
  * Lists of slots by key, appended to and cleaned lazily (see the module's comment); each list a
  * typed array grown by doubling (at 1M names ~14M entries: 4 bytes each rather than a JS array's 8).
  */
-class Lists {
-  private readonly lists = new Map<string, { slots: Uint32Array; length: number; stale: number }>();
+class Lists<K> {
+  private readonly lists = new Map<K, { slots: Uint32Array; length: number; stale: number }>();
 
   /** `holds(slot, key)`: whether the slot's current label still belongs in the key's list. */
-  constructor(private readonly holds: (slot: number, key: string) => boolean) {}
+  constructor(private readonly holds: (slot: number, key: K) => boolean) {}
 
-  get(key: string): Uint32Array {
+  get(key: K): Uint32Array {
     const list = this.lists.get(key);
     return list ? list.slots.subarray(0, list.length) : EMPTY;
   }
 
-  add(key: string, slot: number): void {
+  add(key: K, slot: number): void {
     let list = this.lists.get(key);
     if (!list) this.lists.set(key, (list = { slots: new Uint32Array(4), length: 0, stale: 0 }));
     if (list.length === list.slots.length) {
@@ -83,7 +84,7 @@ class Lists {
   }
 
   /** One of the key's entries is stale now. */
-  stale(key: string): void {
+  stale(key: K): void {
     const list = this.lists.get(key);
     if (!list || ++list.stale * 2 <= list.length) return;
     const seen = new Set<number>();
@@ -103,6 +104,28 @@ class Lists {
 
 const EMPTY = new Uint32Array(0);
 
+/**
+ * A trigram's bit in a label's signature (64 bits, two 32-bit words): the signature of a label
+ * holding a word has every bit of the word's trigrams, so a label whose signature lacks one is
+ * passed over without reading it (most of a long trigram list, at 1M names).
+ */
+const bitOf = (code: number) => Math.imul(code, 0x9e3779b1) >>> 26;
+
+/** The signature of these trigrams: [low word, high word]. */
+function signature(codes: Iterable<number>): [number, number] {
+  let low = 0;
+  let high = 0;
+  for (const code of codes) {
+    const bit = bitOf(code);
+    if (bit < 32) low |= 1 << bit;
+    else high |= 1 << (bit - 32);
+  }
+  return [low, high];
+}
+
+/** Scratch array for a label's trigrams (the index never waits between using and reading it). */
+const scratch: number[] = [];
+
 export interface LabelHit {
   slot: number;
   /** The keyword score (keyword-score.ts). */
@@ -112,9 +135,11 @@ export interface LabelHit {
 export class LabelIndex {
   private readonly labels: Array<string | undefined> = [];
   private readonly categoryOf: Array<string | undefined> = [];
-  /** Label trigrams (pg_trgm's, padded) → slots. */
-  private readonly grams = new Lists((slot, gram) => this.labels[slot] !== undefined && trigrams(this.labels[slot]).includes(gram));
-  private readonly labelStems = new Lists((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot], this.stopWords).includes(s));
+  /** Label trigrams (pg_trgm's, padded; as numbers, `trigramCode`) → slots. */
+  private readonly grams = new Lists<number>((slot, gram) => this.labels[slot] !== undefined && trigramCodes(this.labels[slot], scratch).includes(gram));
+  /** Each slot's label signature (`signature`): words 2·slot and 2·slot + 1; zero for a free slot. */
+  private signatures = new Uint32Array(0);
+  private readonly labelStems = new Lists<string>((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot], this.stopWords).includes(s));
   /** Each taken slot's TLD (for the TLD counts when it is released). */
   private readonly tldOf: Array<string | undefined> = [];
   /** Each category's stems and slots (a category holds many names: kept as a set). */
@@ -144,7 +169,14 @@ export class LabelIndex {
     }
     if (this.labels[slot] !== undefined) this.remove(slot);
     this.labels[slot] = label;
-    for (const gram of new Set(trigrams(label))) this.grams.add(gram, slot);
+    const codes = new Set(trigramCodes(label, scratch));
+    for (const gram of codes) this.grams.add(gram, slot);
+    if (this.signatures.length < 2 * slot + 2) {
+      const grown = new Uint32Array(Math.max(2 * slot + 2, this.signatures.length * 2));
+      grown.set(this.signatures);
+      this.signatures = grown;
+    }
+    [this.signatures[2 * slot], this.signatures[2 * slot + 1]] = signature(codes);
     for (const s of stems(label, this.stopWords)) this.labelStems.add(s, slot);
     this.joinCategory(slot, category);
     const tld = name.slice(label.length + 1);
@@ -157,7 +189,8 @@ export class LabelIndex {
     const label = this.labels[slot];
     if (label === undefined) return;
     this.labels[slot] = undefined;
-    for (const gram of new Set(trigrams(label))) this.grams.stale(gram);
+    this.signatures[2 * slot] = this.signatures[2 * slot + 1] = 0;
+    for (const gram of new Set(trigramCodes(label, scratch))) this.grams.stale(gram);
     for (const s of stems(label, this.stopWords)) this.labelStems.stale(s);
     this.leaveCategory(slot);
     const tld = this.tldOf[slot]!;
@@ -191,16 +224,23 @@ export class LabelIndex {
       for (let slot = 0; slot < this.labels.length && out.length < limit; slot++) if (this.labels[slot]?.includes(word)) out.push(slot);
       return out;
     }
+    // Labels hold letters and digits between their words' bounds: no label trigram has anything else.
+    if (!/^[a-z0-9]+$/.test(word)) return out;
     let rarest: Uint32Array | undefined;
+    const codes: number[] = [];
     for (let i = 0; i + 3 <= word.length; i++) {
-      const list = this.grams.get(word.slice(i, i + 3));
+      const code = trigramCode(word.slice(i, i + 3));
+      codes.push(code);
+      const list = this.grams.get(code);
       if (!rarest || list.length < rarest.length) rarest = list;
     }
-    const seen = new Set<number>();
+    const [low, high] = signature(codes);
+    const signatures = this.signatures;
     for (const slot of rarest!) {
       if (out.length >= limit) break;
-      if (!seen.has(slot) && this.labels[slot]?.includes(word)) out.push(slot);
-      seen.add(slot);
+      if ((signatures[2 * slot] & low) !== low || (signatures[2 * slot + 1] & high) !== high) continue;
+      // A list may hold a slot twice (taken again before the list was cleaned): `out` is short.
+      if (this.labels[slot]!.includes(word) && !out.includes(slot)) out.push(slot);
     }
     return out;
   }
@@ -208,16 +248,16 @@ export class LabelIndex {
   /**
    * Up to `limit` slots whose label is close to `word` by word similarity (label %> word). A
    * label at similarity ≥ 0.45 holds at least `needed` = ⌈0.45·n⌉ of the word's n trigrams, so it
-   * is in one of the n − needed + 1 rarest lists (pigeonhole): only those are scanned; each label
-   * found is checked for the word's trigrams, rarest first, until it holds enough or cannot, and
-   * only then scored.
+   * is in one of the n − needed + 1 rarest lists (pigeonhole): only those are scanned; a label
+   * found is scored only when its signature can hold `needed` of the word's trigrams.
    */
   similar(word: string, limit: number): number[] {
-    const own = [...new Set(trigrams(word))].map((gram) => ({ gram, slots: this.grams.get(gram) })).sort((a, b) => a.slots.length - b.slots.length);
+    const own = [...new Set(trigramCodes(word))].map((gram) => ({ gram, bit: bitOf(gram), slots: this.grams.get(gram) })).sort((a, b) => a.slots.length - b.slots.length);
     if (own.length === 0) return [];
     const needed = Math.ceil(FUZZY_THRESHOLD * own.length);
     if (this.seen.length < this.labels.length) this.seen = new Uint8Array(this.labels.length * 2);
     const seen = this.seen;
+    const signatures = this.signatures;
     const touched: number[] = [];
     const out: number[] = [];
     scan: for (const { slots } of own.slice(0, own.length - needed + 1)) {
@@ -228,10 +268,12 @@ export class LabelIndex {
         touched.push(slot);
         const label = this.labels[slot];
         if (label === undefined) continue;
-        // Each word of the label padded as pg_trgm pads it (`  coffee   bar `: no trigram of a word spans two).
-        const padded = `  ${label.includes('-') ? label.replace(/-+/g, '   ') : label} `;
+        // At most this many of the word's trigrams are in the label: those whose bit its signature has.
+        const low = signatures[2 * slot];
+        const high = signatures[2 * slot + 1];
         let common = 0;
-        for (let i = 0; i < own.length && common < needed && common + own.length - i >= needed; i++) if (padded.includes(own[i].gram)) common++;
+        for (const { bit } of own) if ((bit < 32 ? low >>> bit : high >>> (bit - 32)) & 1) common++;
+        // Word similarity ≥ FUZZY_THRESHOLD needs `needed` trigrams in common.
         if (common >= needed && wordSimilarity(word, label) >= FUZZY_THRESHOLD) out.push(slot);
       }
     }

@@ -11,13 +11,14 @@ import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { cosine, DIMENSIONS } from './embedder';
 import { membersOf, readNames, type SlotNames } from './graph-files';
 import { LoopSlice } from './loop-slice';
-import { type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
+import { HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
 
 export const ANN_THRESHOLD = 50_000;
 
 export interface VectorIndex {
   /** Slots of the k nearest vectors, best first (the exact index answers at once, the graph from its worker). */
-  nearest(query: Float32Array, k: number): number[] | Promise<number[]>;
+  /** The k nearest slots, best first; `breadth`: how wide an approximate index looks (HNSW's default when left out). */
+  nearest(query: Float32Array, k: number, breadth?: number): number[] | Promise<number[]>;
   add(slot: number, vector: Float32Array): void;
   remove(slot: number): void;
   readonly size: number;
@@ -194,14 +195,14 @@ class GraphSearcher {
     });
   }
 
-  /** The keys of the `k` graph entries nearest `query`, best first. */
-  search(query: Float32Array, k: number): Promise<Uint32Array> {
+  /** The keys of the `k` graph entries nearest `query`, best first, `breadth` entries kept in view. */
+  search(query: Float32Array, k: number, breadth: number): Promise<Uint32Array> {
     if (this.failed) return Promise.reject(this.failed);
     const id = this.nextId++;
     if (this.waiting.size === 0) this.worker.ref();
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ id, query, k } satisfies SearchRequest);
+      this.worker.postMessage({ id, query, k, breadth } satisfies SearchRequest);
     });
   }
 
@@ -424,16 +425,16 @@ export class HnswIndex implements VectorIndex {
     this.recent.remove(slot);
   }
 
-  async nearest(query: Float32Array, k: number): Promise<number[]> {
+  async nearest(query: Float32Array, k: number, breadth = HNSW.expansion_search): Promise<number[]> {
     this.searching++;
     try {
-      return await this.search(query, k);
+      return await this.search(query, k, breadth);
     } finally {
       if (--this.searching === 0 && this.closed) this.searcher.close();
     }
   }
 
-  private async search(query: Float32Array, k: number): Promise<number[]> {
+  private async search(query: Float32Array, k: number, breadth: number): Promise<number[]> {
     if (this.searcher.broken && !this.closed) {
       // Its worker failed (it should not): the next search starts another over the same file.
       this.restarting ??= GraphSearcher.open(this.file)
@@ -445,7 +446,7 @@ export class HnswIndex implements VectorIndex {
     let fromGraph: number[] = [];
     // Ask the graph for a few more when some of its slots have changed; wider if those were the nearest.
     for (let want = Math.min(total, k + Math.min(this.hidden, k)); want > 0; want = Math.min(total, 2 * want)) {
-      const keys = await this.searcher.search(query, want);
+      const keys = await this.searcher.search(query, want, breadth);
       // The changes as they are now, when the worker has answered.
       fromGraph = Array.from(keys).filter((slot) => !this.changed.has(slot));
       if (fromGraph.length >= k || keys.length < want || want === total) break;

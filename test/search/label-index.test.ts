@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Domain } from '../../src/db/entities/domain';
 import { KeywordSearch, queryWords } from '../../src/discovery/search';
+import { trigramCode, trigramCodes, trigrams } from '../../src/search/keyword-score';
 import { LabelIndex, postgresStopWords, stems } from '../../src/search/label-index';
 import { getStack } from '../helpers/stack';
 
@@ -92,6 +93,18 @@ describe('keyword retrieval in the search process, against the keyword ranker in
       compared += theirs.length;
     }
     assert.ok(compared > 500, `${compared} hits compared`);
+  });
+
+  it("numbers each trigram as pg_trgm's trigrams are made, and finds every label holding a word", () => {
+    for (const text of [...rows.map((r) => r.label), 'coffee-bar', 'Shop24 NOW', 'x', 'a--b', 'café crème', 'İstanbul', '  ', '']) {
+      assert.deepEqual(trigramCodes(text), trigrams(text).map(trigramCode), text);
+    }
+    assert.equal(new Set(trigrams('abcdefghijklmnopqrstuvwxyz0123456789').map(trigramCode)).size, trigrams('abcdefghijklmnopqrstuvwxyz0123456789').length, 'distinct trigrams, distinct numbers');
+    // The signature passes over labels without reading them, never one that holds the word.
+    for (const word of [...new Set(queries().flatMap((q) => queryWords(q)))].filter((w) => w.length >= 3)) {
+      const expected = rows.flatMap((r, slot) => (r.label.includes(word) ? [slot] : []));
+      assert.deepEqual(index.containing(word, rows.length).sort((a, b) => a - b), expected, word);
+    }
   });
 
   it('stays exact as names come, leave and their slots are taken again (lists cleaned as they go)', () => {
