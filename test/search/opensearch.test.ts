@@ -6,7 +6,7 @@ import { grade } from '../../bench/search-quality';
 import { Domain } from '../../src/db/entities/domain';
 import { importInventory } from '../../src/discovery/inventory';
 import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
-import { aliasTarget, openSearchClient } from '../../src/search/opensearch/engine';
+import { aliasTarget, bulkWrite, openSearchClient } from '../../src/search/opensearch/engine';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { adminWith } from '../helpers/admin';
 import { liveListing } from '../helpers/search-data';
@@ -212,6 +212,42 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     assert.ok(searches > 5, `${searches} searches during the reindex`);
     assert.deepEqual(failures, []);
     assert.deepEqual(await client.search('sandbox', 'coffee shop'), before);
+  });
+
+  it('writes in bulk requests of 400 operations, and sends again what the cluster pushed back (429) after a wait rather than failing', async () => {
+    const { url } = await openSearchEngine();
+    const real = openSearchClient(url);
+    const index = `bulk-test-${Date.now()}`;
+    await real.indices.create({ index, body: { settings: { number_of_shards: 1, number_of_replicas: 0 } } });
+    try {
+      const sizes: number[] = [];
+      let pushBack = 1;
+      // The cluster itself answers; the first request is refused as a tripped memory breaker answers it.
+      const client = new Proxy(real, {
+        get: (target, key) =>
+          key === 'bulk'
+            ? async (params: { body: unknown[] }) => {
+                sizes.push(params.body.length);
+                if (pushBack-- > 0) throw Object.assign(new Error('circuit_breaking_exception'), { statusCode: 429 });
+                return target.bulk(params as Parameters<typeof target.bulk>[0]);
+              }
+            : Reflect.get(target, key),
+      });
+      const operations = Array.from({ length: 900 }, (_, i) => [{ index: { _index: index, _id: `n${i}` } }, { n: i }]);
+      const started = Date.now();
+      const items = await bulkWrite(client, operations, true);
+      assert.equal(items.length, 900, 'one item per operation');
+      assert.deepEqual(sizes, [800, 800, 800, 200], 'the first request sent again, then the rest in 400s');
+      assert.ok(Date.now() - started >= 250, 'after a wait');
+      assert.equal(((await real.count({ index })).body as { count: number }).count, 900);
+      // Anything but a push-back fails at once.
+      pushBack = 0;
+      const refused = new Proxy(real, { get: (target, key) => (key === 'bulk' ? async () => Promise.reject(Object.assign(new Error('mapper_parsing_exception'), { statusCode: 400 })) : Reflect.get(target, key)) });
+      await assert.rejects(bulkWrite(refused, operations.slice(0, 1), false), /mapper_parsing_exception/);
+    } finally {
+      await real.indices.delete({ index });
+      await real.close();
+    }
   });
 
   it('the embedded engine answers reindex with a clear refusal', async () => {

@@ -15,7 +15,7 @@
  *
  * The index follows the inventory (OpenSearchInventory): the listing change feed wakes a sync
  * of the rows changed since the last one (inventory-changes.ts), new names are embedded once and
- * indexed with their vector, and a sale, reservation or price change is an update, visible
+ * indexed with their vector, and a sale, reservation or price change indexes the name again, visible
  * within a second (refreshed after each small batch). The horizon reached is saved in the index,
  * so a restart carries on from it. With several search processes (hosts) on one index, one of
  * them writes each environment: the one holding its indexer lock (a Postgres session advisory
@@ -62,7 +62,11 @@ export function openSearchClient(url: string): Client {
 }
 
 type Hit = { _id: string; _source: NameDocument; matched_queries?: string[] };
-type SearchBody = { hits: { hits: Hit[] } };
+type SearchBody = {
+  hits: { hits: Hit[] };
+  /** The expansions' search: per word (by its place among the expansions), its first names. */
+  aggregations?: { per_word: { buckets: Record<string, { names: { hits: { hits: Hit[] } } }> } };
+};
 
 /** Label and category, as Postgres' search_document holds them (the keyword ranker's `topical` match). */
 const documentText = (row: Pick<InventoryRow, 'label' | 'category'>) => `${row.label} ${row.category.replace(/-/g, ' ')}`;
@@ -317,38 +321,34 @@ export class OpenSearchInventory {
 
   /**
    * Writes a page of changed rows to `index`: a name new to it is embedded and indexed, one it
-   * holds is updated (availability, price), one that left the market is deleted. The vocabulary
-   * follows what the index answered (created, deleted).
+   * holds is indexed again whole with the vector it has (availability, price, category: the
+   * vector is no part of the stored source, so a partial update would drop it), one that left the
+   * market is deleted. The vocabulary follows what the index answered (created, deleted).
    */
   async write(index: string, rows: InventoryRow[], refresh: boolean, vectors?: Map<string, string>): Promise<void> {
     const ids = rows.map((r) => documentId(this.environment, r.name));
-    const held = await this.client.mget({ index, body: { ids }, _source: ['words'] } as Parameters<Client['mget']>[0]);
-    const existing = new Map<string, string[]>();
-    for (const doc of (held.body as { docs: Array<{ _id: string; found: boolean; _source?: { words: string[] } }> }).docs) if (doc.found) existing.set(doc._id, doc._source!.words);
-    const fresh = rows.filter((r, i) => onMarket(r) && !existing.has(ids[i]));
-    const texts = await Promise.all(fresh.map((r) => segmentLabel(r.label)));
-    const missing = fresh.map((r, i) => (vectors?.has(r.name) ? undefined : texts[i]));
-    const embedded = await this.embedder.embedAll(missing.filter((t): t is string => t !== undefined));
+    const held = await this.client.mget({ index, body: { ids }, _source: ['words', 'vector_b64'] } as Parameters<Client['mget']>[0]);
+    const existing = new Map<string, { words: string[]; vector_b64?: string }>();
+    for (const doc of (held.body as { docs: Array<{ _id: string; found: boolean; _source?: { words: string[]; vector_b64?: string } }> }).docs) if (doc.found) existing.set(doc._id, doc._source!);
+    const listed = rows.flatMap((row, i) => (onMarket(row) ? [{ row, id: ids[i] }] : []));
+    const texts = await Promise.all(listed.map(({ row }) => segmentLabel(row.label)));
+    const known = listed.map(({ row, id }) => existing.get(id)?.vector_b64 ?? vectors?.get(row.name));
+    const embedded = await this.embedder.embedAll(texts.filter((_, i) => known[i] === undefined));
     let next = 0;
-    const body: unknown[] = [];
+    // Each operation its lines (action, then the document for index).
+    const body: unknown[][] = [];
     const wordsOf = new Map<string, string[]>();
     rows.forEach((row, i) => {
-      const id = ids[i];
-      const attributes = { available: row.status === 'listed', buy_now_price_cents: Number(row.buy_now_price_cents), currency: row.currency.trim() };
-      if (!onMarket(row)) {
-        if (existing.has(id)) {
-          body.push({ delete: { _index: index, _id: id } });
-          wordsOf.set(id, existing.get(id)!);
-        }
-      } else if (existing.has(id)) {
-        // The category may change too (an import): the `topical` text follows it.
-        body.push({ update: { _index: index, _id: id } }, { doc: { ...attributes, document: documentText(row) } });
+      const held = existing.get(ids[i]);
+      if (!onMarket(row) && held) {
+        body.push([{ delete: { _index: index, _id: ids[i] } }]);
+        wordsOf.set(ids[i], held.words);
       }
     });
-    fresh.forEach((row, i) => {
+    listed.forEach(({ row, id }, i) => {
       const text = texts[i];
       const words = text.split(' ').filter(Boolean);
-      const encoded = vectors?.get(row.name) ?? encodeVector(embedded[next++]);
+      const encoded = known[i] ?? encodeVector(embedded[next++]);
       const doc: NameDocument = {
         environment: this.environment,
         name: row.name,
@@ -362,19 +362,16 @@ export class OpenSearchInventory {
         vector: Array.from(decodeVector(encoded)),
         vector_b64: encoded,
       };
-      const id = documentId(this.environment, row.name);
-      body.push({ index: { _index: index, _id: id } }, doc);
+      body.push([{ index: { _index: index, _id: id } }, doc]);
       wordsOf.set(id, words);
     });
     if (body.length === 0) return;
-    const response = await this.client.bulk({ body: body as Record<string, unknown>[], refresh: refresh ? 'true' : 'false' });
-    const items = (response.body as { items: Array<Record<string, { _id: string; status: number; result?: string; error?: { reason?: string } }>> }).items;
+    const items = await bulkWrite(this.client, body, refresh);
     let failed: string | undefined;
     for (const item of items) {
       const [op, result] = Object.entries(item)[0];
       if (result.error || result.status >= 300) {
-        // A name deleted meanwhile (an update of a document gone) is no failure: the next sync sees it.
-        if (!(op === 'update' && result.status === 404)) failed ??= `${op} ${result._id}: ${result.status} ${result.error?.reason ?? ''}`;
+        failed ??= `${op} ${result._id}: ${result.status} ${result.error?.reason ?? ''}`;
         continue;
       }
       if (index !== this.alias) continue;
@@ -393,6 +390,49 @@ export class OpenSearchInventory {
   get reached(): string | undefined {
     return this.horizon;
   }
+}
+
+/**
+ * Operations per bulk request: a new name with its vector is ~10 KB of JSON, so ~4 MB (a page of
+ * 2,000 in one request, ~20 MB, tripped a 512 MB node's memory breaker while it indexed 1M names).
+ */
+const BULK_OPERATIONS = 400;
+/** Waits before a write the cluster pushed back (429: a full write queue, or a memory breaker tripped) is sent again. */
+const PUSHED_BACK_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
+
+type BulkItem = Record<string, { _id: string; status: number; result?: string; error?: { reason?: string } }>;
+
+/**
+ * Sends the operations in bulk requests of BULK_OPERATIONS, one after the other. What the
+ * cluster pushes back (the request, or single operations: status 429) is sent again after a
+ * growing wait, so that a busy or memory-short node slows indexing down rather than failing it;
+ * after the last wait the 429 stands (the caller's sync fails and is retried). Returns one item
+ * per operation.
+ */
+export async function bulkWrite(client: Client, operations: unknown[][], refresh: boolean): Promise<BulkItem[]> {
+  const out: BulkItem[] = [];
+  const send = async (ops: unknown[][], last: boolean) => {
+    let pending = ops;
+    for (let attempt = 0; ; attempt++) {
+      const again = attempt < PUSHED_BACK_MS.length;
+      let items: BulkItem[];
+      try {
+        const response = await client.bulk({ body: pending.flat() as Record<string, unknown>[], refresh: last && refresh ? 'true' : 'false' });
+        items = (response.body as { items: BulkItem[] }).items;
+      } catch (err) {
+        if ((err as { statusCode?: number }).statusCode !== 429 || !again) throw err;
+        await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
+        continue;
+      }
+      const pushedBack = items.flatMap((item, i) => (Object.values(item)[0].status === 429 && again ? [i] : []));
+      out.push(...items.filter((_, i) => !pushedBack.includes(i)));
+      if (!pushedBack.length) return;
+      pending = pushedBack.map((i) => pending[i]);
+      await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
+    }
+  };
+  for (let at = 0; at < operations.length; at += BULK_OPERATIONS) await send(operations.slice(at, at + BULK_OPERATIONS), at + BULK_OPERATIONS >= operations.length);
+  return out;
 }
 
 /** Escapes a word for a wildcard pattern (query words are letters and digits already). */
@@ -465,8 +505,12 @@ export class OpenSearchSearch extends HybridScorer {
       { kind: 'near', body: { size: CANDIDATES, _source: SOURCE, query: { knn: { vector: { vector: Array.from(u.queryVector), k: CANDIDATES, filter: inEnvironment } } } } },
     ];
     if (u.glossVector) searches.push({ kind: 'near', body: { size: GLOSS_CANDIDATES, _source: SOURCE, query: { knn: { vector: { vector: Array.from(u.glossVector), k: GLOSS_CANDIDATES, filter: inEnvironment } } } } });
-    for (const w of HybridScorer.expansionTerms(u)) {
-      searches.push({ kind: 'expansion', body: { size: PER_EXPANSION, _source: SOURCE, query: { bool: { filter: [inEnvironment, { term: { words: w } }] } }, sort: [{ name: 'asc' }] } });
+    // The first PER_EXPANSION names (by name) holding each expansion: one search, a bucket per word.
+    const expansions = HybridScorer.expansionTerms(u);
+    if (expansions.length) {
+      const perWord = Object.fromEntries(expansions.map((w, i) => [String(i), { term: { words: w } }]));
+      const aggs = { per_word: { filters: { filters: perWord }, aggs: { names: { top_hits: { size: PER_EXPANSION, sort: [{ name: 'asc' }], _source: SOURCE } } } } };
+      searches.push({ kind: 'expansion', body: { size: 0, query: { bool: { filter: [inEnvironment, { terms: { words: expansions } }] } }, aggs } });
     }
     if (asName !== undefined) searches.push({ kind: 'named', body: { size: 1, _source: SOURCE, query: { bool: { filter: [inEnvironment, { term: { name: asName } }] } } } });
     const response = await this.client.msearch({ index: this.alias, body: searches.flatMap((s) => [{}, s.body]) });
@@ -486,6 +530,7 @@ export class OpenSearchSearch extends HybridScorer {
       const hits = r.hits.hits;
       if (searches[i].kind === 'keyword') for (const { hit, score } of this.keywordHits(hits, corrected)) add(hit, score);
       else if (searches[i].kind === 'named') named = hits[0] ? entryOf(hits[0]._source) : undefined;
+      else if (searches[i].kind === 'expansion') expansions.forEach((_, w) => r.aggregations!.per_word.buckets[String(w)].names.hits.hits.forEach((hit) => add(hit)));
       else for (const hit of hits) add(hit);
     });
     return { found: [...found.values()], named, understanding: u, cache: this.cache };

@@ -12,9 +12,10 @@
  *   text       the label split into words (`espresso bar`), BM25 over them
  *   words      the same words as keywords: the names holding a word (query expansions)
  *   document   label and category, English stems: the keyword ranker's `topical` match
- *   vector     the name's MiniLM vector (384 d), HNSW by lucene, cosine; kept in _source (a
- *              partial update re-indexes the document from its _source: without it there, an
- *              update would drop the name from the k-NN graph), never returned with a hit
+ *   vector     the name's MiniLM vector (384 d), HNSW by lucene, cosine; not in the stored
+ *              _source (version 2: a hit's fetch parsed it, ~7.5 KB of JSON per hit, for
+ *              nothing), so a change to a name indexes its document again whole, never as a
+ *              partial update (which would rebuild it from the source, without its vector)
  *   vector_b64 the same vector as little-endian float32 in base64, returned with a hit so the
  *              scorer has the name's cosine to any query vector (not indexed)
  * Beside them, one document per environment (`__horizon:<environment>`, environment `__horizon`)
@@ -22,7 +23,7 @@
  */
 import { DIMENSIONS } from '../embedder';
 
-export const MAPPING_VERSION = 1;
+export const MAPPING_VERSION = 2;
 
 /** The alias searches and writes use (OPENSEARCH_INDEX). */
 export const DEFAULT_ALIAS = 'partner-api-domains';
@@ -47,6 +48,9 @@ export function indexSettings(options: { shards?: number; replicas?: number } = 
     },
     mappings: {
       dynamic: 'strict',
+      // The vector as numbers is for the k-NN graph only: kept out of the stored source, which
+      // every hit's fetch reads (~7.5 KB of a ~10 KB source), vector_b64 is the source's copy.
+      _source: { excludes: ['vector'] },
       _meta: { mapping_version: MAPPING_VERSION },
       properties: {
         environment: { type: 'keyword' },
