@@ -19,10 +19,10 @@
  * in each of its lists, and a list is filtered once half of it is stale. Readers check every
  * slot against its current label, so a stale or repeated entry is never a wrong answer.
  */
-import { readFileSync } from 'node:fs';
 import type { DataSource } from 'typeorm';
 import { PROBE_LIMIT, type KeywordOptions } from '../discovery/search';
 import { FUZZY_THRESHOLD, keywordScore, trigramCode, trigramCodes, wordSimilarity } from './keyword-score';
+import { FREQUENT } from './spelling';
 
 // The package ships no types; it is one function.
 const stem = require('wink-porter2-stemmer') as (word: string) => string;
@@ -51,7 +51,7 @@ export function stems(text: string, stopWords: ReadonlySet<string>): string[] {
  * server has.
  */
 export async function postgresStopWords(dataSource: DataSource): Promise<Set<string>> {
-  const words = (JSON.parse(readFileSync(require.resolve('wordsninja/words-en.json'), 'utf8')) as string[]).filter((w) => /^[a-z]{1,12}$/.test(w));
+  const words = FREQUENT.filter((w) => /^[a-z]{1,12}$/.test(w));
   // Raw SQL: to_tsvector, which TypeORM does not express.
   const rows = (await dataSource.query(`SELECT w FROM unnest($1::text[]) AS w WHERE to_tsvector('english', w) = ''::tsvector`, [words])) as Array<{ w: string }>;
   return new Set(rows.map((r) => r.w));

@@ -18,7 +18,8 @@ import { LRUCache } from 'lru-cache';
 import nspell from 'nspell';
 import { splitWords } from '../discovery/search';
 
-const FREQUENT: string[] = JSON.parse(readFileSync(require.resolve('wordsninja/words-en.json'), 'utf8'));
+/** wordsninja's English words, most frequent first (also where the keyword probes find Postgres' stop words). */
+export const FREQUENT: readonly string[] = JSON.parse(readFileSync(require.resolve('wordsninja/words-en.json'), 'utf8'));
 const RANK = new Map(FREQUENT.slice(0, 100_000).map((w, i) => [w, i]));
 /** Correction targets from the English list, the frequent words only, by length. */
 const TARGETS = new Map<number, string[]>();

@@ -10,20 +10,14 @@ import { completedSale } from '../helpers/money';
 import { freshDomain, order, quote } from '../helpers/orders';
 import { affiliatePartner } from '../helpers/referral';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
+import { readUntil } from '../helpers/receiver';
 
 type Answer = { object: string; id: string; fired: string };
 type Err = { error: { code: string; message: string } };
 const PATH = '/api/partner/v1/sandbox/fast-forward';
 
 /** Polls `read` until `done` holds (real time: nothing here lets the test server skip time). */
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const until = <T>(read: () => Promise<T>, done: (v: T) => boolean, what: string) => readUntil(read, done, 20_000, what, 100);
 
 /**
  * Sandbox fast-forward (CONTRACT §14): each object kind's wait ends now, as if its time had passed,

@@ -8,6 +8,7 @@ import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
 import { kindsOf } from '../../src/search/taxonomy';
 import { getStack, newPartner, openSearchEngine } from '../helpers/stack';
+import { readUntil } from '../helpers/receiver';
 
 type Hit = { name: string; available: boolean; score: number; buy_now_price_cents?: number };
 type Client = Awaited<ReturnType<typeof newPartner>>['client'];
@@ -24,15 +25,7 @@ async function apiSearch(client: Client, q: string): Promise<Hit[]> {
  * the listing change feed, so a change shows once its notification is heard, a moment after its
  * commit). Fails with the last answer.
  */
-async function reflected<T>(read: () => Promise<T>, ok: (value: T) => boolean, withinMs = 1_000): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) assert.fail(`not shown within ${withinMs} ms: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const reflected = <T>(read: () => Promise<T>, ok: (value: T) => boolean) => readUntil(read, ok, 1_000, 'shown in the results');
 
 /**
  * Each engine as a partner meets it: the embedded one through the stack's API (signed requests),

@@ -11,6 +11,7 @@ import { startSearchProcess, type SearchProcess } from '../../src/search/search-
 import { adminWith } from '../helpers/admin';
 import { liveListing } from '../helpers/search-data';
 import { getStack, openSearchEngine, searchProcessEnv } from '../helpers/stack';
+import { readUntil } from '../helpers/receiver';
 
 interface LabelledQuery {
   kind: string;
@@ -95,14 +96,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     const name = 'liveknnkeeps-espresso.net';
     await importInventory(getStack().dataSource, 'live', [{ name, category: 'food-and-drink', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 }]);
     const doc = async () => (await (await fetch(`${url}/partner-api-domains/_doc/${encodeURIComponent(`live:${name}`)}`)).json()) as { found: boolean; _source?: { buy_now_price_cents: number; available: boolean; vector_b64: string } };
-    const until = async (ok: (d: Awaited<ReturnType<typeof doc>>) => boolean) => {
-      const deadline = Date.now() + 5_000;
-      for (let d = await doc(); ; d = await doc()) {
-        if (ok(d)) return d;
-        if (Date.now() > deadline) assert.fail(`not reflected: ${JSON.stringify(d).slice(0, 300)}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const until = (ok: (d: Awaited<ReturnType<typeof doc>>) => boolean) => readUntil(doc, ok, 5_000, 'reflected in the index', 50);
     const indexed = await until((d) => d.found);
     await domains.update({ environment: 'live', name }, { buyNowPriceCents: 310000 });
     await until((d) => d._source?.buy_now_price_cents === 310000);
@@ -133,14 +127,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       });
     const processes: SearchProcess[] = [];
     const names = ['indexerfirstcroissant.com', 'indexertakeovercroissant.com'];
-    const within = async <T>(ms: number, read: () => Promise<T>, ok: (value: T) => boolean, what: string) => {
-      const deadline = Date.now() + ms;
-      for (let value = await read(); ; value = await read()) {
-        if (ok(value)) return value;
-        if (Date.now() > deadline) assert.fail(`${what}: not within ${ms} ms (${JSON.stringify(value).slice(0, 300)})`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const within = <T>(ms: number, read: () => Promise<T>, ok: (value: T) => boolean, what: string) => readUntil(read, ok, ms, what, 50);
     try {
       const a = await start('a.sock');
       processes.push(a);

@@ -24,6 +24,7 @@ import { startSearchProcess, type SearchProcess } from '../../src/search/search-
 import { rawRequest } from '../helpers/raw-request';
 import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv, ownTemporal } from '../helpers/stack';
+import { readUntil } from '../helpers/receiver';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
 
@@ -108,16 +109,7 @@ describe('search process', () => {
     try {
       // The live inventory: no other part of the suite writes it while this runs.
       const reads = async () => (await remote.status()).environments.live.searchesThatRead;
-      const shown = async (q: string, ok: (hits: SearchHit[]) => boolean) => {
-        const deadline = Date.now() + 1_000;
-        let hits = await remote.search('live', q, 5);
-        while (!ok(hits)) {
-          assert.ok(Date.now() < deadline, `not shown within a second: ${q} ${JSON.stringify(hits)}`);
-          await new Promise((r) => setTimeout(r, 20));
-          hits = await remote.search('live', q, 5);
-        }
-        return hits;
-      };
+      const shown = (q: string, ok: (hits: SearchHit[]) => boolean) => readUntil(() => remote.search('live', q, 5), ok, 1_000, `shown for ${q}`, 20);
       await remote.search('live', 'bakery', 5);
       const before = await reads();
       assert.equal(typeof before, 'number');
