@@ -1,19 +1,12 @@
 /** What the benchmarks share. */
 import { readdirSync, readFileSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { AppDeps } from '../src/api/app';
 import { createLogger } from '../src/logger';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 
 /** A free TCP port on loopback (for a benchmark's own Postgres). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export { freePort } from '../src/main/child-process';
 
 export interface ProcessCpu {
   pid: number;

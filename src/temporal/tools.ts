@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync, readFileSync, chmodSync, accessSync, constants } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { freePort } from '../main/child-process';
 
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 export const TEST_SERVER_ARTIFACT = { group: 'io.temporal', artifact: 'temporal-test-server', version: '1.32.1' };
@@ -160,18 +161,6 @@ async function dumpClassArchive(java: string, args: string[], archive: string): 
   child.kill('SIGTERM');
   await exited;
   if (!existsSync(archive)) progress('no class-data archive was written; the test server starts without one');
-}
-
-/** A TCP port free on 127.0.0.1 just now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function accepts(port: number): Promise<boolean> {
