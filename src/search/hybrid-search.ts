@@ -34,11 +34,11 @@ import type { Environment } from '../config';
 import { isDomainName, labelOf, normaliseDomainName } from '../discovery/inventory';
 import { MAX_QUERY_WORDS, MAX_RESULTS, queryWords, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
 import type { ChangeFeed } from '../db/change-feed';
-import { LISTING_CHANNEL } from '../db/migrations/1795001400000-change-feed';
 import { cosine, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import type { EngineStatus } from './search-client';
 import { InventoryIndex, type Entry } from './inventory-index';
+import { followListings } from './inventory-changes';
 import { postgresStopWords } from './label-index';
 import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
 import { WIDE_SEARCH } from './hnsw';
@@ -415,21 +415,17 @@ export class HybridSearch extends HybridScorer {
   follow(feed: ChangeFeed): () => void {
     this.feed = feed;
     this.following = true;
-    const heard = (environment?: Environment) => {
-      if (!this.following) return;
-      for (const [own, index] of this.indexes) if (environment === undefined || own === environment) index.changed();
-    };
-    feed.on(LISTING_CHANNEL, (payload) => {
-      if (payload === '*') return heard();
-      const names = payload.split('\n');
-      for (const environment of this.indexes.keys()) if (names.some((n) => n.startsWith(`${environment}:`))) heard(environment);
-    });
-    feed.onReset(() => heard());
-    const timer = setInterval(() => heard(), POLL_MS);
-    timer.unref();
+    const stop = followListings(
+      feed,
+      (environments) => {
+        if (!this.following) return;
+        for (const [own, index] of this.indexes) if (!environments || environments.has(own)) index.changed();
+      },
+      POLL_MS,
+    );
     return () => {
       this.following = false;
-      clearInterval(timer);
+      stop();
     };
   }
 

@@ -8,6 +8,8 @@
  */
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
+import type { ChangeFeed } from '../db/change-feed';
+import { LISTING_CHANNEL } from '../db/migrations/1795001400000-change-feed';
 
 export interface InventoryRow {
   name: string;
@@ -19,6 +21,29 @@ export interface InventoryRow {
 }
 
 export const onMarket = (row: Pick<InventoryRow, 'status'>) => row.status === 'listed' || row.status === 'reserved';
+
+/**
+ * Follows the listing change feed (subscribed before the caller starts it) for an engine:
+ * `heard(environments)` when names of those environments changed (each notification names its
+ * names as `<environment>:<name>`), `heard()` when one names none in particular (`*`), when the
+ * feed is lost or back, and every `pollMs` beside it (for what the feed does not name: a category
+ * changed by an import). Returns a stop function.
+ */
+export function followListings(feed: ChangeFeed | undefined, heard: (environments?: ReadonlySet<string>) => void, pollMs: number): () => void {
+  let following = true;
+  feed?.on(LISTING_CHANNEL, (payload) => {
+    if (!following) return;
+    if (payload === '*') return heard();
+    heard(new Set(payload.split('\n').map((name) => name.slice(0, name.indexOf(':')))));
+  });
+  feed?.onReset(() => following && heard());
+  const timer = setInterval(() => following && heard(), pollMs);
+  timer.unref();
+  return () => {
+    following = false;
+    clearInterval(timer);
+  };
+}
 
 /**
  * One page of rows after `after` (a name): every name on the market when `since` is undefined,

@@ -30,13 +30,12 @@ import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/Postgres
 import type { Environment } from '../../config';
 import type { ChangeFeed } from '../../db/change-feed';
 import { dedicatedClient } from '../../db/dedicated-client';
-import { LISTING_CHANNEL } from '../../db/migrations/1795001400000-change-feed';
 import { queryWords } from '../../discovery/search';
 import { cosine, type Embedder } from '../embedder';
 import { EmbeddingCache } from '../embedding-cache';
 import { CANDIDATES, GLOSS_CANDIDATES, HybridScorer, PER_EXPANSION, type Found, type Gathered, type Vocabulary } from '../hybrid-search';
 import type { Entry } from '../inventory-index';
-import { onMarket, readInventoryPage, type InventoryRow } from '../inventory-changes';
+import { followListings, onMarket, readInventoryPage, type InventoryRow } from '../inventory-changes';
 import { keywordScore } from '../keyword-score';
 import type { EngineStatus } from '../search-client';
 import { segmentLabel } from '../segment';
@@ -62,11 +61,7 @@ export function openSearchClient(url: string): Client {
 }
 
 type Hit = { _id: string; _source: NameDocument; matched_queries?: string[] };
-type SearchBody = {
-  hits: { hits: Hit[] };
-  /** The expansions' search: per word (by its place among the expansions), its first names. */
-  aggregations?: { per_word: { buckets: Record<string, { names: { hits: { hits: Hit[] } } }> } };
-};
+type SearchBody = { hits: { hits: Hit[] } };
 
 /** Label and category, as Postgres' search_document holds them (the keyword ranker's `topical` match). */
 const documentText = (row: Pick<InventoryRow, 'label' | 'category'>) => `${row.label} ${row.category.replace(/-/g, ' ')}`;
@@ -278,22 +273,14 @@ export class OpenSearchInventory {
 
   /** Follows the change feed, with a poll beside it; returns a stop function. */
   follow(feed: ChangeFeed | undefined): () => void {
-    let following = true;
     const wake = () =>
-      following &&
       void this.sync().catch((err: Error) => {
         // Once per kind of failure: the poll retries it every POLL_MS.
         if (this.lastError !== err.message) this.log(`${this.environment}: OpenSearch sync failed (retried): ${err.message}`);
         this.lastError = err.message;
       });
-    feed?.on(LISTING_CHANNEL, wake);
-    feed?.onReset(wake);
-    const timer = setInterval(wake, POLL_MS);
-    timer.unref();
-    return () => {
-      following = false;
-      clearInterval(timer);
-    };
+    // Changes of the other environment's names are that environment's inventory's to follow.
+    return followListings(feed, (environments) => (!environments || environments.has(this.environment)) && wake(), POLL_MS);
   }
 
   private async syncOnce(): Promise<void> {
@@ -505,12 +492,8 @@ export class OpenSearchSearch extends HybridScorer {
       { kind: 'near', body: { size: CANDIDATES, _source: SOURCE, query: { knn: { vector: { vector: Array.from(u.queryVector), k: CANDIDATES, filter: inEnvironment } } } } },
     ];
     if (u.glossVector) searches.push({ kind: 'near', body: { size: GLOSS_CANDIDATES, _source: SOURCE, query: { knn: { vector: { vector: Array.from(u.glossVector), k: GLOSS_CANDIDATES, filter: inEnvironment } } } } });
-    // The first PER_EXPANSION names (by name) holding each expansion: one search, a bucket per word.
-    const expansions = HybridScorer.expansionTerms(u);
-    if (expansions.length) {
-      const perWord = Object.fromEntries(expansions.map((w, i) => [String(i), { term: { words: w } }]));
-      const aggs = { per_word: { filters: { filters: perWord }, aggs: { names: { top_hits: { size: PER_EXPANSION, sort: [{ name: 'asc' }], _source: SOURCE } } } } };
-      searches.push({ kind: 'expansion', body: { size: 0, query: { bool: { filter: [inEnvironment, { terms: { words: expansions } }] } }, aggs } });
+    for (const w of HybridScorer.expansionTerms(u)) {
+      searches.push({ kind: 'expansion', body: { size: PER_EXPANSION, _source: SOURCE, query: { bool: { filter: [inEnvironment, { term: { words: w } }] } }, sort: [{ name: 'asc' }] } });
     }
     if (asName !== undefined) searches.push({ kind: 'named', body: { size: 1, _source: SOURCE, query: { bool: { filter: [inEnvironment, { term: { name: asName } }] } } } });
     const response = await this.client.msearch({ index: this.alias, body: searches.flatMap((s) => [{}, s.body]) });
@@ -526,11 +509,11 @@ export class OpenSearchSearch extends HybridScorer {
     };
     let named: Entry | undefined;
     responses.forEach((r, i) => {
-      if (r.error) throw new Error(`OpenSearch refused a search (${searches[i].kind}): ${r.error.reason ?? JSON.stringify(r.error)}`);
+      // The whole error when it gives no reason (one under load at 100k names gave an empty one).
+      if (r.error) throw new Error(`OpenSearch refused a search (${searches[i].kind}): ${r.error.reason || JSON.stringify(r.error)}`);
       const hits = r.hits.hits;
       if (searches[i].kind === 'keyword') for (const { hit, score } of this.keywordHits(hits, corrected)) add(hit, score);
       else if (searches[i].kind === 'named') named = hits[0] ? entryOf(hits[0]._source) : undefined;
-      else if (searches[i].kind === 'expansion') expansions.forEach((_, w) => r.aggregations!.per_word.buckets[String(w)].names.hits.hits.forEach((hit) => add(hit)));
       else for (const hit of hits) add(hit);
     });
     return { found: [...found.values()], named, understanding: u, cache: this.cache };
