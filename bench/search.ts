@@ -9,6 +9,8 @@
  * OPENSEARCH_URL, else on a local node of its own, into a fresh alias so that indexing the whole
  * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
  * `opensearch-2nodes` runs it on a local cluster of two nodes, the index in 2 shards with a replica each.
+ * It prints, besides, each process's CPU ms per search at concurrency (user + system, from /proc):
+ * this process (API and client), the search process, the OpenSearch nodes, Postgres (ours only).
  * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
