@@ -16,8 +16,10 @@ import { HNSW, type BuildReply, type BuildRequest, type SearchReply, type Search
 export const ANN_THRESHOLD = 50_000;
 
 export interface VectorIndex {
-  /** Slots of the k nearest vectors, best first (the exact index answers at once, the graph from its worker). */
-  /** The k nearest slots, best first; `breadth`: how wide an approximate index looks (HNSW's default when left out). */
+  /**
+   * Slots of the k nearest vectors, best first (the exact index answers at once, the graph from
+   * its worker); `breadth`: how wide an approximate index looks (HNSW's default when left out).
+   */
   nearest(query: Float32Array, k: number, breadth?: number): number[] | Promise<number[]>;
   add(slot: number, vector: Float32Array): void;
   remove(slot: number): void;
