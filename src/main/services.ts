@@ -190,6 +190,11 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
  * here rather than at the top, so that an API process, which imports this file, loads none of
  * them (no ONNX runtime, no dictionaries).
  */
+/** The embedded engine's log of an environment's name vectors (the OpenSearch engine's first indexing reads it too). */
+function namesLog(config: Config, environment: Environment, modelId: string): string {
+  return path.join(config.dataDir, 'embeddings', `${environment}-${modelId}.log`);
+}
+
 export async function startSearch(config: Config, dataSource: DataSource, log: (m: string) => void, environments: Environment[] = ['sandbox', 'live'], feed?: ChangeFeed): Promise<HybridSearch> {
   const [{ Embedder }, { EmbeddingCache }, { HybridSearch }, { InventoryIndex }, { ensureModelFiles, MODEL_ID }] = await Promise.all([
     import('../search/embedder.js'),
@@ -201,7 +206,7 @@ export async function startSearch(config: Config, dataSource: DataSource, log: (
   InventoryIndex.defaults.annThreshold = config.search.annThreshold;
   const files = await ensureModelFiles(config.toolCacheDir, log);
   const embedder = await Embedder.load(files);
-  const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(path.join(config.dataDir, 'embeddings', `${environment}-${MODEL_ID}.log`)), log, path.join(config.dataDir, 'embeddings'));
+  const search = new HybridSearch(dataSource, embedder, (environment) => new EmbeddingCache(namesLog(config, environment, MODEL_ID)), log, path.join(config.dataDir, 'embeddings'));
   // Subscribed before the caller starts the feed; searches sync before each answer until it is heard.
   if (feed) search.follow(feed);
   for (const environment of environments) await search.load(environment);
@@ -226,7 +231,7 @@ export async function startOpenSearchSearch(config: Config, dataSource: DataSour
   const embedder = await Embedder.load(await ensureModelFiles(config.toolCacheDir, log));
   const words = new EmbeddingCache(path.join(config.dataDir, 'embeddings', `opensearch-words-${MODEL_ID}.log`));
   const { shards, replicas } = config.search.opensearch;
-  const search = new OpenSearchSearch(dataSource, embedder, openSearchClient(url), config.search.opensearch.index, words, log, { shards, replicas });
+  const search = new OpenSearchSearch(dataSource, embedder, openSearchClient(url), config.search.opensearch.index, words, log, { shards, replicas }, (environment) => namesLog(config, environment, MODEL_ID));
   for (const environment of environments) await search.load(environment, feed);
   return search;
 }

@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DIMENSIONS } from '../../src/search/embedder';
-import { EmbeddingCache } from '../../src/search/embedding-cache';
+import { EmbeddingCache, EmbeddingLogReader } from '../../src/search/embedding-cache';
 
 const vector = (seed: number) => Float32Array.from({ length: DIMENSIONS }, (_, i) => seed + i / 1000);
 
@@ -31,5 +31,23 @@ describe('embedding cache (append-only log)', () => {
     assert.deepEqual(third.get('espresso bar'), vector(3));
     assert.deepEqual(third.get('café'), vector(2));
     assert.deepEqual(third.get('coffee joy'), vector(1));
+  });
+
+  it('read in place by another engine: each vector read from its place in the file; a torn tail left as it is (the writer mends it)', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'embeddings-')), 'test.log');
+    const writer = new EmbeddingCache(file);
+    // Texts of other byte lengths than characters (é), and enough to span records of every offset.
+    for (let i = 0; i < 500; i++) writer.set(`café ${i}`, vector(i));
+    writer.save();
+    appendFileSync(file, Buffer.from([9, 0, 0x61, 0x62, 0x63]));
+    const size = statSync(file).size;
+    assert.equal(await EmbeddingLogReader.open(path.join(path.dirname(file), 'none.log')), undefined);
+    const reader = (await EmbeddingLogReader.open(file))!;
+    assert.equal(reader.size, 500);
+    assert.equal(statSync(file).size, size, 'a reader cuts nothing off');
+    for (const i of [0, 1, 257, 499]) assert.deepEqual(reader.get(`café ${i}`), vector(i));
+    assert.equal(reader.get('café 500'), undefined);
+    reader.close();
+    assert.equal(reader.get('café 1'), undefined, 'closed: nothing more is read');
   });
 });

@@ -6,7 +6,12 @@ import { grade } from '../../bench/search-quality';
 import { Domain } from '../../src/db/entities/domain';
 import { importInventory } from '../../src/discovery/inventory';
 import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
-import { aliasTarget, bulkWrite, openSearchClient } from '../../src/search/opensearch/engine';
+import { DIMENSIONS, Embedder } from '../../src/search/embedder';
+import { EmbeddingCache } from '../../src/search/embedding-cache';
+import { cachedModelFiles } from '../../src/search/model-files';
+import { aliasTarget, bulkWrite, openSearchClient, OpenSearchSearch } from '../../src/search/opensearch/engine';
+import { encodeVector } from '../../src/search/opensearch/mapping';
+import { segmentLabel } from '../../src/search/segment';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { adminWith } from '../helpers/admin';
 import { liveListing } from '../helpers/search-data';
@@ -161,6 +166,45 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       const index = await aliasTarget(client, alias);
       if (index) await client.indices.delete({ index });
       await client.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a first indexing takes the vectors the embedded engine made on this host from its log, and embeds only the names it lacks", async function () {
+    this.timeout(5 * 60_000);
+    const { url } = await openSearchEngine();
+    const { config, dataSource } = getStack();
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'seeded-index-'));
+    const alias = `seeded-test-${Date.now()}`;
+    // A name of two words or more (single words are embedded anyway, as the vocabulary's words).
+    const named = await Promise.all((await onMarket('sandbox')).sort().slice(0, 50).map(async (n) => ({ name: n, text: await segmentLabel(n.slice(0, n.indexOf('.'))) })));
+    const { name, text } = named.find((n) => n.text.includes(' '))!;
+    // A vector the model would never give the text: the index can only have it from the log.
+    const planted = Float32Array.from({ length: DIMENSIONS }, (_, i) => (i === 7 ? 1 : 0));
+    const log = new EmbeddingCache(path.join(dir, 'sandbox.log'));
+    log.set(text, planted);
+    log.save();
+    const model = await Embedder.load(cachedModelFiles(config.toolCacheDir)!);
+    const asked: string[] = [];
+    const embedder = Object.assign(Object.create(model) as Embedder, {
+      embedAll: (texts: string[]) => (asked.push(...texts), model.embedAll(texts)),
+    });
+    const lines: string[] = [];
+    const client = openSearchClient(url);
+    const search = new OpenSearchSearch(dataSource, embedder, client, alias, new EmbeddingCache(), (m) => lines.push(m), {}, (environment) => path.join(dir, `${environment}.log`));
+    try {
+      await search.load('sandbox');
+      const doc = (await (await fetch(`${url}/${alias}/_doc/${encodeURIComponent(`sandbox:${name}`)}`)).json()) as { _source: { vector_b64: string } };
+      assert.equal(doc._source.vector_b64, encodeVector(planted), 'the vector from the log');
+      assert.ok(!asked.includes(text), 'the name in the log is not embedded again');
+      assert.ok(asked.length > 0, 'the names the log lacks are embedded');
+      assert.ok(lines.some((l) => /1 vectors taken from the embedded engine's log/.test(l)), lines.join('\n'));
+    } finally {
+      const index = await aliasTarget(client, alias);
+      await search.save();
+      const admin = openSearchClient(url);
+      if (index) await admin.indices.delete({ index });
+      await admin.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

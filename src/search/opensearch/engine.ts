@@ -23,6 +23,7 @@
  * vocabulary again. When the indexer dies its connection goes, the lock is free, and the next
  * process to poll takes it (within POLL_MS).
  */
+import path from 'node:path';
 import { Client } from '@opensearch-project/opensearch';
 import type { Client as PgClient } from 'pg';
 import type { DataSource } from 'typeorm';
@@ -32,7 +33,7 @@ import type { ChangeFeed } from '../../db/change-feed';
 import { dedicatedClient } from '../../db/dedicated-client';
 import { queryWords } from '../../discovery/search';
 import { cosine, type Embedder } from '../embedder';
-import { EmbeddingCache } from '../embedding-cache';
+import { EmbeddingCache, EmbeddingLogReader } from '../embedding-cache';
 import { CANDIDATES, GLOSS_CANDIDATES, HybridScorer, PER_EXPANSION, type Found, type Gathered, type Vocabulary } from '../hybrid-search';
 import type { Entry } from '../inventory-index';
 import { followListings, onMarket, readInventoryPage, type InventoryRow } from '../inventory-changes';
@@ -127,6 +128,8 @@ export class OpenSearchInventory {
   /** A reader's last look at the index: the horizon its vocabulary was read at, and when. */
   private readAt = { horizon: undefined as string | undefined, time: 0 };
   private waitingLogged = false;
+  /** During a first indexing: the embedded engine's log, read in place. */
+  private seed: EmbeddingLogReader | undefined;
 
   constructor(
     readonly environment: Environment,
@@ -135,6 +138,8 @@ export class OpenSearchInventory {
     private readonly alias: string,
     private readonly embedder: Embedder,
     private readonly log: (m: string) => void,
+    /** The embedded engine's log of this environment's vectors on this host, if any: a first indexing takes its vectors from it. */
+    private readonly embeddingLog?: string,
   ) {}
 
   /**
@@ -285,6 +290,20 @@ export class OpenSearchInventory {
 
   private async syncOnce(): Promise<void> {
     if (!(await this.takeIndexer())) return this.readIndex();
+    if (this.horizon !== undefined || !this.embeddingLog) return this.catchUp();
+    // A first indexing: the names the embedded engine embedded on this host are not embedded again.
+    this.seed = await EmbeddingLogReader.open(this.embeddingLog);
+    if (this.seed) this.log(`${this.environment}: ${this.seed.size} vectors taken from the embedded engine's log (${path.basename(this.embeddingLog)})`);
+    try {
+      await this.catchUp();
+    } finally {
+      this.seed?.close();
+      this.seed = undefined;
+    }
+  }
+
+  /** Writes the inventory's changes since the horizon (every name, the first time) to the index. */
+  private async catchUp(): Promise<void> {
     let after = '';
     let horizon: string | undefined;
     let wrote = false;
@@ -306,6 +325,11 @@ export class OpenSearchInventory {
     this.horizon = horizon;
   }
 
+  private seeded(text: string): string | undefined {
+    const vector = this.seed?.get(text);
+    return vector && encodeVector(vector);
+  }
+
   /**
    * Writes a page of changed rows to `index`: a name new to it is embedded and indexed, one it
    * holds is indexed again whole with the vector it has (availability, price, category: the
@@ -319,7 +343,7 @@ export class OpenSearchInventory {
     for (const doc of (held.body as { docs: Array<{ _id: string; found: boolean; _source?: { words: string[]; vector_b64?: string } }> }).docs) if (doc.found) existing.set(doc._id, doc._source!);
     const listed = rows.flatMap((row, i) => (onMarket(row) ? [{ row, id: ids[i] }] : []));
     const texts = await Promise.all(listed.map(({ row }) => segmentLabel(row.label)));
-    const known = listed.map(({ row, id }) => existing.get(id)?.vector_b64 ?? vectors?.get(row.name));
+    const known = listed.map(({ row, id }, i) => existing.get(id)?.vector_b64 ?? vectors?.get(row.name) ?? this.seeded(texts[i]));
     const embedded = await this.embedder.embedAll(texts.filter((_, i) => known[i] === undefined));
     let next = 0;
     // Each operation its lines (action, then the document for index).
@@ -439,13 +463,15 @@ export class OpenSearchSearch extends HybridScorer {
     private readonly cache: EmbeddingCache,
     log: (m: string) => void = () => undefined,
     private readonly layout: IndexLayout = {},
+    /** Where the embedded engine keeps an environment's vectors on this host (a first indexing reads them). */
+    private readonly embeddingLog?: (environment: Environment) => string,
   ) {
     super(embedder, log);
   }
 
   inventory(environment: Environment): OpenSearchInventory {
     let inventory = this.inventories.get(environment);
-    if (!inventory) this.inventories.set(environment, (inventory = new OpenSearchInventory(environment, this.dataSource, this.client, this.alias, this.embedder, this.log)));
+    if (!inventory) this.inventories.set(environment, (inventory = new OpenSearchInventory(environment, this.dataSource, this.client, this.alias, this.embedder, this.log, this.embeddingLog?.(environment))));
     return inventory;
   }
 
