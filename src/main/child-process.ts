@@ -32,6 +32,7 @@ export interface ForkOptions {
   env: NodeJS.ProcessEnv;
   /** Where its output goes: inherited (npm start) or handed to a function line by line. */
   output?: 'inherit' | ((line: string) => void);
+  /** How long it may take to report ready (30 minutes unless given). */
   timeoutMs?: number;
 }
 
@@ -56,7 +57,8 @@ export async function forkUntilReady(entry: string, name: string, options: ForkO
   }
   const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(howItEnded(code, signal))));
   const ready = new Promise<ReadyChild['ready']>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${options.timeoutMs} ms`)), options.timeoutMs ?? 30 * 60_000);
+    const timeoutMs = options.timeoutMs ?? 30 * 60_000;
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${timeoutMs / 1000} s`)), timeoutMs);
     child.on('message', (message: { type?: string }) => {
       if (message?.type !== 'ready') return;
       clearTimeout(timer);

@@ -373,7 +373,8 @@ export abstract class HybridScorer implements DomainSearch {
 export class HybridSearch extends HybridScorer {
   private readonly indexes = new Map<Environment, InventoryIndex>();
   private feed: ChangeFeed | undefined;
-  private following = false;
+  /** Stops following the change feed. */
+  private unfollow: (() => void) | undefined;
   /** Postgres' English stop words, read once before the first index is made (again after a failure). */
   private stopWords: Promise<ReadonlySet<string>> | undefined;
 
@@ -414,19 +415,15 @@ export class HybridSearch extends HybridScorer {
    */
   follow(feed: ChangeFeed): () => void {
     this.feed = feed;
-    this.following = true;
-    const stop = followListings(
+    this.unfollow?.();
+    this.unfollow = followListings(
       feed,
       (environments) => {
-        if (!this.following) return;
         for (const [own, index] of this.indexes) if (!environments || environments.has(own)) index.changed();
       },
       POLL_MS,
     );
-    return () => {
-      this.following = false;
-      stop();
-    };
+    return this.unfollow;
   }
 
   /** Reads the environment's inventory and embeds every name and word now (start-up, with progress). */
@@ -446,7 +443,7 @@ export class HybridSearch extends HybridScorer {
   /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */
   async save(): Promise<void> {
     // Shutting down: what the feed says now (its reset as it closes) starts no sync.
-    this.following = false;
+    this.unfollow?.();
     // One at a time: each save holds a copy of its graph in its worker.
     for (const index of this.indexes.values()) await index.save();
   }

@@ -46,11 +46,26 @@ export function followListings(feed: ChangeFeed | undefined, heard: (environment
 }
 
 /**
- * One page of rows after `after` (a name): every name on the market when `since` is undefined,
- * else the rows changed since that horizon (names that left the market included). `horizon` is
- * where the next read starts.
+ * The inventory a page of `limit` rows at a time, in name order: every name on the market when
+ * `since` is undefined, else the rows changed since that horizon (names that left the market
+ * included). Each page carries the horizon where the next read starts (the first page's), and
+ * whether it is the last.
  */
-export async function readInventoryPage(dataSource: DataSource, environment: Environment, after: string, since: string | undefined, limit: number): Promise<{ horizon: string; rows: InventoryRow[] }> {
+export async function* inventoryPages(dataSource: DataSource, environment: Environment, since: string | undefined, limit: number): AsyncGenerator<{ horizon: string; rows: InventoryRow[]; last: boolean }> {
+  let after = '';
+  let horizon: string | undefined;
+  for (;;) {
+    const page = await readInventoryPage(dataSource, environment, after, since, limit);
+    horizon ??= page.horizon;
+    const last = page.rows.length < limit;
+    yield { horizon, rows: page.rows, last };
+    if (last) return;
+    after = page.rows[page.rows.length - 1].name;
+  }
+}
+
+/** One page of rows after `after` (a name), and the horizon read with it. */
+async function readInventoryPage(dataSource: DataSource, environment: Environment, after: string, since: string | undefined, limit: number): Promise<{ horizon: string; rows: InventoryRow[] }> {
   // Raw SQL: the horizon is pg_current_snapshot()'s xmin, read in the same statement as the page.
   const rows = (await dataSource.query(
     `SELECT h.horizon::text AS horizon, d.name, d.label, d.category, d.status, d.buy_now_price_cents, d.currency

@@ -30,7 +30,7 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import type { Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
-import { onMarket, readInventoryPage, type InventoryRow } from './inventory-changes';
+import { inventoryPages, onMarket, type InventoryRow } from './inventory-changes';
 import { MODEL_ID } from './model-files';
 import { LabelIndex } from './label-index';
 import { LoopSlice } from './loop-slice';
@@ -268,21 +268,16 @@ export class InventoryIndex {
   private async read(): Promise<void> {
     const first = this.horizon === undefined;
     let horizon: string | undefined;
-    let after = '';
     let read = 0;
     const saved = first && this.indexFile ? await HnswIndex.load(this.indexFile, this.vectors) : undefined;
     if (saved) this.adopt(saved.index, saved.names);
-    for (;;) {
-      // The first read takes every name on the market (in name order, by the unique index); later
-      // ones, the rows changed since, including names that left the market.
-      const page = await readInventoryPage(this.dataSource, this.environment, after, first ? undefined : this.horizon, PAGE);
-      horizon ??= page.horizon;
-      const changed = page.rows;
-      await this.apply(changed);
-      read += changed.length;
-      if (first && changed.length === PAGE && read % 100_000 < PAGE) this.log(`  ${this.environment}: ${read} names read`);
-      if (changed.length < PAGE) break;
-      after = changed[changed.length - 1].name;
+    // The first read takes every name on the market (in name order, by the unique index); later
+    // ones, the rows changed since, including names that left the market.
+    for await (const page of inventoryPages(this.dataSource, this.environment, first ? undefined : this.horizon, PAGE)) {
+      horizon = page.horizon;
+      await this.apply(page.rows);
+      read += page.rows.length;
+      if (first && !page.last && read % 100_000 < PAGE) this.log(`  ${this.environment}: ${read} names read`);
     }
     // Names the saved graph holds that are no longer on the market.
     for (const slot of this.adopted) this.release(this.slots[slot]!.name, slot);

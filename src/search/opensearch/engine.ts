@@ -36,7 +36,7 @@ import { cosine, type Embedder } from '../embedder';
 import { EmbeddingCache, EmbeddingLogReader } from '../embedding-cache';
 import { CANDIDATES, GLOSS_CANDIDATES, HybridScorer, PER_EXPANSION, type Found, type Gathered, type Vocabulary } from '../hybrid-search';
 import type { Entry } from '../inventory-index';
-import { followListings, onMarket, readInventoryPage, type InventoryRow } from '../inventory-changes';
+import { followListings, inventoryPages, onMarket, type InventoryRow } from '../inventory-changes';
 import { keywordScore } from '../keyword-score';
 import type { EngineStatus } from '../search-client';
 import { segmentLabel } from '../segment';
@@ -304,19 +304,14 @@ export class OpenSearchInventory {
 
   /** Writes the inventory's changes since the horizon (every name, the first time) to the index. */
   private async catchUp(): Promise<void> {
-    let after = '';
     let horizon: string | undefined;
     let wrote = false;
-    for (;;) {
-      const page = await readInventoryPage(this.dataSource, this.environment, after, this.horizon, PAGE);
-      horizon ??= page.horizon;
-      if (page.rows.length) {
-        await this.write(this.alias, page.rows, page.rows.length < PAGE);
-        wrote = true;
-        if (this.horizon === undefined && (this.size % 100_000) < PAGE && this.size >= PAGE) this.log(`  ${this.environment}: ${this.size} names indexed`);
-      }
-      if (page.rows.length < PAGE) break;
-      after = page.rows[page.rows.length - 1].name;
+    for await (const page of inventoryPages(this.dataSource, this.environment, this.horizon, PAGE)) {
+      horizon = page.horizon;
+      if (!page.rows.length) continue;
+      await this.write(this.alias, page.rows, page.last);
+      wrote = true;
+      if (this.horizon === undefined && (this.size % 100_000) < PAGE && this.size >= PAGE) this.log(`  ${this.environment}: ${this.size} names indexed`);
     }
     // Saved only after a write that succeeded (a restart then re-reads less); in memory, always.
     if (wrote || this.horizon === undefined) {
@@ -608,14 +603,10 @@ export class OpenSearchSearch extends HybridScorer {
     /** The changes since each environment's horizon, written to the new index. */
     const catchUp = async () => {
       for (const [environment, inventory] of this.inventories) {
-        let after = '';
         let horizon: string | undefined;
-        for (;;) {
-          const page = await readInventoryPage(this.dataSource, environment, after, horizons.get(environment), PAGE);
-          horizon ??= page.horizon;
+        for await (const page of inventoryPages(this.dataSource, environment, horizons.get(environment), PAGE)) {
+          horizon = page.horizon;
           if (page.rows.length) await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
-          if (page.rows.length < PAGE) break;
-          after = page.rows[page.rows.length - 1].name;
         }
         await this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } });
         horizons.set(environment, horizon!);
@@ -624,20 +615,13 @@ export class OpenSearchSearch extends HybridScorer {
     };
     try {
       for (const [environment, inventory] of this.inventories) {
-        let after = '';
-        let horizon: string | undefined;
         names[environment] = 0;
-        for (;;) {
-          const page = await readInventoryPage(this.dataSource, environment, after, undefined, PAGE);
-          horizon ??= page.horizon;
-          if (page.rows.length) {
-            await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
-            names[environment] += page.rows.length;
-          }
-          if (page.rows.length < PAGE) break;
-          after = page.rows[page.rows.length - 1].name;
+        for await (const page of inventoryPages(this.dataSource, environment, undefined, PAGE)) {
+          horizons.set(environment, page.horizon);
+          if (!page.rows.length) continue;
+          await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
+          names[environment] += page.rows.length;
         }
-        horizons.set(environment, horizon!);
       }
       await catchUp();
       await this.client.indices.updateAliases({ body: { actions: [...(from ? [{ remove: { index: from, alias: this.alias } }] : []), { add: { index, alias: this.alias } }] } });
