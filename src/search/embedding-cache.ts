@@ -88,10 +88,23 @@ export class EmbeddingCache {
     return this.vectors.size;
   }
 
+  /**
+   * Another log to take vectors from before embedding (the OpenSearch engine's words, from the
+   * embedded engine's log on this host, at a first start); none: embed what is missing.
+   */
+  borrowed: EmbeddingLogReader | undefined;
+
   /** Embeds the texts the cache lacks and appends them to the log; then every one of `texts` is in the cache. */
   async fill(texts: string[], embedder: Embedder): Promise<void> {
-    const missing = [...new Set(texts.filter((t) => !this.vectors.has(t)))];
+    let missing = [...new Set(texts.filter((t) => !this.vectors.has(t)))];
     if (missing.length === 0) return;
+    if (this.borrowed) {
+      for (const t of missing) {
+        const vector = this.borrowed.get(t);
+        if (vector) this.set(t, vector);
+      }
+      missing = missing.filter((t) => !this.vectors.has(t));
+    }
     const vectors = await embedder.embedAll(missing);
     missing.forEach((t, i) => this.set(t, vectors[i]));
     this.save();

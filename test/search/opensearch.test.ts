@@ -170,7 +170,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     }
   });
 
-  it("a first indexing takes the vectors the embedded engine made on this host from its log, and embeds only the names it lacks", async function () {
+  it("a first indexing takes the vectors the embedded engine made on this host from its log (names, words), and embeds only what it lacks", async function () {
     this.timeout(5 * 60_000);
     const { url } = await openSearchEngine();
     const { config, dataSource } = getStack();
@@ -181,9 +181,13 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     const { name, text } = named.find((n) => n.text.includes(' '))!;
     // A vector the model would never give the text: the index can only have it from the log.
     const planted = Float32Array.from({ length: DIMENSIONS }, (_, i) => (i === 7 ? 1 : 0));
+    const word = text.split(' ')[0];
+    const plantedWord = Float32Array.from({ length: DIMENSIONS }, (_, i) => (i === 9 ? 1 : 0));
     const log = new EmbeddingCache(path.join(dir, 'sandbox.log'));
     log.set(text, planted);
+    log.set(word, plantedWord);
     log.save();
+    const words = new EmbeddingCache();
     const model = await Embedder.load(cachedModelFiles(config.toolCacheDir)!);
     const asked: string[] = [];
     const embedder = Object.assign(Object.create(model) as Embedder, {
@@ -191,14 +195,16 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     });
     const lines: string[] = [];
     const client = openSearchClient(url);
-    const search = new OpenSearchSearch(dataSource, embedder, client, alias, new EmbeddingCache(), (m) => lines.push(m), {}, (environment) => path.join(dir, `${environment}.log`));
+    const search = new OpenSearchSearch(dataSource, embedder, client, alias, words, (m) => lines.push(m), {}, (environment) => path.join(dir, `${environment}.log`));
     try {
       await search.load('sandbox');
       const doc = (await (await fetch(`${url}/${alias}/_doc/${encodeURIComponent(`sandbox:${name}`)}`)).json()) as { _source: { vector_b64: string } };
       assert.equal(doc._source.vector_b64, encodeVector(planted), 'the vector from the log');
       assert.ok(!asked.includes(text), 'the name in the log is not embedded again');
+      assert.deepEqual(words.get(word), plantedWord, "a word's vector from the log too");
+      assert.ok(!asked.includes(word), 'the word in the log is not embedded again');
       assert.ok(asked.length > 0, 'the names the log lacks are embedded');
-      assert.ok(lines.some((l) => /1 vectors taken from the embedded engine's log/.test(l)), lines.join('\n'));
+      assert.ok(lines.some((l) => /2 vectors taken from the embedded engine's log/.test(l)), lines.join('\n'));
     } finally {
       const index = await aliasTarget(client, alias);
       await search.save();

@@ -476,7 +476,16 @@ export class OpenSearchSearch extends HybridScorer {
     const inventory = this.inventory(environment);
     await inventory.load();
     this.stops.push(inventory.follow(feed));
-    await this.warm(environment, [...this.speller(environment).words()], inventory.vocabulary(this.cache));
+    const words = [...this.speller(environment).words()];
+    // A first start: the words and their senses the embedded engine embedded on this host are not embedded again.
+    const log = this.embeddingLog && words.some((w) => !this.cache.get(w)) ? await EmbeddingLogReader.open(this.embeddingLog(environment)) : undefined;
+    this.cache.borrowed = log;
+    try {
+      await this.warm(environment, words, inventory.vocabulary(this.cache));
+    } finally {
+      this.cache.borrowed = undefined;
+      log?.close();
+    }
     return inventory;
   }
 
