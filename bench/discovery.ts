@@ -36,13 +36,11 @@ import { openDatabase } from '../src/db/data-source';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres';
 import { importInventory, parseInventoryCsv } from '../src/discovery/inventory';
 import type { DomainSearch } from '../src/discovery/search';
-import { createLogger } from '../src/logger';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { startSearchProcess } from '../src/search/search-process';
-import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds } from './support';
-import { admissionParts, type AdmissionParts } from '../src/main/services';
-import { findRedisServer, startRedisServer } from '../src/main/redis-server';
-import { markAdmissionStoreFresh } from '../src/auth/redis-admission';
+import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
+import type { AdmissionParts } from '../src/main/services';
+import { findRedisServer } from '../src/main/redis-server';
 
 const settings = {
   databaseUrl: process.env.BENCH_DATABASE_URL,
@@ -192,18 +190,11 @@ async function main(): Promise<void> {
     if (!['redis', 'postgres', 'both'].includes(admission)) throw new Error(`BENCH_ADMISSION must be redis, postgres or both, not ${admission}`);
     if (!redisExecutable && (admission !== 'postgres' || !settings.admission)) say('redis-server is not installed: Postgres admission only');
     if (admission !== 'postgres' && redisExecutable) {
-      const redisDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-bench-redis-'));
-      const redis = await startRedisServer(redisExecutable, redisDir);
-      cleanups.unshift(async () => {
-        await redis.stop();
-        rmSync(redisDir, { recursive: true, force: true });
-      });
-      await markAdmissionStoreFresh(redis.url);
+      const redis = (await redisAdmission(dataSource, secretBox))!;
+      cleanups.unshift(() => redis.stop());
       redisPid = redis.pid;
-      const parts = await admissionParts({ redis: { url: redis.url } }, dataSource, secretBox, createLogger('silent'));
-      cleanups.unshift(() => parts.close());
-      redisSent = parts.admission!.sent;
-      apis.push({ admission: 'Redis', ...(await listen(appWith(parts).callback())) });
+      redisSent = redis.parts.admission!.sent;
+      apis.push({ admission: 'Redis', ...(await listen(appWith(redis.parts).callback())) });
     }
     if (admission !== 'redis' || !redisExecutable) apis.push({ admission: 'Postgres', ...(await listen(appWith().callback())) });
     const api = apis[0];

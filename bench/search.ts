@@ -10,8 +10,11 @@
  * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
  * `opensearch-2nodes` runs it on a local cluster of two nodes, the index in 2 shards with a replica each.
  * It prints, besides, each process's CPU ms per search at concurrency (user + system, from /proc):
- * this process (API and client), the search process, the OpenSearch nodes, Postgres (ours only).
- * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES.
+ * this process (API and client), the search process, the OpenSearch nodes, Postgres (ours only),
+ * Redis. Admission is in Redis as npm start runs it (a redis-server of its own) where redis-server
+ * is installed, else in Postgres.
+ * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES,
+ * BENCH_ADMISSION=postgres.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -29,7 +32,7 @@ import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opensearch/local-node';
 import { startSearchProcess } from '../src/search/search-process';
-import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds } from './support';
+import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -109,7 +112,7 @@ interface EngineRun {
   searchRss: number;
   openSearchRss?: number;
   /** CPU ms per search at concurrency, by process: this one (API and client), the search process, the OpenSearch nodes, Postgres. */
-  cpuMs: { api: number; search?: number; openSearch?: number; postgres?: number };
+  cpuMs: { api: number; search?: number; openSearch?: number; postgres?: number; redis?: number };
 }
 
 async function main(): Promise<void> {
@@ -124,6 +127,8 @@ async function main(): Promise<void> {
   const [{ n }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = $1 AND status IN ('listed', 'reserved')`, [settings.environment])) as Array<{ n: number }>;
   const { partner } = await findOrCreatePartner(dataSource, 'benchmark');
   const issued = await credentials.issue({ partnerId: partner.id, environment: settings.environment, scopes: ['search'], rateLimitPerSecond: 1_000_000 });
+  // Admission in Redis, as npm start runs it, where redis-server is installed (BENCH_ADMISSION=postgres: in Postgres).
+  const redis = process.env.BENCH_ADMISSION === 'postgres' ? undefined : await redisAdmission(dataSource, secretBox);
   const bare = new Koa();
   bare.use((ctx) => {
     ctx.body = { hello: 'world' };
@@ -148,14 +153,14 @@ async function main(): Promise<void> {
     });
     const readySeconds = (Date.now() - started) / 1000;
     const search = searchProcess.client;
-    const app = createApp(discoveryAppDeps({ config, dataSource, credentials, secretBox, search }));
+    const app = createApp(discoveryAppDeps({ config, dataSource, credentials: redis?.parts.credentials ?? credentials, admission: redis?.parts.admission, listings: redis?.parts.listings, secretBox, search }));
     const api = await listen(app.callback());
     const client = new PartnerClient(api.url, { keyId: issued.keyId, secret: issued.secret });
     const get = (i: number) => client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`);
     // First sight of each query, one at a time: nothing cached for it yet (its vector, spelling, WordNet senses).
     const cold = await measure(async (i) => void (await get(i)), 1, QUERIES.length);
     const searchRssBefore = rssOf(searchProcess.pid);
-    const cpuOf = () => ({ api: process.cpuUsage(), search: processCpuSeconds(searchProcess.pid), openSearch: nodes.length ? nodes.reduce((sum, n) => sum + (processCpuSeconds(n.pid) ?? 0), 0) : undefined, postgres: postgresCpuSeconds(pgDataDir) });
+    const cpuOf = () => ({ api: process.cpuUsage(), search: processCpuSeconds(searchProcess.pid), openSearch: nodes.length ? nodes.reduce((sum, n) => sum + (processCpuSeconds(n.pid) ?? 0), 0) : undefined, postgres: postgresCpuSeconds(pgDataDir), redis: processCpuSeconds(redis?.pid) });
     const cpu0 = cpuOf();
     const signed = await measure(async (i) => {
       const res = await get(i);
@@ -170,6 +175,7 @@ async function main(): Promise<void> {
       search: perSearch(spent(cpu0.search, cpu1.search)),
       openSearch: perSearch(spent(cpu0.openSearch, cpu1.openSearch)),
       postgres: perSearch(postgresCpuSpent(cpu0.postgres, cpu1.postgres)),
+      redis: perSearch(spent(cpu0.redis, cpu1.redis)),
     };
     const serial = await measure(async (i) => void (await get(i)), 1);
     apiRss = Math.max(apiRss, process.memoryUsage().rss);
@@ -187,7 +193,7 @@ async function main(): Promise<void> {
   const mib = (x?: number) => (x ? `${(x / 1024 / 1024).toFixed(0)} MiB` : '–');
   process.stdout.write(
     [
-      `names searched (${settings.environment}): ${n}; ${settings.requests} requests at concurrency ${settings.concurrency}; ${new Date().toISOString().slice(0, 10)}`,
+      `names searched (${settings.environment}): ${n}; ${settings.requests} requests at concurrency ${settings.concurrency}; admission in ${redis ? 'Redis' : 'Postgres'}; ${new Date().toISOString().slice(0, 10)}`,
       '',
       '| engine | ready (index), s | cold p50 / p99, ms | one at a time p50 / p99, ms | concurrency ' + settings.concurrency + ' p50 / p99, ms | req/s | search process RSS | OpenSearch JVM RSS |',
       '|---|---|---|---|---|---|---|---|',
@@ -198,13 +204,14 @@ async function main(): Promise<void> {
       '',
       `CPU ms per search at concurrency ${settings.concurrency} (user + system; this machine has ${os.cpus().length} cores):`,
       '',
-      '| engine | API and client | search process | OpenSearch | Postgres |',
-      '|---|---|---|---|---|',
-      ...runs.map((r) => `| ${r.engine} | ${cpu(r.cpuMs.api)} | ${cpu(r.cpuMs.search)} | ${cpu(r.cpuMs.openSearch)} | ${cpu(r.cpuMs.postgres)} |`),
+      '| engine | API and client | search process | OpenSearch | Postgres | Redis |',
+      '|---|---|---|---|---|---|',
+      ...runs.map((r) => `| ${r.engine} | ${cpu(r.cpuMs.api)} | ${cpu(r.cpuMs.search)} | ${cpu(r.cpuMs.openSearch)} | ${cpu(r.cpuMs.postgres)} | ${cpu(r.cpuMs.redis)} |`),
       '',
     ].join('\n'),
   );
   await credentials.revoke(issued.keyId);
+  await redis?.stop();
   bareServer.server.close();
   await dataSource.destroy();
   await postgres.stop();

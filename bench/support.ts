@@ -1,8 +1,14 @@
 /** What the benchmarks share. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import type { DataSource } from 'typeorm';
 import type { AppDeps } from '../src/api/app';
+import { markAdmissionStoreFresh } from '../src/auth/redis-admission';
+import type { SecretBox } from '../src/auth/secret-box';
 import { createLogger } from '../src/logger';
+import { findRedisServer, startRedisServer } from '../src/main/redis-server';
+import { admissionParts, type AdmissionParts } from '../src/main/services';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 
 /** A free TCP port on loopback (for a benchmark's own Postgres). */
@@ -89,5 +95,28 @@ export function discoveryAppDeps(deps: Pick<AppDeps, 'config' | 'dataSource' | '
     logger: createLogger('silent'),
     temporalReady: async () => undefined,
     ...deps,
+  };
+}
+
+/**
+ * Admission in Redis as `npm start` runs it (a redis-server of the benchmark's own, in a
+ * temporary directory, with the credential and listing caches the change feed keeps current);
+ * undefined where redis-server is not installed. `stop` closes the caches and the server.
+ */
+export async function redisAdmission(dataSource: DataSource, secretBox: SecretBox): Promise<{ parts: AdmissionParts; pid: number; stop(): Promise<void> } | undefined> {
+  const executable = findRedisServer();
+  if (!executable) return undefined;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-bench-redis-'));
+  const redis = await startRedisServer(executable, dir);
+  await markAdmissionStoreFresh(redis.url);
+  const parts = await admissionParts({ redis: { url: redis.url } }, dataSource, secretBox, createLogger('silent'));
+  return {
+    parts,
+    pid: redis.pid,
+    stop: async () => {
+      await parts.close();
+      await redis.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
