@@ -130,6 +130,8 @@ export class OpenSearchInventory {
   private waitingLogged = false;
   /** During a first indexing: the embedded engine's log, read in place. */
   private seed: EmbeddingLogReader | undefined;
+  /** While `load` runs: opens the embedded engine's log of this environment on this host (once, shared with the words' warm-up), if there is one. */
+  private seedLog: (() => Promise<EmbeddingLogReader | undefined>) | undefined;
 
   constructor(
     readonly environment: Environment,
@@ -138,24 +140,29 @@ export class OpenSearchInventory {
     private readonly alias: string,
     private readonly embedder: Embedder,
     private readonly log: (m: string) => void,
-    /** The embedded engine's log of this environment's vectors on this host, if any: a first indexing takes its vectors from it. */
-    private readonly embeddingLog?: string,
   ) {}
 
   /**
    * The vocabulary and the saved horizon from the index, then the changes since (everything, the
-   * first time); a reader waits until the indexer has finished a first indexing.
+   * first time); a reader waits until the indexer has finished a first indexing. `seedLog`: the
+   * embedded engine's log on this host, which a first indexing takes its names' vectors from
+   * (its caller closes it).
    */
-  async load(): Promise<void> {
+  async load(seedLog?: () => Promise<EmbeddingLogReader | undefined>): Promise<void> {
     const count = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
     this.size = (count.body as { count: number }).count;
     await this.loadVocabulary(this.speller);
-    for (;;) {
-      await this.sync();
-      if (this.horizon !== undefined) return;
-      if (!this.waitingLogged) this.log(`${this.environment}: waiting for the indexer (another search process) to finish its first indexing of ${this.alias}…`);
-      this.waitingLogged = true;
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    this.seedLog = seedLog;
+    try {
+      for (;;) {
+        await this.sync();
+        if (this.horizon !== undefined) return;
+        if (!this.waitingLogged) this.log(`${this.environment}: waiting for the indexer (another search process) to finish its first indexing of ${this.alias}…`);
+        this.waitingLogged = true;
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+    } finally {
+      this.seedLog = undefined;
     }
   }
 
@@ -290,14 +297,12 @@ export class OpenSearchInventory {
 
   private async syncOnce(): Promise<void> {
     if (!(await this.takeIndexer())) return this.readIndex();
-    if (this.horizon !== undefined || !this.embeddingLog) return this.catchUp();
+    if (this.horizon !== undefined || !this.seedLog) return this.catchUp();
     // A first indexing: the names the embedded engine embedded on this host are not embedded again.
-    this.seed = await EmbeddingLogReader.open(this.embeddingLog);
-    if (this.seed) this.log(`${this.environment}: ${this.seed.size} vectors taken from the embedded engine's log (${path.basename(this.embeddingLog)})`);
+    this.seed = await this.seedLog();
     try {
       await this.catchUp();
     } finally {
-      this.seed?.close();
       this.seed = undefined;
     }
   }
@@ -466,7 +471,7 @@ export class OpenSearchSearch extends HybridScorer {
 
   inventory(environment: Environment): OpenSearchInventory {
     let inventory = this.inventories.get(environment);
-    if (!inventory) this.inventories.set(environment, (inventory = new OpenSearchInventory(environment, this.dataSource, this.client, this.alias, this.embedder, this.log, this.embeddingLog?.(environment))));
+    if (!inventory) this.inventories.set(environment, (inventory = new OpenSearchInventory(environment, this.dataSource, this.client, this.alias, this.embedder, this.log)));
     return inventory;
   }
 
@@ -474,17 +479,24 @@ export class OpenSearchSearch extends HybridScorer {
   async load(environment: Environment, feed?: ChangeFeed): Promise<OpenSearchInventory> {
     await ensureAlias(this.client, this.alias, this.layout);
     const inventory = this.inventory(environment);
-    await inventory.load();
-    this.stops.push(inventory.follow(feed));
-    const words = [...this.speller(environment).words()];
-    // A first start: the words and their senses the embedded engine embedded on this host are not embedded again.
-    const log = this.embeddingLog && words.some((w) => !this.cache.get(w)) ? await EmbeddingLogReader.open(this.embeddingLog(environment)) : undefined;
-    this.cache.borrowed = log;
+    // A first start: the names, words and senses the embedded engine embedded on this host are
+    // not embedded again. Its log is read (~8.5 s a million texts) when first needed, once.
+    const file = this.embeddingLog?.(environment);
+    let opened: Promise<EmbeddingLogReader | undefined> | undefined;
+    const seedLog = () =>
+      (opened ??= (file ? EmbeddingLogReader.open(file) : Promise.resolve(undefined)).then((reader) => {
+        if (reader) this.log(`${environment}: ${reader.size} vectors taken from the embedded engine's log (${path.basename(file!)})`);
+        return reader;
+      }));
     try {
+      await inventory.load(seedLog);
+      this.stops.push(inventory.follow(feed));
+      const words = [...this.speller(environment).words()];
+      this.cache.borrowed = words.some((w) => !this.cache.get(w)) ? await seedLog() : undefined;
       await this.warm(environment, words, inventory.vocabulary(this.cache));
     } finally {
       this.cache.borrowed = undefined;
-      log?.close();
+      if (opened) (await opened.catch(() => undefined))?.close();
     }
     return inventory;
   }
