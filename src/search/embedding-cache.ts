@@ -89,18 +89,16 @@ export class EmbeddingCache {
   }
 
   /**
-   * Another log to take vectors from before embedding (the OpenSearch engine's words, from the
-   * embedded engine's log on this host, at a first start); none: embed what is missing.
+   * Embeds the texts the cache lacks and appends them to the log; then every one of `texts` is in
+   * the cache. `borrowed`: another log to take vectors from first (the OpenSearch engine's words,
+   * from the embedded engine's log on this host, at a first start).
    */
-  borrowed: EmbeddingLogReader | undefined;
-
-  /** Embeds the texts the cache lacks and appends them to the log; then every one of `texts` is in the cache. */
-  async fill(texts: string[], embedder: Embedder): Promise<void> {
+  async fill(texts: string[], embedder: Embedder, borrowed?: EmbeddingLogReader): Promise<void> {
     let missing = [...new Set(texts.filter((t) => !this.vectors.has(t)))];
     if (missing.length === 0) return;
-    if (this.borrowed) {
+    if (borrowed) {
       for (const t of missing) {
-        const vector = this.borrowed.get(t);
+        const vector = borrowed.get(t);
         if (vector) this.set(t, vector);
       }
       missing = missing.filter((t) => !this.vectors.has(t));

@@ -35,7 +35,7 @@ import { isDomainName, labelOf, normaliseDomainName } from '../discovery/invento
 import { MAX_QUERY_WORDS, MAX_RESULTS, queryWords, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
 import type { ChangeFeed } from '../db/change-feed';
 import { cosine, type Embedder } from './embedder';
-import type { EmbeddingCache } from './embedding-cache';
+import type { EmbeddingCache, EmbeddingLogReader } from './embedding-cache';
 import type { EngineStatus } from './search-client';
 import { InventoryIndex, type Entry } from './inventory-index';
 import { followListings } from './inventory-changes';
@@ -211,11 +211,14 @@ export abstract class HybridScorer implements DomainSearch {
   /** The candidates for a query (a name asked for by `asName` looked up too), with what the scorer needs of each. */
   protected abstract gather(environment: Environment, query: string, asName?: string): Promise<Gathered>;
 
-  /** Embeds the vocabulary's words and their WordNet senses and opens the dictionaries, so that no search waits for them. */
-  protected async warm(environment: Environment, words: string[], vocabulary: Vocabulary): Promise<void> {
+  /**
+   * Embeds the vocabulary's words and their WordNet senses and opens the dictionaries, so that no
+   * search waits for them; `borrowed`: a log to take their vectors from first (EmbeddingCache.fill).
+   */
+  protected async warm(environment: Environment, words: string[], vocabulary: Vocabulary, borrowed?: EmbeddingLogReader): Promise<void> {
     if (words.some((w) => !vocabulary.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
-    await this.wordVectors(words, vocabulary.cache);
-    await this.senseVectors(words, vocabulary.cache);
+    await this.wordVectors(words, vocabulary.cache, borrowed);
+    await this.senseVectors(words, vocabulary.cache, borrowed);
     vocabulary.speller.correctQuery('warmup');
     await expansionWords(['warmup']);
   }
@@ -227,20 +230,20 @@ export abstract class HybridScorer implements DomainSearch {
     return vector;
   }
 
-  protected async wordVectors(words: string[], cache: EmbeddingCache): Promise<Float32Array[]> {
+  protected async wordVectors(words: string[], cache: EmbeddingCache, borrowed?: EmbeddingLogReader): Promise<Float32Array[]> {
     const missing = [...new Set(words.filter((w) => !this.words.has(w)))];
     if (missing.length) {
-      await cache.fill(missing, this.embedder);
+      await cache.fill(missing, this.embedder, borrowed);
       for (const w of missing) this.words.set(w, cache.get(w)!);
     }
     return words.map((w) => this.words.get(w)!);
   }
 
-  protected async senseVectors(words: string[], cache: EmbeddingCache): Promise<void> {
+  protected async senseVectors(words: string[], cache: EmbeddingCache, borrowed?: EmbeddingLogReader): Promise<void> {
     const missing = [...new Set(words.filter((w) => !this.senses.has(w)))];
     if (!missing.length) return;
     const texts = await Promise.all(missing.map((w) => senseTexts(w)));
-    await cache.fill([...new Set(texts.flat())], this.embedder);
+    await cache.fill([...new Set(texts.flat())], this.embedder, borrowed);
     missing.forEach((w, i) => this.senses.set(w, texts[i].map((t) => cache.get(t)!)));
   }
 

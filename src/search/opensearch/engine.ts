@@ -492,10 +492,8 @@ export class OpenSearchSearch extends HybridScorer {
       await inventory.load(seedLog);
       this.stops.push(inventory.follow(feed));
       const words = [...this.speller(environment).words()];
-      this.cache.borrowed = words.some((w) => !this.cache.get(w)) ? await seedLog() : undefined;
-      await this.warm(environment, words, inventory.vocabulary(this.cache));
+      await this.warm(environment, words, inventory.vocabulary(this.cache), words.some((w) => !this.cache.get(w)) ? await seedLog() : undefined);
     } finally {
-      this.cache.borrowed = undefined;
       if (opened) (await opened.catch(() => undefined))?.close();
     }
     return inventory;
