@@ -4,7 +4,7 @@
  * This process holds the API (createApp over its own embedded Postgres in a temp directory, or
  * BENCH_DATABASE_URL, with the sandbox inventory imported; signed search through a search process it
  * starts, data in TOOL_CACHE_DIR/bench-search-data, as in production) and the bare Koa server; the load comes
- * from a child process (this file again, forked), so that the CPU time measured is the API's own.
+ * from a child process (bench/load.ts), so that the CPU time measured is the API's own.
  * BENCH_ROUNDS (3) rounds run the targets in turn (bare, availability, pricing, search), so noise on
  * this machine falls on all alike; per target and round: BENCH_WARMUP (2000) requests, not counted in any figure, then BENCH_REQUESTS (20000) requests (long enough that the load child's own warm-up does not hold back bare Koa) over BENCH_CONCURRENCY keep-alive
  * connections; only 200 answers count. Printed per target, as medians over the rounds: 200s per second, the
@@ -20,7 +20,6 @@
  * setting without REDIS_URL), and BENCH_ADMISSION=both on both APIs, served from this one process.
  * Measures, never asserts timings.
  */
-import { fork } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,7 +29,6 @@ import Koa from 'koa';
 import { createApp } from '../src/api/app';
 import { CredentialService } from '../src/auth/credentials';
 import { SecretBox } from '../src/auth/secret-box';
-import { PartnerClient } from '../src/client/partner-client';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres';
@@ -38,6 +36,7 @@ import { importInventory, parseInventoryCsv } from '../src/discovery/inventory';
 import type { DomainSearch } from '../src/discovery/search';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { startSearchProcess } from '../src/search/search-process';
+import { loadInChild, type LoadJob, type LoadResult } from './load';
 import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 import type { AdmissionParts } from '../src/main/services';
 import { findRedisServer } from '../src/main/redis-server';
@@ -56,88 +55,10 @@ const settings = {
 };
 const say = (m: string) => process.stderr.write(`${m}\n`);
 
-/** What the parent asks the load child to do, and what it answers. */
-interface LoadJob {
-  baseUrl: string;
-  credential?: { keyId: string; secret: string };
-  paths: string[];
-  requests: number;
-  warmup: number;
-  concurrency: number;
-}
-interface LoadResult {
-  /** CPU ms (user + system) of the load child per measured request: signing and the HTTP client. */
-  clientCpuMsPerRequest: number;
-  ok: number;
-  other: Record<string, number>;
-  seconds: number;
-  p50: number;
-  p99: number;
-}
-
-// ---- load child: keep-alive connections, signs each request, counts only 200s ----
-
-async function runLoad(job: LoadJob): Promise<LoadResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: job.concurrency });
-  const client = job.credential ? new PartnerClient(job.baseUrl, job.credential) : undefined;
-  const base = new URL(job.baseUrl);
-  const once = (pathAndQuery: string) =>
-    new Promise<number>((resolve, reject) => {
-      const headers = client ? client.signHeaders('GET', pathAndQuery) : {};
-      const req = http.request({ host: base.hostname, port: base.port, path: pathAndQuery, method: 'GET', agent, headers }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  const phase = async (count: number, latencies?: number[], statuses?: Record<string, number>) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: job.concurrency }, async () => {
-        while (next < count) {
-          const i = next++;
-          const t = process.hrtime.bigint();
-          const status = await once(job.paths[i % job.paths.length]);
-          if (statuses) statuses[status] = (statuses[status] ?? 0) + 1;
-          if (latencies && status === 200) latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
-        }
-      }),
-    );
-  };
-  await phase(job.warmup);
-  // The parent samples CPU from here: warm-up (JIT, pool connections, statements prepared) is not counted.
-  await new Promise<void>((resolve) => process.send!({ measuring: true }, () => resolve()));
-  const latencies: number[] = [];
-  const statuses: Record<string, number> = {};
-  const started = process.hrtime.bigint();
-  const cpu = process.cpuUsage();
-  await phase(job.requests, latencies, statuses);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const used = process.cpuUsage(cpu);
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const { 200: ok = 0, ...other } = statuses;
-  return { clientCpuMsPerRequest: (used.user + used.system) / 1000 / job.requests, ok, other, seconds, p50: latencies[Math.floor(latencies.length * 0.5)] ?? NaN, p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN };
-}
-
-// ---- parent: the API, bare Koa, and one forked load child per phase ----
-
 async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
   const server = http.createServer({ keepAliveTimeout: 60_000 }, handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
-/** Runs `job` in a forked child; `onMeasuring` is called when its warm-up is over and the measured requests start. */
-function loadInChild(job: LoadJob, onMeasuring: () => void): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(__filename, ['--load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.on('message', (m) => ((m as { measuring?: boolean }).measuring ? onMeasuring() : resolve(m as LoadResult)));
-    child.once('error', reject);
-    child.once('exit', (code) => code !== 0 && reject(new Error(`load child exited with ${code}`)));
-    child.send(job);
-  });
 }
 
 interface PhaseResult extends LoadResult {
@@ -316,19 +237,7 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--load')) {
-  process.once('message', (job) => {
-    runLoad(job as LoadJob).then(
-      (result) => process.send!(result, () => process.exit(0)),
-      (err) => {
-        process.stderr.write(`load: ${(err as Error).stack ?? err}\n`);
-        process.exit(1);
-      },
-    );
-  });
-} else {
-  main().catch((err) => {
-    process.stderr.write(`bench: ${(err as Error).stack ?? err}\n`);
-    process.exit(1);
-  });
-}
+main().catch((err) => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -3,14 +3,16 @@
  * stack's database (run `npm start` once first so the data exists; it must not be running, as
  * this opens its embedded Postgres), next to a bare Koa "hello" on the same machine in the same
  * run. As deployed: the search process (src/main/search.ts, model and indexes, over the data
- * directory's embeddings and graphs) is started as a child on a Unix socket of its own; the API,
- * the client and the bare Koa share this process, which loads no model. RSS is reported for both.
+ * directory's embeddings and graphs) is started as a child on a Unix socket of its own; the API
+ * and the bare Koa share this process, which loads no model. RSS is reported for both. The load at
+ * concurrency comes from a child process (bench/load.ts: keep-alive connections, each request
+ * signed), as does bare Koa's; the cold and one-at-a-time searches are sent from this process.
  * Each engine in turn (BENCH_ENGINES, default `embedded,opensearch`): the OpenSearch one on
  * OPENSEARCH_URL, else on a local node of its own, into a fresh alias so that indexing the whole
  * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
  * `opensearch-2nodes` runs it on a local cluster of two nodes, the index in 2 shards with a replica each.
  * It prints, besides, each process's CPU ms per search at concurrency (user + system, from /proc):
- * this process (API and client), the search process, the OpenSearch nodes, Postgres (ours only),
+ * this process (the API), the load child (signing, HTTP client), the search process, the OpenSearch nodes, Postgres (ours only),
  * Redis. Admission is in Redis as npm start runs it (a redis-server of its own) where redis-server
  * is installed, else in Postgres.
  * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES,
@@ -32,6 +34,7 @@ import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opensearch/local-node';
 import { startSearchProcess } from '../src/search/search-process';
+import { loadInChild } from './load';
 import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 
 const settings = {
@@ -111,8 +114,8 @@ interface EngineRun {
   serial: Awaited<ReturnType<typeof measure>>;
   searchRss: number;
   openSearchRss?: number;
-  /** CPU ms per search at concurrency, by process: this one (API and client), the search process, the OpenSearch nodes, Postgres. */
-  cpuMs: { api: number; search?: number; openSearch?: number; postgres?: number; redis?: number };
+  /** CPU ms per search at concurrency, by process: this one (the API), the load child, the search process, the OpenSearch nodes, Postgres. */
+  cpuMs: { api: number; client: number; search?: number; openSearch?: number; postgres?: number; redis?: number };
 }
 
 async function main(): Promise<void> {
@@ -155,23 +158,26 @@ async function main(): Promise<void> {
     const search = searchProcess.client;
     const app = createApp(discoveryAppDeps({ config, dataSource, credentials: redis?.parts.credentials ?? credentials, admission: redis?.parts.admission, listings: redis?.parts.listings, secretBox, search }));
     const api = await listen(app.callback());
-    const client = new PartnerClient(api.url, { keyId: issued.keyId, secret: issued.secret });
+    const credential = { keyId: issued.keyId, secret: issued.secret };
+    // One at a time, the client is this process's (latency only, no CPU is read).
+    const client = new PartnerClient(api.url, credential);
     const get = (i: number) => client.get(`/api/partner/v1/domains/search?q=${encodeURIComponent(QUERIES[i % QUERIES.length])}`);
     // First sight of each query, one at a time: nothing cached for it yet (its vector, spelling, WordNet senses).
     const cold = await measure(async (i) => void (await get(i)), 1, QUERIES.length);
     const searchRssBefore = rssOf(searchProcess.pid);
     const cpuOf = () => ({ api: process.cpuUsage(), search: processCpuSeconds(searchProcess.pid), openSearch: nodes.length ? nodes.reduce((sum, n) => sum + (processCpuSeconds(n.pid) ?? 0), 0) : undefined, postgres: postgresCpuSeconds(pgDataDir), redis: processCpuSeconds(redis?.pid) });
-    const cpu0 = cpuOf();
-    const signed = await measure(async (i) => {
-      const res = await get(i);
-      if (res.status !== 200) throw new Error(`search answered ${res.status}: ${res.text}`);
-    });
+    // At concurrency the load comes from a child process (bench/load.ts), so that this process's CPU is the API's alone.
+    let cpu0 = cpuOf();
+    const load = await loadInChild({ baseUrl: api.url, credential, paths: QUERIES.map((q) => `/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`), requests: settings.requests, warmup: QUERIES.length, concurrency: settings.concurrency }, () => (cpu0 = cpuOf()));
     const cpu1 = cpuOf();
+    if (Object.keys(load.other).length) throw new Error(`search answered other than 200: ${JSON.stringify(load.other)}`);
+    const signed = { p50: load.p50, p99: load.p99, perSecond: load.ok / load.seconds };
     const perSearch = (seconds: number | undefined) => (seconds === undefined ? undefined : (seconds * 1000) / settings.requests);
     const spent = (before?: number, after?: number) => (before === undefined || after === undefined ? undefined : after - before);
     const apiUsed = process.cpuUsage(cpu0.api);
     const cpuMs = {
       api: (apiUsed.user + apiUsed.system) / 1000 / settings.requests,
+      client: load.clientCpuMsPerRequest,
       search: perSearch(spent(cpu0.search, cpu1.search)),
       openSearch: perSearch(spent(cpu0.openSearch, cpu1.openSearch)),
       postgres: perSearch(postgresCpuSpent(cpu0.postgres, cpu1.postgres)),
@@ -186,7 +192,9 @@ async function main(): Promise<void> {
     for (const node of nodes) await node.stop();
     rmSync(socketDir, { recursive: true, force: true });
   }
-  const koa = await measure(async () => void (await (await fetch(bareServer.url)).text()));
+  // Long enough that the load child's own warm-up does not hold back bare Koa.
+  const bareLoad = await loadInChild({ baseUrl: bareServer.url, paths: ['/'], requests: 5 * settings.requests, warmup: settings.requests, concurrency: settings.concurrency });
+  const koa = { p50: bareLoad.p50, p99: bareLoad.p99, perSecond: bareLoad.ok / bareLoad.seconds };
 
   const ms = (x: number) => x.toFixed(1);
   const cpu = (x?: number) => (x === undefined ? '–' : x.toFixed(2));
@@ -200,13 +208,13 @@ async function main(): Promise<void> {
       ...runs.map((r) => `| ${r.engine} | ${r.readySeconds.toFixed(1)} | ${ms(r.cold.p50)} / ${ms(r.cold.p99)} | ${ms(r.serial.p50)} / ${ms(r.serial.p99)} | ${ms(r.signed.p50)} / ${ms(r.signed.p99)} | ${r.signed.perSecond.toFixed(0)} | ${mib(r.searchRss)} | ${mib(r.openSearchRss)} |`),
       `| bare Koa hello | | | | ${ms(koa.p50)} / ${ms(koa.p99)} | ${koa.perSecond.toFixed(0)} | | |`,
       '',
-      `API process RSS (API, client and bare Koa together; no model): ${mib(apiRss)}`,
+      `API process RSS (API, bare Koa and the one-at-a-time client together; no model): ${mib(apiRss)}`,
       '',
       `CPU ms per search at concurrency ${settings.concurrency} (user + system; this machine has ${os.cpus().length} cores):`,
       '',
-      '| engine | API and client | search process | OpenSearch | Postgres | Redis |',
-      '|---|---|---|---|---|---|',
-      ...runs.map((r) => `| ${r.engine} | ${cpu(r.cpuMs.api)} | ${cpu(r.cpuMs.search)} | ${cpu(r.cpuMs.openSearch)} | ${cpu(r.cpuMs.postgres)} | ${cpu(r.cpuMs.redis)} |`),
+      '| engine | API | load client | search process | OpenSearch | Postgres | Redis |',
+      '|---|---|---|---|---|---|---|',
+      ...runs.map((r) => `| ${r.engine} | ${cpu(r.cpuMs.api)} | ${cpu(r.cpuMs.client)} | ${cpu(r.cpuMs.search)} | ${cpu(r.cpuMs.openSearch)} | ${cpu(r.cpuMs.postgres)} | ${cpu(r.cpuMs.redis)} |`),
       '',
     ].join('\n'),
   );
