@@ -82,7 +82,7 @@ export function loadInChild(job: LoadJob, onMeasuring: () => void = () => undefi
     const child = fork(__filename, ['--load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     child.on('message', (m) => ((m as { measuring?: boolean }).measuring ? onMeasuring() : resolve(m as LoadResult)));
     child.once('error', reject);
-    child.once('exit', (code) => code !== 0 && reject(new Error(`load child exited with ${code}`)));
+    child.once('exit', (code, signal) => code !== 0 && reject(new Error(`load child ${signal ? `killed by ${signal}` : `exited with ${code}`}`)));
     child.send(job);
   });
 }

@@ -169,15 +169,15 @@ export class LabelIndex {
     }
     if (this.labels[slot] !== undefined) this.remove(slot);
     this.labels[slot] = label;
-    const codes = new Set(trigramCodes(label, scratch));
-    for (const gram of codes) this.grams.add(gram, slot);
+    const keys = this.keysOf(label);
+    for (const gram of keys.grams) this.grams.add(gram, slot);
     if (this.signatures.length < 2 * slot + 2) {
       const grown = new Uint32Array(Math.max(2 * slot + 2, this.signatures.length * 2));
       grown.set(this.signatures);
       this.signatures = grown;
     }
-    [this.signatures[2 * slot], this.signatures[2 * slot + 1]] = signature(codes);
-    for (const s of stems(label, this.stopWords)) this.labelStems.add(s, slot);
+    [this.signatures[2 * slot], this.signatures[2 * slot + 1]] = signature(keys.grams);
+    for (const s of keys.stems) this.labelStems.add(s, slot);
     this.joinCategory(slot, category);
     const tld = name.slice(label.length + 1);
     this.tldOf[slot] = tld;
@@ -190,14 +190,20 @@ export class LabelIndex {
     if (label === undefined) return;
     this.labels[slot] = undefined;
     this.signatures[2 * slot] = this.signatures[2 * slot + 1] = 0;
-    for (const gram of new Set(trigramCodes(label, scratch))) this.grams.stale(gram);
-    for (const s of stems(label, this.stopWords)) this.labelStems.stale(s);
+    const keys = this.keysOf(label);
+    for (const gram of keys.grams) this.grams.stale(gram);
+    for (const s of keys.stems) this.labelStems.stale(s);
     this.leaveCategory(slot);
     const tld = this.tldOf[slot]!;
     this.tldOf[slot] = undefined;
     const left = (this.tlds.get(tld) ?? 1) - 1;
     if (left > 0) this.tlds.set(tld, left);
     else this.tlds.delete(tld);
+  }
+
+  /** The keys a label is listed under: its distinct trigrams and its full-text stems (the same for add and remove). */
+  private keysOf(label: string): { grams: Set<number>; stems: string[] } {
+    return { grams: new Set(trigramCodes(label, scratch)), stems: stems(label, this.stopWords) };
   }
 
   private joinCategory(slot: number, category: string): void {
