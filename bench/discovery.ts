@@ -21,8 +21,7 @@
  * Measures, never asserts timings.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import Koa from 'koa';
@@ -37,7 +36,7 @@ import type { DomainSearch } from '../src/discovery/search';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { startSearchProcess } from '../src/search/search-process';
 import { loadInChild, type LoadJob, type LoadResult } from './load';
-import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
+import { discoveryAppDeps, freePort, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 import type { AdmissionParts } from '../src/main/services';
 import { findRedisServer } from '../src/main/redis-server';
 
@@ -54,12 +53,6 @@ const settings = {
   admission: process.env.BENCH_ADMISSION || undefined,
 };
 const say = (m: string) => process.stderr.write(`${m}\n`);
-
-async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
-  const server = http.createServer({ keepAliveTimeout: 60_000 }, handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 interface PhaseResult extends LoadResult {
   name: string;

@@ -22,9 +22,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { createApp } from '../src/api/app';
 import { CredentialService } from '../src/auth/credentials';
@@ -36,7 +34,7 @@ import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opensearch/local-node';
 import { startSearchProcess } from '../src/search/search-process';
 import { loadInChild } from './load';
-import { discoveryAppDeps, freePort, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
+import { discoveryAppDeps, freePort, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -50,12 +48,6 @@ const QUERIES = [
   'hotel paris',
   'solar energy',
 ];
-
-async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
-  const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 async function measure(send: (i: number) => Promise<void>, concurrency = settings.concurrency, requests = settings.requests): Promise<{ p50: number; p99: number; perSecond: number }> {
   const latencies: number[] = [];

@@ -1,5 +1,7 @@
 /** What the benchmarks share. */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -13,6 +15,13 @@ import { QuoteTokenSigner } from '../src/orders/quote-token';
 
 /** A free TCP port on loopback (for a benchmark's own Postgres). */
 export { freePort } from '../src/main/child-process';
+
+/** Serves `handler` on a free loopback port, keeping idle connections a minute (the load child's are keep-alive). */
+export async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
 
 export interface ProcessCpu {
   pid: number;

@@ -477,7 +477,7 @@ export class HybridSearch extends HybridScorer {
     nearing.catch(() => undefined);
     // The keyword hits meanwhile (at 1M names the worker's ~2.5 ms and these ~1 ms overlap), each
     // with the name it was scored as: a slot another name has taken by the answer is left out.
-    const keywordHits = index.labels.search(queryWords(corrected), CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }, (slot) => index.slots[slot]).map((hit) => ({ ...hit, name: index.slots[hit.slot]?.name }));
+    const keywordHits = index.labels.search(queryWords(corrected), CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }, (slot) => index.slots[slot]);
     const [near, nearGloss] = await nearing;
 
     // From here on, no await: each slot is read as it is now (a slot freed meanwhile is skipped

@@ -130,6 +130,8 @@ export interface LabelHit {
   slot: number;
   /** The keyword score (keyword-score.ts). */
   score: number;
+  /** The name the slot held when it was scored (`entry(slot)`): a caller that waits before reading the slot can tell whether it still does. */
+  name: string;
 }
 
 export class LabelIndex {
@@ -344,7 +346,7 @@ export class LabelIndex {
       if (w.length >= 4 && fuzzy(w) && (w !== joined || words.length === 1)) take(this.similar(w, PROBE_LIMIT));
       for (const v of w === joined && words.length > 1 ? [] : variants(w)) take(this.containing(v, PROBE_LIMIT));
     }
-    const hits: Array<LabelHit & { name: string; available: boolean }> = [];
+    const hits: Array<LabelHit & { available: boolean }> = [];
     for (const slot of candidates) {
       const label = this.labels[slot];
       const named = entry(slot);
@@ -353,6 +355,6 @@ export class LabelIndex {
       if (score !== undefined) hits.push({ slot, score, name: named.name, available: named.available });
     }
     hits.sort((a, b) => b.score - a.score || Number(b.available) - Number(a.available) || a.name.length - b.name.length || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    return hits.slice(0, limit).map(({ slot, score }) => ({ slot, score }));
+    return hits.slice(0, limit).map(({ slot, score, name }) => ({ slot, score, name }));
   }
 }
