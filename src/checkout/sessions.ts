@@ -132,9 +132,11 @@ export async function buyNowSession(deps: CheckoutDeps, housePartnerId: string, 
         // Raw SQL: a Postgres advisory lock per name, held until this transaction ends.
         const [{ locked }] = (await tx.query('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS locked', [BUY_NOW_LOCK_SPACE, `${environment}:${name}`])) as Array<{ locked: boolean }>;
         if (!locked) return LOCK_TAKEN;
+        // The last hour on the database's clock, which stamped the sessions' createdAt.
+        const hourAgo = new Date((await databaseNow(tx)).getTime() - 60 * 60 * 1000);
         const open = await tx.getRepository(CheckoutSession).findOne({
           // A session that took its last declined card is not handed to the next buyer.
-          where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(new Date(Date.now() - 60 * 60 * 1000)), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
+          where: { partnerId: housePartnerId, environment, domain: name, status: 'open', createdAt: MoreThan(hourAgo), declinedAttempts: LessThan(MAX_DECLINED_ATTEMPTS) },
           order: { createdAt: 'DESC' },
         });
         return open ?? (await openSession(deps, { partnerId: housePartnerId, environment, domain: name }, tx, true));

@@ -20,6 +20,7 @@ export async function freshDomain(): Promise<ListedDomain> {
   const [row] = (await getStack().dataSource.query(
     `SELECT name, buy_now_price_cents FROM domains d
      WHERE environment = 'sandbox' AND status = 'listed' AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.domain_id = d.id)
+       AND NOT EXISTS (SELECT 1 FROM checkout_sessions c WHERE c.domain_id = d.id)
        AND name <> ALL($1)
      ORDER BY random() LIMIT 1`,
     [[...SEARCH_TEST_NAMES, ...READ_TEST_NAMES]],
