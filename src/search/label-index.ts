@@ -339,7 +339,9 @@ export class LabelIndex {
       const slot = this.slotOf(`${joined}.${tld}`);
       if (slot !== undefined) candidates.add(slot);
     }
-    take(this.topicalSlots(queryStems, PROBE_LIMIT));
+    // Each of these is topical (checked just now): its score need not stem its label again.
+    const topicalNow = new Set(this.topicalSlots(queryStems, PROBE_LIMIT));
+    take(topicalNow);
     // As the SQL: words under 3 letters are everywhere, and the joined words of a phrase are probed by each word's similarity.
     for (const w of new Set([joined, ...words.filter((w) => w.length >= 3)])) {
       take(this.containing(w, PROBE_LIMIT));
@@ -351,7 +353,7 @@ export class LabelIndex {
       const label = this.labels[slot];
       const named = entry(slot);
       if (label === undefined || !named) continue;
-      const score = keywordScore(label, words, () => this.topical(slot, queryStems));
+      const score = keywordScore(label, words, () => topicalNow.has(slot) || this.topical(slot, queryStems));
       if (score !== undefined) hits.push({ slot, score, name: named.name, available: named.available });
     }
     hits.sort((a, b) => b.score - a.score || Number(b.available) - Number(a.available) || a.name.length - b.name.length || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
