@@ -12,6 +12,8 @@
  * OPENSEARCH_URL, else on a local node of its own, into a fresh alias so that indexing the whole
  * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
  * `opensearch-2nodes` runs it on a local cluster of two nodes, the index in 2 shards with a replica each.
+ * An OpenSearch index is searched once its merges have settled (a fresh one at 1M names is still
+ * merging the segments its bulk writes made; the wait and the segments are printed).
  * It prints, besides, each process's CPU ms per search at concurrency (user + system, from /proc):
  * this process (the API), the load child (signing, HTTP client), the search process, the OpenSearch nodes, Postgres (ours only),
  * Redis. Admission is in Redis as npm start runs it (a redis-server of its own) where redis-server
@@ -102,6 +104,8 @@ interface EngineRun {
   engine: string;
   /** From the search process's start until it answers: reading, embedding (cached or not) and indexing the inventory. */
   readySeconds: number;
+  /** OpenSearch: how long its fresh index's merges took to settle after it was ready, and its segments. */
+  settled?: { seconds: number; segmentsBefore: number; segmentsAfter: number };
   cold: Awaited<ReturnType<typeof measure>>;
   signed: Awaited<ReturnType<typeof measure>>;
   serial: Awaited<ReturnType<typeof measure>>;
@@ -109,6 +113,26 @@ interface EngineRun {
   openSearchRss?: number;
   /** CPU ms per search at concurrency, by process: this one (the API), the load child, the search process, the OpenSearch nodes, Postgres. */
   cpuMs: { api: number; client: number; search?: number; openSearch?: number; postgres?: number; redis?: number };
+}
+
+/**
+ * Waits until no merge runs on the index (three looks 5 s apart), up to an hour: how long that
+ * took, and its segments (primaries and replicas) before and after.
+ */
+async function mergesSettled(url: string, index: string): Promise<{ seconds: number; segmentsBefore: number; segmentsAfter: number }> {
+  const started = Date.now();
+  const look = async () => {
+    const res = await fetch(`${url}/${index}/_stats/merge,segments`);
+    if (!res.ok) throw new Error(`${index}/_stats: ${res.status} ${await res.text()}`);
+    const total = ((await res.json()) as { _all: { total: { merges: { current: number }; segments: { count: number } } } })._all.total;
+    return { merging: total.merges.current, segments: total.segments.count };
+  };
+  const segmentsBefore = (await look()).segments;
+  for (let quiet = 0; quiet < 3 && Date.now() - started < 60 * 60_000; ) {
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    quiet = (await look()).merging === 0 ? quiet + 1 : 0;
+  }
+  return { seconds: (Date.now() - started) / 1000, segmentsBefore, segmentsAfter: (await look()).segments };
 }
 
 async function main(): Promise<void> {
@@ -140,7 +164,7 @@ async function main(): Promise<void> {
     const openSearch = engine.startsWith('opensearch');
     const nodes = openSearch && !config.search.opensearch.url ? await startNodes(engine === 'opensearch-2nodes' ? 2 : 1, socketDir, config.toolCacheDir, config.search.opensearch.heap) : [];
     const layout = engine === 'opensearch-2nodes' ? { OPENSEARCH_SHARDS: '2', OPENSEARCH_REPLICAS: '1' } : {};
-    const engineEnv = openSearch ? { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: nodes[0]?.url ?? config.search.opensearch.url, OPENSEARCH_INDEX: `bench-search-${Date.now()}`, ...layout } : { SEARCH_ENGINE: 'embedded' };
+    const engineEnv: Record<string, string | undefined> = openSearch ? { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: nodes[0]?.url ?? config.search.opensearch.url, OPENSEARCH_INDEX: `bench-search-${Date.now()}`, ...layout } : { SEARCH_ENGINE: 'embedded' };
     const started = Date.now();
     const searchProcess = await startSearchProcess({
       env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...engineEnv },
@@ -148,6 +172,9 @@ async function main(): Promise<void> {
       timeoutMs: 4 * 60 * 60_000,
     });
     const readySeconds = (Date.now() - started) / 1000;
+    // A fresh index is still merging the segments its bulk writes made (93 at 1M names): searched
+    // then, every k-NN query walks each segment's graph. Measured once its merges have settled.
+    const settled = openSearch ? await mergesSettled(engineEnv.OPENSEARCH_URL!, engineEnv.OPENSEARCH_INDEX!) : undefined;
     const search = searchProcess.client;
     const app = createApp(discoveryAppDeps({ config, dataSource, credentials: redis?.parts.credentials ?? credentials, admission: redis?.parts.admission, listings: redis?.parts.listings, secretBox, search }));
     const api = await listen(app.callback());
@@ -178,10 +205,10 @@ async function main(): Promise<void> {
     };
     const serial = await measure(async (i) => void (await get(i)), 1);
     apiRss = Math.max(apiRss, process.memoryUsage().rss);
-    runs.push({ engine, readySeconds, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), cpuMs, openSearchRss: nodes.length ? nodes.reduce((sum, n) => sum + rssOf(n.pid), 0) : undefined });
+    runs.push({ engine, readySeconds, settled, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), cpuMs, openSearchRss: nodes.length ? nodes.reduce((sum, n) => sum + rssOf(n.pid), 0) : undefined });
     api.server.close();
     await searchProcess.stop();
-    if (openSearch && !nodes.length) await fetch(`${config.search.opensearch.url}/${(engineEnv as { OPENSEARCH_INDEX: string }).OPENSEARCH_INDEX}*`, { method: 'DELETE' }).catch(() => undefined);
+    if (openSearch && !nodes.length) await fetch(`${config.search.opensearch.url}/${engineEnv.OPENSEARCH_INDEX}*`, { method: 'DELETE' }).catch(() => undefined);
     for (const node of nodes) await node.stop();
     rmSync(socketDir, { recursive: true, force: true });
   }
@@ -202,6 +229,7 @@ async function main(): Promise<void> {
       `| bare Koa hello | | | | ${ms(koa.p50)} / ${ms(koa.p99)} | ${koa.perSecond.toFixed(0)} | | |`,
       '',
       `API process RSS (API, bare Koa and the one-at-a-time client together; no model): ${mib(apiRss)}`,
+      ...runs.filter((r) => r.settled).map((r) => `${r.engine}: searched once the index's merges had settled, ${r.settled!.seconds.toFixed(0)} s after it was ready: ${r.settled!.segmentsBefore} segments then, ${r.settled!.segmentsAfter} after`),
       '',
       `CPU ms per search at concurrency ${settings.concurrency} (user + system; this machine has ${os.cpus().length} cores):`,
       '',
