@@ -9,7 +9,7 @@ import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
 import { DIMENSIONS, Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { cachedModelFiles } from '../../src/search/model-files';
-import { aliasTarget, bulkWrite, openSearchClient, OpenSearchSearch } from '../../src/search/opensearch/engine';
+import { aliasTarget, bulkWrite, infixQuery, openSearchClient, OpenSearchSearch } from '../../src/search/opensearch/engine';
 import { encodeVector } from '../../src/search/opensearch/mapping';
 import { segmentLabel } from '../../src/search/segment';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
@@ -71,6 +71,32 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     assert.equal(keywordScore('procoffee', ['coffee'], false), 0.8333);
     assert.equal(keywordScore('zebra', ['coffee'], false), undefined, 'no keyword hit');
     assert.equal(keywordScore('zebra', ['coffee'], true), 0.3, 'a topical match alone');
+  });
+
+  it("labels holding a word: the phrase of the word's trigrams finds the very names `*word*` does", async () => {
+    const { url } = await openSearchEngine();
+    await caughtUp('sandbox');
+    const client = openSearchClient(url);
+    const labels = (await onMarket('sandbox')).map((n) => n.slice(0, n.indexOf('.')));
+    // Pieces of labels (some across a hyphen once it is taken out), and words found nowhere.
+    const words = new Set(['coffee', 'shop', 'tea', 'zzqx', '123', 'aaa']);
+    labels.slice(0, 150).forEach((l, i) => {
+      words.add(l.slice(i % 3, (i % 3) + 3 + (i % 5)));
+      words.add(l.replace(/-/g, '').slice(1, 7));
+    });
+    const names = async (query: Record<string, unknown>) => {
+      const response = await client.search({ index: 'partner-api-domains', body: { size: 10_000, _source: false, query: { bool: { filter: [{ term: { environment: 'sandbox' } }, query] } } } });
+      return (response.body as { hits: { hits: Array<{ _id: string }> } }).hits.hits.map((h) => h._id).sort();
+    };
+    let found = 0;
+    for (const w of [...words].filter((x) => /^[a-z0-9]{3,}$/.test(x))) {
+      assert.ok('constant_score' in infixQuery(w), w);
+      const byPhrase = await names(infixQuery(w));
+      assert.deepEqual(byPhrase, await names({ wildcard: { 'label.infix': { value: `*${w}*` } } }), w);
+      if (byPhrase.length) found++;
+    }
+    assert.ok(found >= 100, `${found} words found in some label`);
+    await client.close();
   });
 
   it('the labelled queries give the same nDCG@5 per kind on both engines (within 0.01)', async function () {
