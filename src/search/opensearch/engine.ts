@@ -31,6 +31,7 @@ import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/Postgres
 import type { Environment } from '../../config';
 import type { ChangeFeed } from '../../db/change-feed';
 import { dedicatedClient } from '../../db/dedicated-client';
+import { labelOf } from '../../discovery/inventory';
 import { queryWords } from '../../discovery/search';
 import { cosine, type Embedder } from '../embedder';
 import { EmbeddingCache, EmbeddingLogReader } from '../embedding-cache';
@@ -455,12 +456,14 @@ const literal = (w: string) => w.replace(/[\\*?]/g, '\\$&');
 
 /**
  * Labels holding the word (SQL's `LIKE '%word%'`). A word of three or more letters and digits is
- * the phrase of its trigrams in `label.trigram`: the ngram tokenizer places a run's trigrams one
- * position apart, so the phrase matches where the word's letters stand together in the label.
- * Scored as the wildcard was (a constant 1), so the keyword probe's 200 are the same. The same
- * names as `*word*` on `label.infix` (tested), without its cost: the wildcard compiled automata
- * for each word of each search, ~20 % of the node's CPU samples under load. A shorter word has no
- * trigram and keeps the wildcard.
+ * the phrase of its trigrams in `label.trigram`, scored as the wildcard was (a constant 1): every
+ * name `*word*` on `label.infix` finds (tested), without its cost (the wildcard compiled automata
+ * for each word of each search, ~20 % of the node's CPU samples under load). The ngram tokenizer
+ * places all of a label's trigrams one position apart, across a hyphen too, so the phrase also
+ * finds a label whose runs overlap by two letters there (`bio-ionic` for `bionic`): such a
+ * candidate is scored by the ranker's formula like any other, and the spelling's look-up keeps
+ * only labels that hold the word. Any other word (shorter, or not letters and digits) keeps the
+ * wildcard.
  */
 export function infixQuery(word: string): Record<string, unknown> {
   if (/^[a-z0-9]{3,}$/.test(word)) return { constant_score: { filter: { match_phrase: { 'label.trigram': { query: word } } } } };
@@ -536,7 +539,8 @@ export class OpenSearchSearch extends HybridScorer {
       index: this.alias,
       body: { size: limit, _source: ['name', 'text', 'words', 'available', 'buy_now_price_cents', 'currency'], query: { bool: { filter: [{ term: { environment } }, infixQuery(word)] } } },
     });
-    return (response.body as SearchBody).hits.hits.map((h) => entryOf(h._source));
+    // The trigram phrase can join two of a label's runs across a hyphen (infixQuery).
+    return (response.body as SearchBody).hits.hits.map((h) => entryOf(h._source)).filter((entry) => labelOf(entry.name).includes(word));
   }
 
   protected async gather(environment: Environment, query: string, asName?: string): Promise<Gathered> {
@@ -584,8 +588,8 @@ export class OpenSearchSearch extends HybridScorer {
    * words besides. Scored by the ranker's own formula afterwards. The BM25 clause is not fuzzy:
    * a typo is the speller's (the query comes corrected) and the trigram clause's, as in the
    * embedded engine, and a fuzzy match built Levenshtein automata for each word of each search
-   * (~17 % of the node's CPU samples under load once the wildcards were gone; an A/B at 4k names
-   * gave 18.4 and 17.8 ms of the node's CPU a search against 19.4).
+   * (~17 % of the node's CPU samples under load once the wildcards were gone; an A/B at 4k names,
+   * 18.4 and 17.8 ms of the node's CPU a search against 19.4, is within the run-to-run spread).
    */
   private keywordQuery(environment: Environment, corrected: string, speller: Speller): Record<string, unknown> {
     const words = queryWords(corrected);

@@ -9,7 +9,8 @@
  *   name       the domain name (keyword): looked up when a query is written as a name
  *   label      the label (keyword) for an exact match; `label.trigram` for the label holding a
  *              word (the phrase of its trigrams) and for a word close to it by trigrams (typos);
- *              `label.infix` (wildcard) for a word too short to have a trigram
+ *              `label.infix` (wildcard) for any other word (under 3 characters, or not letters
+ *              and digits)
  *   text       the label split into words (`espresso bar`), BM25 over them
  *   words      the same words as keywords: the names holding a word (query expansions)
  *   document   label and category, English stems: the keyword ranker's `topical` match
