@@ -537,7 +537,7 @@ export class OpenSearchSearch extends HybridScorer {
   private async namesContaining(environment: Environment, word: string, limit: number): Promise<Entry[]> {
     const response = await this.client.search({
       index: this.alias,
-      body: { size: limit, _source: ['name', 'text', 'words', 'available', 'buy_now_price_cents', 'currency'], query: { bool: { filter: [{ term: { environment } }, infixQuery(word)] } } },
+      body: { size: limit, _source: SOURCE, query: { bool: { filter: [{ term: { environment } }, infixQuery(word)] } } },
     });
     // The trigram phrase can join two of a label's runs across a hyphen (infixQuery).
     return (response.body as SearchBody).hits.hits.map((h) => entryOf(h._source)).filter((entry) => labelOf(entry.name).includes(word));
