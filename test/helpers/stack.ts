@@ -326,3 +326,27 @@ export function openSearchEngine(): Promise<{ client: SearchClient; url: string;
   })();
   return openSearch;
 }
+
+/**
+ * What holds a file's time-skipping server: its clock, and each open workflow with its pending
+ * activities (a running activity stops the clock from skipping). Printed when a test's wait on
+ * time runs out, so a hang says why.
+ */
+export async function openWorkflowsReport(env: TestWorkflowEnvironment): Promise<string> {
+  const service = env.client.workflowService;
+  // Locked, the server's clock moves with the wall clock; free to skip, it jumps timer to timer.
+  const before = await env.currentTimeMs();
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const after = await env.currentTimeMs();
+  const lines = [`server clock: ${new Date(after).toISOString()}, moved ${after - before} ms in 2 s of wall time`];
+  const open = await service.listOpenWorkflowExecutions({ namespace: 'default', maximumPageSize: 100 });
+  for (const e of open.executions ?? []) {
+    const execution = { workflowId: e.execution?.workflowId ?? '', runId: e.execution?.runId ?? '' };
+    const d = await service.describeWorkflowExecution({ namespace: 'default', execution });
+    lines.push(`open: ${e.type?.name} ${execution.workflowId}`);
+    for (const a of d.pendingActivities ?? []) {
+      lines.push(`  activity ${a.activityType?.name} state=${a.state} attempt=${a.attempt} last failure: ${a.lastFailure?.message ?? '-'}`);
+    }
+  }
+  return lines.join('\n');
+}

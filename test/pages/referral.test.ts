@@ -7,7 +7,7 @@ import { reconcile } from '../../src/finance/reconcile';
 import { launchBrowser, screenshots } from '../helpers/browser';
 import { recordHistory } from '../helpers/histories';
 import { affiliatePartner, BROWSER_UA, eventually } from '../helpers/referral';
-import { getStack, ownTemporal } from '../helpers/stack';
+import { getStack, openWorkflowsReport, ownTemporal } from '../helpers/stack';
 import { freshDomain, fulfilmentResult } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { admin } from '../helpers/admin';
@@ -118,15 +118,34 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     const s = getStack();
     const { client } = await affiliatePartner(500);
     const context = await browser.newContext({ userAgent: BROWSER_UA });
-    // This test hung twice in full runs (2026-11-25, 2026-11-27) without saying where: each step
-    // that waits on Temporal now fails with its name after 100 s.
-    const step = <T>(label: string, work: Promise<T>): Promise<T> =>
-      Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${label} did not finish within 100 s`)), 100_000).unref())]);
-    const { sale, price } = await step('the referred purchase', referredPurchase(context, client));
+    // This test hung in full runs (2026-11-25, 2026-11-27, 2026-11-28) on "the referral workflow
+    // result": the 30-day window was not skipped. Each step that waits on Temporal fails with its
+    // name after 100 s, with what held the file's server (openWorkflowsReport), and its calls are
+    // then cancelled, so a poll left behind cannot fail the next file.
+    const step = async <T>(label: string, work: () => Promise<T>): Promise<T> => {
+      const abort = new AbortController();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          openWorkflowsReport(s.env)
+            .then(
+              (report) => reject(new Error(`${label} did not finish within 100 s\n${report}`)),
+              (err: Error) => reject(new Error(`${label} did not finish within 100 s (no report: ${err.message})`)),
+            )
+            .finally(() => abort.abort());
+        }, 100_000);
+      });
+      try {
+        return await Promise.race([s.env.connection.withAbortSignal(abort.signal, work), timedOut]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const { sale, price } = await step('the referred purchase', () => referredPurchase(context, client));
     const commission = Math.floor((price * 500) / 10_000);
     // Refunded by the service at once (its transfer is stopped), twice over.
     for (let i = 0; i < 2; i++) {
-      const res = await step(`admin order refund (${i + 1})`, admin('order', 'refund', sale.order_id, '--json'));
+      const res = await step(`admin order refund (${i + 1})`, () => admin('order', 'refund', sale.order_id, '--json'));
       assert.equal(res.code, 0, res.stderr);
     }
     let c = await commissions(client);
@@ -135,9 +154,9 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
       ['reversed', -commission, 0],
     ]);
     assert.deepEqual([c.balance_cents, c.pending_cents], [0, 0]);
-    assert.equal((await step('the fulfilment result', fulfilmentResult(sale.order_id))).status, 'REFUNDED');
-    assert.equal(await step('the referral workflow result', s.env.client.workflow.getHandle(referralWorkflowId(sale.sale_id)).result()), 'reversed');
-    await step('recording the history', recordHistory(referralWorkflowId(sale.sale_id), 'referral-reversed'));
+    assert.equal((await step('the fulfilment result', () => fulfilmentResult(sale.order_id))).status, 'REFUNDED');
+    assert.equal(await step('the referral workflow result', () => s.env.client.workflow.getHandle(referralWorkflowId(sale.sale_id)).result()), 'reversed');
+    await step('recording the history', () => recordHistory(referralWorkflowId(sale.sale_id), 'referral-reversed'));
     c = await commissions(client);
     assert.equal(c.data.length, 2, 'nothing accrued after the reversal');
     assert.equal((await client.get<{ commission_cents: number }>('/api/partner/v1/analytics')).body.commission_cents, 0);
