@@ -39,6 +39,9 @@ export interface EngineStatus {
   searchesThatRead?: number;
   /** Whether this search process writes the index (the OpenSearch engine: one indexer per environment among the processes on an index). */
   indexer?: boolean;
+  /** The OpenSearch engine: the mapping version of the index searched (as read at start), and the one this code writes (`admin search reindex` builds one of it). */
+  mappingVersion?: number;
+  expectedMappingVersion?: number;
 }
 
 /** The search process did not answer as it should; the message says how (for the log only). */

@@ -9,8 +9,8 @@ import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
 import { DIMENSIONS, Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { cachedModelFiles } from '../../src/search/model-files';
-import { aliasTarget, bulkWrite, infixQuery, openSearchClient, OpenSearchSearch } from '../../src/search/opensearch/engine';
-import { encodeVector, indexSettings } from '../../src/search/opensearch/mapping';
+import { aliasTarget, bulkWrite, indexMapping, infixQuery, openSearchClient, OpenSearchInventory, OpenSearchSearch } from '../../src/search/opensearch/engine';
+import { encodeVector, indexSettings, MAPPING_VERSION } from '../../src/search/opensearch/mapping';
 import { segmentLabel } from '../../src/search/segment';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { adminWith } from '../helpers/admin';
@@ -293,6 +293,28 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     assert.deepEqual(await client.search('sandbox', 'coffee shop'), before);
   });
 
+  it("an index of another mapping version is searched, and the log and status say a reindex builds one of this code's", async () => {
+    const { url, client: search } = await openSearchEngine();
+    const client = openSearchClient(url);
+    const alias = `old-mapping-test-${Date.now()}`;
+    const index = `${alias}-v1-0`;
+    const settings = indexSettings({}) as { mappings: Record<string, unknown> };
+    await client.indices.create({ index, body: { ...settings, mappings: { ...settings.mappings, _meta: { mapping_version: 1 } }, aliases: { [alias]: {} } } });
+    try {
+      const old = await indexMapping(client, alias, index);
+      assert.equal(old.version, 1);
+      assert.match(old.notice ?? '', new RegExp(`${alias} points at ${index}, an index of mapping version 1, and this code's is ${MAPPING_VERSION}: it is searched meanwhile; \`npm run admin -- search reindex\` builds an index of this version`));
+      // The suite's index is of this code's version: nothing to say.
+      const current = (await aliasTarget(client, 'partner-api-domains'))!;
+      assert.deepEqual(await indexMapping(client, 'partner-api-domains', current), { version: MAPPING_VERSION });
+      const status = (await search.status()).environments.sandbox;
+      assert.deepEqual([status.mappingVersion, status.expectedMappingVersion], [MAPPING_VERSION, MAPPING_VERSION]);
+    } finally {
+      await client.indices.delete({ index });
+      await client.close();
+    }
+  });
+
   it('writes in bulk requests of 400 operations, and sends again what the cluster pushed back (429) after a wait rather than failing', async () => {
     const { url } = await openSearchEngine();
     const real = openSearchClient(url);
@@ -323,6 +345,40 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       pushBack = 0;
       const refused = new Proxy(real, { get: (target, key) => (key === 'bulk' ? async () => Promise.reject(Object.assign(new Error('mapper_parsing_exception'), { statusCode: 400 })) : Reflect.get(target, key)) });
       await assert.rejects(bulkWrite(refused, operations.slice(0, 1), false), /mapper_parsing_exception/);
+    } finally {
+      await real.indices.delete({ index });
+      await real.close();
+    }
+  });
+
+  it("an indexing look-up the cluster pushes back (its memory breaker tripped) is sent again after a wait: the page is written, the search process goes on", async () => {
+    const { url } = await openSearchEngine();
+    const real = openSearchClient(url);
+    const index = `pushback-test-${Date.now()}`;
+    await real.indices.create({ index, body: indexSettings({}) });
+    try {
+      let pushBack = 1;
+      let lookUps = 0;
+      // The cluster itself answers; the first look-up is refused as the tripped breaker of 2026-11-28 refused it.
+      const client = new Proxy(real, {
+        get: (target, key) =>
+          key === 'mget'
+            ? async (params: Parameters<typeof target.mget>[0]) => {
+                lookUps++;
+                if (pushBack-- > 0) throw Object.assign(new Error('circuit_breaking_exception: [parent] Data too large'), { statusCode: 429 });
+                return target.mget(params);
+              }
+            : Reflect.get(target, key),
+      });
+      const model = await Embedder.load(cachedModelFiles(getStack().config.toolCacheDir)!);
+      const inventory = new OpenSearchInventory('sandbox', getStack().dataSource, client, index, model, () => undefined);
+      const vector = Float32Array.from({ length: DIMENSIONS }, (_, i) => (i === 3 ? 1 : 0));
+      const row = { name: 'pushedback.com', label: 'pushedback', category: 'technology', status: 'listed', buy_now_price_cents: '120000', currency: 'USD' };
+      await inventory.write(index, [row], true, new Map([[row.name, encodeVector(vector)]]));
+      assert.equal(lookUps, 2, 'the look-up sent again');
+      const doc = (await (await fetch(`${url}/${index}/_doc/${encodeURIComponent('sandbox:pushedback.com')}`)).json()) as { found: boolean; _source: { vector_b64: string } };
+      assert.ok(doc.found, 'the page written');
+      assert.equal(doc._source.vector_b64, encodeVector(vector));
     } finally {
       await real.indices.delete({ index });
       await real.close();

@@ -98,6 +98,25 @@ export async function createVersionedIndex(client: Client, alias: string, layout
 }
 
 /**
+ * The mapping version an index was made with (its mappings' `_meta`), and, when it is not this
+ * code's, what an operator is told: the index is still searched, and a reindex builds one of this
+ * version.
+ */
+export async function indexMapping(client: Client, alias: string, index: string): Promise<{ version: number | undefined; notice?: string }> {
+  const response = await client.indices.getMapping({ index });
+  const body = response.body as Record<string, { mappings?: { _meta?: { mapping_version?: unknown } } }>;
+  const recorded = body[index]?.mappings?._meta?.mapping_version;
+  const version = typeof recorded === 'number' ? recorded : undefined;
+  if (version === MAPPING_VERSION) return { version };
+  return {
+    version,
+    notice:
+      `${alias} points at ${index}, an index of mapping version ${version ?? '(none recorded)'}, and this code's is ${MAPPING_VERSION}: ` +
+      'it is searched meanwhile; `npm run admin -- search reindex` builds an index of this version and moves the alias to it, searches answering throughout',
+  };
+}
+
+/**
  * The alias, made to point at a new index of its own when there is none yet. The first index has
  * a fixed name and gets the alias in the same request, so search processes starting together on
  * an empty cluster end with one index, not one each.
@@ -325,7 +344,7 @@ export class OpenSearchInventory {
     }
     // Saved only after a write that succeeded (a restart then re-reads less); in memory, always.
     if (wrote || this.horizon === undefined) {
-      await this.client.index({ index: this.alias, id: HORIZON_DOC(this.environment), body: { environment: '__horizon', name: this.environment, horizon }, refresh: 'false' });
+      await whenAccepted(() => this.client.index({ index: this.alias, id: HORIZON_DOC(this.environment), body: { environment: '__horizon', name: this.environment, horizon }, refresh: 'false' }));
     }
     this.horizon = horizon;
   }
@@ -343,7 +362,7 @@ export class OpenSearchInventory {
    */
   async write(index: string, rows: InventoryRow[], refresh: boolean, vectors?: Map<string, string>): Promise<void> {
     const ids = rows.map((r) => documentId(this.environment, r.name));
-    const held = await this.client.mget({ index, body: { ids }, _source: ['words', 'vector_b64'] } as Parameters<Client['mget']>[0]);
+    const held = await whenAccepted(() => this.client.mget({ index, body: { ids }, _source: ['words', 'vector_b64'] } as Parameters<Client['mget']>[0]));
     const existing = new Map<string, { words: string[]; vector_b64?: string }>();
     for (const doc of (held.body as { docs: Array<{ _id: string; found: boolean; _source?: { words: string[]; vector_b64?: string } }> }).docs) if (doc.found) existing.set(doc._id, doc._source!);
     const listed = rows.flatMap((row, i) => (onMarket(row) ? [{ row, id: ids[i] }] : []));
@@ -418,6 +437,26 @@ const PUSHED_BACK_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
 
 type BulkItem = Record<string, { _id: string; status: number; result?: string; error?: { reason?: string } }>;
 
+const pushedBack = (err: unknown) => (err as { statusCode?: number }).statusCode === 429;
+
+/**
+ * An indexing request (never a search: a partner's search fails fast) that the cluster pushes
+ * back (429: a memory breaker tripped, a full queue) is sent again after a growing wait, so a busy
+ * or memory-short node slows indexing down rather than failing it; after the last wait the 429
+ * stands. A look-up of 2,000 ids during a first indexing of 1M names on a 512 MB node tripped its
+ * parent breaker, and ended the search process (2026-11-28).
+ */
+export async function whenAccepted<T>(request: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await request();
+    } catch (err) {
+      if (!pushedBack(err) || attempt >= PUSHED_BACK_MS.length) throw err;
+      await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
+    }
+  }
+}
+
 /**
  * Sends the operations in bulk requests of BULK_OPERATIONS, one after the other. What the
  * cluster pushes back (the request, or single operations: status 429) is sent again after a
@@ -431,19 +470,13 @@ export async function bulkWrite(client: Client, operations: unknown[][], refresh
     let pending = ops;
     for (let attempt = 0; ; attempt++) {
       const again = attempt < PUSHED_BACK_MS.length;
-      let items: BulkItem[];
-      try {
-        const response = await client.bulk({ body: pending.flat() as Record<string, unknown>[], refresh: last && refresh ? 'true' : 'false' });
-        items = (response.body as { items: BulkItem[] }).items;
-      } catch (err) {
-        if ((err as { statusCode?: number }).statusCode !== 429 || !again) throw err;
-        await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
-        continue;
-      }
-      const pushedBack = items.flatMap((item, i) => (Object.values(item)[0].status === 429 && again ? [i] : []));
-      out.push(...items.filter((_, i) => !pushedBack.includes(i)));
-      if (!pushedBack.length) return;
-      pending = pushedBack.map((i) => pending[i]);
+      const body = pending.flat() as Record<string, unknown>[];
+      const response = await whenAccepted(() => client.bulk({ body, refresh: last && refresh ? 'true' : 'false' }));
+      const items = (response.body as { items: BulkItem[] }).items;
+      const refused = items.flatMap((item, i) => (Object.values(item)[0].status === 429 && again ? [i] : []));
+      out.push(...items.filter((_, i) => !refused.includes(i)));
+      if (!refused.length) return;
+      pending = refused.map((i) => pending[i]);
       await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
     }
   };
@@ -496,9 +529,30 @@ export class OpenSearchSearch extends HybridScorer {
     return inventory;
   }
 
+  /**
+   * The mapping version of the index the alias points at, read at start (and set by this
+   * process's reindex): an index made by another version of this code is still searched, and the
+   * log says how to build one of this version.
+   */
+  private mappingVersion: number | undefined;
+  private mappingChecked: Promise<void> | undefined;
+
+  private checkMapping(index: string): Promise<void> {
+    return (this.mappingChecked ??= indexMapping(this.client, this.alias, index).then(
+      ({ version, notice }) => {
+        this.mappingVersion = version;
+        if (notice) this.log(notice);
+      },
+      (err: unknown) => {
+        this.mappingChecked = undefined; // read again by the next load
+        throw err;
+      },
+    ));
+  }
+
   /** The alias (made on first use), then each environment caught up with the inventory and its words embedded. */
   async load(environment: Environment, feed?: ChangeFeed): Promise<OpenSearchInventory> {
-    await ensureAlias(this.client, this.alias, this.layout);
+    await this.checkMapping(await ensureAlias(this.client, this.alias, this.layout));
     const inventory = this.inventory(environment);
     // A first start: the names, words and senses the embedded engine embedded on this host are
     // not embedded again. Its log is read (~8.5 s a million texts) when first needed, once.
@@ -623,7 +677,7 @@ export class OpenSearchSearch extends HybridScorer {
   /** What /status says of an environment. */
   status(environment: Environment): EngineStatus {
     const inventory = this.inventory(environment);
-    return { names: inventory.size, pendingVectors: 0, vectorIndex: 'opensearch', building: this.reindexing !== undefined, indexer: inventory.indexer };
+    return { names: inventory.size, pendingVectors: 0, vectorIndex: 'opensearch', building: this.reindexing !== undefined, indexer: inventory.indexer, mappingVersion: this.mappingVersion, expectedMappingVersion: MAPPING_VERSION };
   }
 
   /**
@@ -653,7 +707,7 @@ export class OpenSearchSearch extends HybridScorer {
           horizon = page.horizon;
           if (page.rows.length) await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
         }
-        await this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } });
+        await whenAccepted(() => this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } }));
         horizons.set(environment, horizon!);
       }
       await this.client.indices.refresh({ index });
@@ -670,6 +724,7 @@ export class OpenSearchSearch extends HybridScorer {
       }
       await catchUp();
       await this.client.indices.updateAliases({ body: { actions: [...(from ? [{ remove: { index: from, alias: this.alias } }] : []), { add: { index, alias: this.alias } }] } });
+      this.mappingVersion = MAPPING_VERSION;
     } catch (err) {
       // Not moved (or not known to be): the new index goes unless the alias points at it now.
       if ((await aliasTarget(this.client, this.alias).catch(() => index)) !== index) await this.client.indices.delete({ index }, { ignore: [404] }).catch(() => undefined);
@@ -686,7 +741,7 @@ export class OpenSearchSearch extends HybridScorer {
 
   /** The vectors the index in use holds for these rows' names (base64), by name. */
   private async vectorsOf(environment: Environment, rows: InventoryRow[]): Promise<Map<string, string>> {
-    const response = await this.client.mget({ index: this.alias, body: { ids: rows.map((r) => documentId(environment, r.name)) }, _source: ['name', 'vector_b64'] } as Parameters<Client['mget']>[0]);
+    const response = await whenAccepted(() => this.client.mget({ index: this.alias, body: { ids: rows.map((r) => documentId(environment, r.name)) }, _source: ['name', 'vector_b64'] } as Parameters<Client['mget']>[0]));
     const out = new Map<string, string>();
     for (const doc of (response.body as { docs: Array<{ found: boolean; _source?: { name: string; vector_b64?: string } }> }).docs) if (doc.found && doc._source?.vector_b64) out.set(doc._source.name, doc._source.vector_b64);
     return out;
