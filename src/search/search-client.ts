@@ -39,8 +39,12 @@ export interface EngineStatus {
   searchesThatRead?: number;
   /** Whether this search process writes the index (the OpenSearch engine: one indexer per environment among the processes on an index). */
   indexer?: boolean;
-  /** The OpenSearch engine: the mapping version of the index searched (as read at start), and the one this code writes (`admin search reindex` builds one of it). */
-  mappingVersion?: number;
+  /**
+   * The OpenSearch engine: the mapping version of the index searched, as read when the process
+   * started or set by its own reindex (null: none recorded), and the one this code writes
+   * (`admin search reindex` builds one of it).
+   */
+  mappingVersion?: number | null;
   expectedMappingVersion?: number;
 }
 

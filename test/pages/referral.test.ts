@@ -114,20 +114,24 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     await context.close();
   });
 
-  it('a refund before the window ends reverses the commission exactly once, and it never accrues', async () => {
+  it('a refund before the window ends reverses the commission exactly once, and it never accrues', async function () {
+    // Room for every step's 100 s and its report, so that a step, not mocha, says what hung.
+    this.timeout(600_000);
     const s = getStack();
     const { client } = await affiliatePartner(500);
     const context = await browser.newContext({ userAgent: BROWSER_UA });
     // This test hung in full runs (2026-11-25, 2026-11-27, 2026-11-28) on "the referral workflow
     // result": the 30-day window was not skipped. Each step that waits on Temporal fails with its
-    // name after 100 s, with what held the file's server (openWorkflowsReport), and its calls are
-    // then cancelled, so a poll left behind cannot fail the next file.
+    // name after 100 s, with what held the file's server (openWorkflowsReport, itself given 15 s),
+    // and its calls under way are then cancelled, so a poll left behind cannot fail the next file
+    // (a result() between two of its long polls at that moment would start one more).
     const step = async <T>(label: string, work: () => Promise<T>): Promise<T> => {
       const abort = new AbortController();
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          openWorkflowsReport(s.env)
+          s.env.connection
+            .withDeadline(Date.now() + 15_000, () => openWorkflowsReport(s.env))
             .then(
               (report) => reject(new Error(`${label} did not finish within 100 s\n${report}`)),
               (err: Error) => reject(new Error(`${label} did not finish within 100 s (no report: ${err.message})`)),

@@ -293,7 +293,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     assert.deepEqual(await client.search('sandbox', 'coffee shop'), before);
   });
 
-  it("an index of another mapping version is searched, and the log and status say a reindex builds one of this code's", async () => {
+  it("an index's mapping version is read from the index: another version than this code's gets the notice the search process logs, naming the reindex; the suite's engine reports its own in its status", async () => {
     const { url, client: search } = await openSearchEngine();
     const client = openSearchClient(url);
     const alias = `old-mapping-test-${Date.now()}`;

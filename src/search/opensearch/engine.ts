@@ -219,7 +219,7 @@ export class OpenSearchInventory {
       // A first indexing cut short (no horizon saved): what it wrote may include names that have
       // left the market since, which a full read would not see. Start that environment afresh.
       this.log(`${this.environment}: an unfinished first indexing of ${this.size} names found: indexing again`);
-      await this.client.deleteByQuery({ index: this.alias, body: { query: { term: { environment: this.environment } } }, refresh: true });
+      await whenAccepted(() => this.client.deleteByQuery({ index: this.alias, body: { query: { term: { environment: this.environment } } }, refresh: true }));
       this.size = 0;
       this.speller = new Speller();
     }
@@ -362,9 +362,8 @@ export class OpenSearchInventory {
    */
   async write(index: string, rows: InventoryRow[], refresh: boolean, vectors?: Map<string, string>): Promise<void> {
     const ids = rows.map((r) => documentId(this.environment, r.name));
-    const held = await whenAccepted(() => this.client.mget({ index, body: { ids }, _source: ['words', 'vector_b64'] } as Parameters<Client['mget']>[0]));
     const existing = new Map<string, { words: string[]; vector_b64?: string }>();
-    for (const doc of (held.body as { docs: Array<{ _id: string; found: boolean; _source?: { words: string[]; vector_b64?: string } }> }).docs) if (doc.found) existing.set(doc._id, doc._source!);
+    for (const doc of await lookUp<{ words: string[]; vector_b64?: string }>(this.client, index, ids, ['words', 'vector_b64'])) existing.set(doc._id, doc._source);
     const listed = rows.flatMap((row, i) => (onMarket(row) ? [{ row, id: ids[i] }] : []));
     const texts = await Promise.all(listed.map(({ row }) => segmentLabel(row.label)));
     const known = listed.map(({ row, id }, i) => existing.get(id)?.vector_b64 ?? vectors?.get(row.name) ?? this.seeded(texts[i]));
@@ -432,7 +431,7 @@ export class OpenSearchInventory {
  * 2,000 in one request, ~20 MB, tripped a 512 MB node's memory breaker while it indexed 1M names).
  */
 const BULK_OPERATIONS = 400;
-/** Waits before a write the cluster pushed back (429: a full write queue, or a memory breaker tripped) is sent again. */
+/** Waits before an indexing request the cluster pushed back (429: a full write queue, or a memory breaker tripped) is sent again. */
 const PUSHED_BACK_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
 
 type BulkItem = Record<string, { _id: string; status: number; result?: string; error?: { reason?: string } }>;
@@ -458,6 +457,19 @@ export async function whenAccepted<T>(request: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * The documents of these ids that `index` holds (those fields of their source), looked up
+ * BULK_OPERATIONS ids a request: 2,000 at once tripped a 512 MB node's parent breaker.
+ */
+async function lookUp<T>(client: Client, index: string, ids: string[], fields: string[]): Promise<Array<{ _id: string; _source: T }>> {
+  const found: Array<{ _id: string; _source: T }> = [];
+  for (let at = 0; at < ids.length; at += BULK_OPERATIONS) {
+    const response = await whenAccepted(() => client.mget({ index, body: { ids: ids.slice(at, at + BULK_OPERATIONS) }, _source: fields } as Parameters<Client['mget']>[0]));
+    for (const doc of (response.body as { docs: Array<{ _id: string; found: boolean; _source?: T }> }).docs) if (doc.found) found.push({ _id: doc._id, _source: doc._source! });
+  }
+  return found;
+}
+
+/**
  * Sends the operations in bulk requests of BULK_OPERATIONS, one after the other. What the
  * cluster pushes back (the request, or single operations: status 429) is sent again after a
  * growing wait, so that a busy or memory-short node slows indexing down rather than failing it;
@@ -468,11 +480,18 @@ export async function bulkWrite(client: Client, operations: unknown[][], refresh
   const out: BulkItem[] = [];
   const send = async (ops: unknown[][], last: boolean) => {
     let pending = ops;
+    // One count of waits for the request and its operations (whenAccepted's would nest in it).
     for (let attempt = 0; ; attempt++) {
       const again = attempt < PUSHED_BACK_MS.length;
-      const body = pending.flat() as Record<string, unknown>[];
-      const response = await whenAccepted(() => client.bulk({ body, refresh: last && refresh ? 'true' : 'false' }));
-      const items = (response.body as { items: BulkItem[] }).items;
+      let items: BulkItem[];
+      try {
+        const response = await client.bulk({ body: pending.flat() as Record<string, unknown>[], refresh: last && refresh ? 'true' : 'false' });
+        items = (response.body as { items: BulkItem[] }).items;
+      } catch (err) {
+        if (!pushedBack(err) || !again) throw err;
+        await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
+        continue;
+      }
       const refused = items.flatMap((item, i) => (Object.values(item)[0].status === 429 && again ? [i] : []));
       out.push(...items.filter((_, i) => !refused.includes(i)));
       if (!refused.length) return;
@@ -530,22 +549,24 @@ export class OpenSearchSearch extends HybridScorer {
   }
 
   /**
-   * The mapping version of the index the alias points at, read at start (and set by this
-   * process's reindex): an index made by another version of this code is still searched, and the
-   * log says how to build one of this version.
+   * The mapping version of the index the alias points at (null: none recorded), read when this
+   * process starts and set by its own reindex (another process's reindex shows after a restart):
+   * an index made by another version of this code is still searched, and the log says how to
+   * build one of this version.
    */
-  private mappingVersion: number | undefined;
+  private mappingVersion: number | null | undefined;
   private mappingChecked: Promise<void> | undefined;
 
   private checkMapping(index: string): Promise<void> {
     return (this.mappingChecked ??= indexMapping(this.client, this.alias, index).then(
       ({ version, notice }) => {
-        this.mappingVersion = version;
+        this.mappingVersion = version ?? null;
         if (notice) this.log(notice);
       },
-      (err: unknown) => {
-        this.mappingChecked = undefined; // read again by the next load
-        throw err;
+      (err: Error) => {
+        // Only a notice: searches go on; the next load reads it again.
+        this.log(`could not read the mapping version of ${index}: ${err.message}`);
+        this.mappingChecked = undefined;
       },
     ));
   }
@@ -741,9 +762,10 @@ export class OpenSearchSearch extends HybridScorer {
 
   /** The vectors the index in use holds for these rows' names (base64), by name. */
   private async vectorsOf(environment: Environment, rows: InventoryRow[]): Promise<Map<string, string>> {
-    const response = await whenAccepted(() => this.client.mget({ index: this.alias, body: { ids: rows.map((r) => documentId(environment, r.name)) }, _source: ['name', 'vector_b64'] } as Parameters<Client['mget']>[0]));
     const out = new Map<string, string>();
-    for (const doc of (response.body as { docs: Array<{ found: boolean; _source?: { name: string; vector_b64?: string } }> }).docs) if (doc.found && doc._source?.vector_b64) out.set(doc._source.name, doc._source.vector_b64);
+    for (const doc of await lookUp<{ name: string; vector_b64?: string }>(this.client, this.alias, rows.map((r) => documentId(environment, r.name)), ['name', 'vector_b64'])) {
+      if (doc._source.vector_b64) out.set(doc._source.name, doc._source.vector_b64);
+    }
     return out;
   }
 }

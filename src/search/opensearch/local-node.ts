@@ -58,10 +58,13 @@ public class ${LAUNCHER_CLASS} {
         .put("cluster.name", "partner-api-search")
         .put("node.name", "local")
         .put("action.auto_create_index", "false")
-        // A node on a developer's (or CI's) shared disk: OpenSearch counts every byte the file
-        // system does not offer it as used, and past 90 % blocks creating any index (FORBIDDEN/10;
-        // seen on 2026-11-28 while df said 75 % used). A real cluster keeps its watermarks.
-        .put("cluster.routing.allocation.disk.threshold_enabled", "false");
+        // A node on a shared disk (npm start, the tests): OpenSearch counts every byte the file
+        // system does not offer it as used, and past its default 90 % blocked creating any index
+        // (FORBIDDEN/10; seen on 2026-11-28 while df said 75 % used, 24 GB free). Its watermarks
+        // here are free space instead; a full disk still turns the index read-only.
+        .put("cluster.routing.allocation.disk.watermark.low", "2gb")
+        .put("cluster.routing.allocation.disk.watermark.high", "1gb")
+        .put("cluster.routing.allocation.disk.watermark.flood_stage", "500mb");
     // Further settings as key=value (a node of a cluster: its name, transport port and seed hosts).
     for (int i = 4; i < args.length; i++) {
       int eq = args[i].indexOf('=');
