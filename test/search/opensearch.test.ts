@@ -9,7 +9,7 @@ import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
 import { DIMENSIONS, Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { cachedModelFiles } from '../../src/search/model-files';
-import { aliasTarget, bulkWrite, indexMapping, infixQuery, openSearchClient, OpenSearchInventory, OpenSearchSearch } from '../../src/search/opensearch/engine';
+import { aliasTarget, bulkWrite, indexMapping, infixQuery, MappingWatch, openSearchClient, OpenSearchInventory, OpenSearchSearch } from '../../src/search/opensearch/engine';
 import { encodeVector, indexSettings, MAPPING_VERSION } from '../../src/search/opensearch/mapping';
 import { segmentLabel } from '../../src/search/segment';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
@@ -311,6 +311,53 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       assert.deepEqual([status.mappingVersion, status.expectedMappingVersion], [MAPPING_VERSION, MAPPING_VERSION]);
     } finally {
       await client.indices.delete({ index });
+      await client.close();
+    }
+  });
+
+  it("a loaded engine reads its alias's mapping version again: another process's reindex shows within its next check, the log saying so once per move", async () => {
+    const { url } = await openSearchEngine();
+    const client = openSearchClient(url);
+    const alias = `watched-mapping-test-${Date.now()}`;
+    const settings = indexSettings({}) as { mappings: Record<string, unknown> };
+    const old = `${alias}-v1-0`;
+    const current = `${alias}-v${MAPPING_VERSION}-1`;
+    await client.indices.create({ index: old, body: { ...settings, mappings: { ...settings.mappings, _meta: { mapping_version: 1 } }, aliases: { [alias]: {} } } });
+    await client.indices.create({ index: current, body: settings });
+    const logged: string[] = [];
+    const watch = new MappingWatch(client, alias, (m) => logged.push(m));
+    let stop: (() => void) | undefined;
+    try {
+      assert.equal(watch.version, undefined, 'not read yet');
+      await watch.check();
+      await watch.check();
+      assert.equal(watch.version, 1);
+      assert.equal(logged.length, 1, logged.join('\n'));
+      assert.match(logged[0], /an index of mapping version 1, and this code's is .*search reindex/);
+      // Another process moves the alias: the next check sees it.
+      await client.indices.updateAliases({ body: { actions: [{ remove: { index: old, alias } }, { add: { index: current, alias } }] } });
+      await watch.check();
+      assert.equal(watch.version, MAPPING_VERSION);
+      assert.deepEqual(logged.slice(1), [`${alias} now points at ${current}, of mapping version ${MAPPING_VERSION}`]);
+      // Checked on a timer too (the engine's is a minute): moved back, seen without a call.
+      stop = watch.every(100);
+      assert.ok(watch.watching);
+      await client.indices.updateAliases({ body: { actions: [{ remove: { index: current, alias } }, { add: { index: old, alias } }] } });
+      const deadline = Date.now() + 5_000;
+      while (watch.version !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(watch.version, 1);
+      stop();
+      assert.ok(!watch.watching);
+      assert.equal(logged.filter((m) => m.includes(`now points at ${old}`)).length, 1, logged.join('\n'));
+      // An alias gone (its index deleted) changes nothing and says nothing more.
+      const said = logged.length;
+      await client.indices.delete({ index: [old, current] });
+      await watch.check();
+      assert.equal(watch.version, 1);
+      assert.equal(logged.length, said);
+    } finally {
+      stop?.();
+      await client.indices.delete({ index: [old, current] }, { ignore: [404] });
       await client.close();
     }
   });

@@ -522,6 +522,75 @@ export function infixQuery(word: string): Record<string, unknown> {
   return { wildcard: { 'label.infix': { value: `*${literal(word)}*` } } };
 }
 
+/** How often a loaded engine reads its alias's mapping version again. */
+export const MAPPING_RECHECK_MS = 60_000;
+
+/**
+ * The mapping version of the index an alias points at (null: none recorded; undefined: not read
+ * yet), for /status. Read when the engine loads, then each MAPPING_RECHECK_MS, so that a reindex
+ * done by another search process shows here within a minute; set at once by this process's own.
+ * An index of another version than this code's is still searched: the log says so (and how to
+ * build one of this version) when first seen and again whenever the alias moves. A read that
+ * fails is only logged: searches go on, and the next check reads it again.
+ */
+export class MappingWatch {
+  version: number | null | undefined;
+  private index: string | undefined;
+  private checking: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** Counts this process's own moves: a read begun before one is not kept. */
+  private moves = 0;
+
+  constructor(
+    private readonly client: Client,
+    private readonly alias: string,
+    private readonly log: (m: string) => void,
+  ) {}
+
+  get watching(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** Reads the alias's target and its mapping version (one read at a time). */
+  check(): Promise<void> {
+    return (this.checking ??= this.read().finally(() => (this.checking = undefined)));
+  }
+
+  /** Checks every `ms` (unref'd); returns the stop. */
+  every(ms: number): () => void {
+    clearInterval(this.timer);
+    this.timer = setInterval(() => void this.check(), ms);
+    this.timer.unref();
+    return () => {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    };
+  }
+
+  /** This process moved the alias to `index`, of `version`. */
+  moved(index: string, version: number): void {
+    this.moves++;
+    this.index = index;
+    this.version = version;
+  }
+
+  private async read(): Promise<void> {
+    const moves = this.moves;
+    try {
+      const index = await aliasTarget(this.client, this.alias);
+      if (!index) return;
+      const { version, notice } = await indexMapping(this.client, this.alias, index);
+      if (moves !== this.moves) return;
+      if (index !== this.index && this.index !== undefined && version !== this.version) this.log(`${this.alias} now points at ${index}, of mapping version ${version ?? '(none recorded)'}`);
+      if (notice && index !== this.index) this.log(notice);
+      this.index = index;
+      this.version = version ?? null;
+    } catch (err) {
+      this.log(`could not read the mapping version of ${this.alias}: ${(err as Error).message}`);
+    }
+  }
+}
+
 export class OpenSearchSearch extends HybridScorer {
   private readonly inventories = new Map<Environment, OpenSearchInventory>();
   private stops: Array<() => void> = [];
@@ -540,6 +609,7 @@ export class OpenSearchSearch extends HybridScorer {
     private readonly embeddingLog?: (environment: Environment) => string,
   ) {
     super(embedder, log);
+    this.mapping = new MappingWatch(client, alias, log);
   }
 
   inventory(environment: Environment): OpenSearchInventory {
@@ -548,32 +618,15 @@ export class OpenSearchSearch extends HybridScorer {
     return inventory;
   }
 
-  /**
-   * The mapping version of the index the alias points at (null: none recorded), read when this
-   * process starts and set by its own reindex (another process's reindex shows after a restart):
-   * an index made by another version of this code is still searched, and the log says how to
-   * build one of this version.
-   */
-  private mappingVersion: number | null | undefined;
-  private mappingChecked: Promise<void> | undefined;
-
-  private checkMapping(index: string): Promise<void> {
-    return (this.mappingChecked ??= indexMapping(this.client, this.alias, index).then(
-      ({ version, notice }) => {
-        this.mappingVersion = version ?? null;
-        if (notice) this.log(notice);
-      },
-      (err: Error) => {
-        // Only a notice: searches go on; the next load reads it again.
-        this.log(`could not read the mapping version of ${index}: ${err.message}`);
-        this.mappingChecked = undefined;
-      },
-    ));
-  }
+  /** The mapping version of the index the alias points at, for /status (MappingWatch). */
+  private readonly mapping: MappingWatch;
 
   /** The alias (made on first use), then each environment caught up with the inventory and its words embedded. */
   async load(environment: Environment, feed?: ChangeFeed): Promise<OpenSearchInventory> {
-    await this.checkMapping(await ensureAlias(this.client, this.alias, this.layout));
+    await ensureAlias(this.client, this.alias, this.layout);
+    await this.mapping.check();
+    // Read again each minute while loaded: another search process's reindex shows in /status.
+    if (!this.mapping.watching) this.stops.push(this.mapping.every(MAPPING_RECHECK_MS));
     const inventory = this.inventory(environment);
     // A first start: the names, words and senses the embedded engine embedded on this host are
     // not embedded again. Its log is read (~8.5 s a million texts) when first needed, once.
@@ -698,7 +751,7 @@ export class OpenSearchSearch extends HybridScorer {
   /** What /status says of an environment. */
   status(environment: Environment): EngineStatus {
     const inventory = this.inventory(environment);
-    return { names: inventory.size, pendingVectors: 0, vectorIndex: 'opensearch', building: this.reindexing !== undefined, indexer: inventory.indexer, mappingVersion: this.mappingVersion, expectedMappingVersion: MAPPING_VERSION };
+    return { names: inventory.size, pendingVectors: 0, vectorIndex: 'opensearch', building: this.reindexing !== undefined, indexer: inventory.indexer, mappingVersion: this.mapping.version, expectedMappingVersion: MAPPING_VERSION };
   }
 
   /**
@@ -745,7 +798,7 @@ export class OpenSearchSearch extends HybridScorer {
       }
       await catchUp();
       await this.client.indices.updateAliases({ body: { actions: [...(from ? [{ remove: { index: from, alias: this.alias } }] : []), { add: { index, alias: this.alias } }] } });
-      this.mappingVersion = MAPPING_VERSION;
+      this.mapping.moved(index, MAPPING_VERSION);
     } catch (err) {
       // Not moved (or not known to be): the new index goes unless the alias points at it now.
       if ((await aliasTarget(this.client, this.alias).catch(() => index)) !== index) await this.client.indices.delete({ index }, { ignore: [404] }).catch(() => undefined);
