@@ -30,7 +30,7 @@ export function unitVector(random: () => number): Float32Array {
   return v;
 }
 
-export function dot(a: Float32Array, b: Float32Array): number {
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let s = 0;
   for (let d = 0; d < a.length; d++) s += a[d] * b[d];
   return s;

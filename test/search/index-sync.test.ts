@@ -22,7 +22,7 @@ import { InventoryIndex } from '../../src/search/inventory-index';
 import { expansionWords } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { Speller } from '../../src/search/spelling';
-import { ExactIndex, HnswIndex, VectorStore } from '../../src/search/vector-index';
+import { ExactIndex, HnswIndex, toInt8, VectorStore } from '../../src/search/vector-index';
 import { dot, FakeEmbedder, LOOP_BOUND_MS, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
 import { getStack, newPartner } from '../helpers/stack';
 
@@ -263,6 +263,33 @@ describe('search index: vector indexes', () => {
     }
     assert.equal(index.size, M);
     check();
+  });
+
+  it('ExactIndex scans int8 copies and scores its best again on the float vectors: in a tight cluster (one component past the int8 range in every row), where the int8 order alone is not the float order, the same nearest, in the same order, as a brute force', () => {
+    const random = seeded(2718);
+    const cluster = new VectorStore();
+    const M = 2_000;
+    const near = (): Float32Array => {
+      // 0.9 on the first component (clamped in int8), the rest a few int8 steps apart, unit length:
+      // names sharing most of their meaning (cosine ~0.9 between any two).
+      const v = unitVector(random).map((x, i) => (i === 0 ? 0.9 : x * 0.3));
+      const norm = Math.hypot(...v);
+      return v.map((x) => x / norm);
+    };
+    const all = Array.from({ length: M }, near);
+    all.forEach((v, slot) => cluster.set(slot, v));
+    const index = new ExactIndex(cluster);
+    for (let slot = 0; slot < M; slot++) index.add(slot);
+    const rounded = all.map((v) => toInt8(v));
+    let int8OrderDiffers = 0;
+    for (const q of [all[3], all[1_999], near(), near(), unitVector(random)]) {
+      const expected = [...all.keys()].sort((x, y) => dot(all[y], q) - dot(all[x], q));
+      const q8 = toInt8(q);
+      const byInt8 = [...all.keys()].sort((x, y) => dot(rounded[y], q8) - dot(rounded[x], q8));
+      if (byInt8.slice(0, 50).join() !== expected.slice(0, 50).join()) int8OrderDiffers++;
+      for (const k of [1, 5, 20, 50]) assert.deepEqual(index.nearest(q, k), expected.slice(0, k), `k ${k}`);
+    }
+    assert.ok(int8OrderDiffers >= 3, `the int8 order alone differs from the float order for ${int8OrderDiffers} of 5 queries`);
   });
 
   it('HnswIndex: written by the worker, mapped read-only and searched by a worker of its own; changes answered beside it; written again with them by the worker, and opened again; a closed one ends its worker after the searches under way', async () => {
