@@ -17,7 +17,7 @@ import { segmentLabel } from '../src/search/segment';
 import { HNSW, WIDE_SEARCH } from '../src/search/hnsw';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { DIMENSIONS } from '../src/search/embedder';
-import { ANN_THRESHOLD, ExactIndex, type VectorStore } from '../src/search/vector-index';
+import { ExactIndex, type VectorStore } from '../src/search/vector-index';
 
 /** The truth: usearch's brute force over float copies of the slots' vectors, in blocks of 4,096 rows. */
 function floatScan(vectors: VectorStore, slots: number[]): (query: Float32Array, k: number) => number[] {
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const exact = new ExactIndex(index.vectors);
   for (const slot of live) exact.add(slot);
   const hnsw = index;
-  if (n <= ANN_THRESHOLD) log(`only ${n} names: the index is the exact index itself`);
+  if (index.vectorIndexKind === 'exact') log(`${n} names (the threshold: ${config.search.annThreshold}): the index is the exact index itself`);
 
   const labelled = (JSON.parse(readFileSync(path.join(config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: Array<{ q: string }> }).queries.map((q) => q.q);
   const sampled = await Promise.all(Array.from({ length: 175 }, (_, i) => index.slots[live[(i * 7919) % n]]!.name).map((name) => segmentLabel(name.slice(0, name.indexOf('.')))));
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
   let truthMs = 0;
   // As searches ask: the query's own neighbours wide (WIDE_SEARCH), its definitions' at the default breadth.
   const breadths = [WIDE_SEARCH, HNSW.expansion_search];
-  const rows = [{ name: 'exact index (int8 scan, the best scored again)', nearest: (q: Float32Array) => exact.nearest(q, 50) }, ...breadths.map((breadth) => ({ name: `${n <= ANN_THRESHOLD ? 'the index (exact below the threshold)' : 'HNSW'}, breadth ${breadth}`, nearest: (q: Float32Array) => hnsw.nearest(q, 50, breadth) }))];
+  const rows = [{ name: 'exact index (int8 scan, the best scored again)', nearest: (q: Float32Array) => exact.nearest(q, 50) }, ...breadths.map((breadth) => ({ name: `${index.vectorIndexKind === 'exact' ? 'the index (exact)' : 'HNSW'}, breadth ${breadth}`, nearest: (q: Float32Array) => hnsw.nearest(q, 50, breadth) }))];
   const measured = rows.map(() => ({ hits5: 0, hits50: 0, ms: 0 }));
   for (const q of queries) {
     let t = process.hrtime.bigint();

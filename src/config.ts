@@ -58,7 +58,7 @@ const EnvSchema = z.object({
   QUOTA_OPEN_CASES_SANDBOX: z.coerce.number().int().min(1).default(100),
   QUOTA_OPEN_CASES_LIVE: z.coerce.number().int().min(1).default(10_000),
   SEARCH_URL: z.string().regex(/^(unix:\/.+|https?:\/\/.+)$/, 'unix:/absolute/path.sock or http://host:port').optional(),
-  SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(50_000),
+  SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(20_000),
   SEARCH_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   SEARCH_ENGINE: z.enum(['embedded', 'opensearch']).default('embedded'),
   OPENSEARCH_URL: z.string().regex(/^https?:\/\/.+/, 'http(s)://host:port').optional(),

@@ -429,8 +429,10 @@ describe('search index: embedding queue', () => {
   }
 
 
+  // Tests of the sync and the embedding queue: the exact index throughout (20,001 names would
+  // start a graph build, which has tests of its own).
   const make = (inventory: FakeInventory, embedder: FakeEmbedder) =>
-    new InventoryIndex('live', inventory.dataSource, embedder as unknown as Embedder, new EmbeddingCache(), () => undefined);
+    new InventoryIndex('live', inventory.dataSource, embedder as unknown as Embedder, new EmbeddingCache(), () => undefined, undefined, { annThreshold: 100_000 });
 
   async function until(condition: () => boolean, ms: number): Promise<boolean> {
     const end = Date.now() + ms;
