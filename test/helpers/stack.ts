@@ -343,7 +343,10 @@ export async function openWorkflowsReport(env: TestWorkflowEnvironment): Promise
   for (const e of open.executions ?? []) {
     const execution = { workflowId: e.execution?.workflowId ?? '', runId: e.execution?.runId ?? '' };
     const d = await service.describeWorkflowExecution({ namespace: 'default', execution });
-    lines.push(`open: ${e.type?.name} ${execution.workflowId}`);
+    lines.push(`open: ${e.type?.name} ${execution.workflowId} (history ${d.workflowExecutionInfo?.historyLength ?? '?'} events)`);
+    // A workflow task scheduled or started and not completed keeps the test server from skipping time.
+    const task = d.pendingWorkflowTask;
+    if (task) lines.push(`  workflow task state=${task.state} attempt=${task.attempt} scheduled=${task.scheduledTime ? new Date(Number(task.scheduledTime.seconds) * 1000).toISOString() : '-'}`);
     for (const a of d.pendingActivities ?? []) {
       lines.push(`  activity ${a.activityType?.name} state=${a.state} attempt=${a.attempt} last failure: ${a.lastFailure?.message ?? '-'}`);
     }
