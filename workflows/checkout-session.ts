@@ -36,7 +36,8 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
   showBusinessStatus('open');
   let outcome: 'complete' | 'expired' | 'absent';
   // A "Buy now" session's workflow starts at its first submit: its timer ends at the session's own expiry.
-  const lifetime = input.expiresAt ? Math.max(1, Date.parse(input.expiresAt) - Date.now()) : CHECKOUT_SESSION_LIFETIME;
+  const lifetime =
+    input.lifetimeMs !== undefined ? Math.max(1, input.lifetimeMs) : input.expiresAt ? Math.max(1, Date.parse(input.expiresAt) - Date.now()) : CHECKOUT_SESSION_LIFETIME;
   if (await fastForward.wait('session_expiry', () => paid, lifetime, 'the 7-day session')) {
     outcome = 'complete';
   } else {

@@ -146,6 +146,13 @@ export interface CheckoutSessionInput {
   sessionPublicId: string;
   /** When the session expires, for a workflow started after the session was opened ("Buy now"); else 7 days from the start. */
   expiresAt?: string;
+  /**
+   * The time the session had left by the database's clock when its workflow was started ("Buy
+   * now"): the timer runs that long from the start, so a Temporal clock that disagrees with the
+   * database's neither ends it early nor starts a timer already run out. Runs started before it
+   * was sent time `expiresAt` on the workflow's clock.
+   */
+  lifetimeMs?: number;
 }
 
 export const referralWorkflowId = (salePublicId: string) => `referral:${salePublicId}`;

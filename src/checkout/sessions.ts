@@ -217,8 +217,8 @@ export async function payForSession(
   referral?: { linkCode: string },
 ): Promise<PayOutcome> {
   // A "Buy now" session's workflow starts with its first submit (a no-op for every other session).
-  const opened = await findSession(deps.dataSource, sessionPublicId);
-  if (opened?.status === 'open') await startSessionWorkflow(deps, opened, 'once', opened.expiresAt);
+  const opened = await sessionWithTimeLeft(deps.dataSource, sessionPublicId);
+  if (opened?.session.status === 'open') await startSessionWorkflow(deps, opened.session, 'once', { expiresAt: opened.session.expiresAt, lifetimeMs: opened.leftMs });
   const details: PayingDetails = { buyerName: buyer.name, buyerEmail: buyer.email, registrant: buyer.registrant, cardLast4: card.cardNumber.slice(-4), linkCode: referral?.linkCode ?? null };
   let claim: Claim | undefined;
   for (const giveUp = Date.now() + LOCK_WAIT_MS; !claim || claim.kind === 'in_progress'; ) {
@@ -246,14 +246,31 @@ export async function payForSession(
   return { kind: 'paid', session: recorded.session, orderPublicId: recorded.orderPublicId };
 }
 
+/** A session and the milliseconds it has left by the database's clock (which decides lateness). */
+async function sessionWithTimeLeft(dataSource: DataSource, sessionPublicId: string): Promise<{ session: CheckoutSession; leftMs: number } | null> {
+  const { entities, raw } = await dataSource
+    .getRepository(CheckoutSession)
+    .createQueryBuilder('s')
+    .addSelect('floor(extract(epoch FROM s.expires_at - now()) * 1000)::float8', 'left_ms')
+    .where('s.public_id = :sessionPublicId', { sessionPublicId })
+    .getRawAndEntities<{ left_ms: number }>();
+  return entities[0] ? { session: entities[0], leftMs: Number(raw[0].left_ms) } : null;
+}
+
 /**
- * The session's workflow: its expiry timer (until `expiresAt`, 7 days unless given), then a paid
- * sale's refund window. `once`: a workflow already started (or ended) for the session is kept.
+ * The session's workflow: its expiry timer (the time the session has left, 7 days unless given),
+ * then a paid sale's refund window. `once`: a workflow already started (or ended) for the session
+ * is kept.
  */
-async function startSessionWorkflow(deps: Pick<CheckoutDeps, 'workflows'>, session: Pick<CheckoutSession, 'publicId' | 'partnerId' | 'environment' | 'domain'>, mode: 'fresh' | 'once', expiresAt?: Date): Promise<void> {
+async function startSessionWorkflow(
+  deps: Pick<CheckoutDeps, 'workflows'>,
+  session: Pick<CheckoutSession, 'publicId' | 'partnerId' | 'environment' | 'domain'>,
+  mode: 'fresh' | 'once',
+  ends?: { expiresAt: Date; lifetimeMs: number },
+): Promise<void> {
   await startWorkflow(deps.workflows, 'checkoutSessionWorkflow', {
     workflowId: checkoutWorkflowId(session.publicId),
-    args: [{ sessionPublicId: session.publicId, ...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}) }],
+    args: [{ sessionPublicId: session.publicId, ...(ends ? { expiresAt: ends.expiresAt.toISOString(), lifetimeMs: ends.lifetimeMs } : {}) }],
     mode,
     summary: `Checkout ${session.publicId} ${session.domain} for partner ${session.partnerId} (${session.environment})`,
     details: 'A hosted checkout session: open for 7 days, then expired unless the buyer paid.',
