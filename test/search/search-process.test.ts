@@ -192,7 +192,7 @@ describe('search process', () => {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
     });
 
-    it('does not delay the API\'s other requests: the API process\'s longest event-loop gap (what its thread ran, besides its own GC) under 20 ms; /healthz and signed availability p99 under 50 ms (or 20 ms over the same run without a build), while searches go on', async function () {
+    it('does not delay the API\'s other requests: the API process\'s longest event-loop run (what its thread ran, besides its own GC), /healthz and signed availability p99 each under 50 ms (or 20 ms over the same run without a build), while searches go on', async function () {
       this.timeout(300_000);
       const baseUrl = await listen(createApp({ ...getStack().appDeps, search: searchProcess!.client }));
       const { client } = await newPartner({ environment: 'live', scopes: ['search'], baseUrl });
@@ -285,9 +285,11 @@ describe('search process', () => {
         // machine (other processes' load, at a better priority than this suite's) already made
         // it slower. Seen on the 2-core machine: see the docs/design/search.md ("No request waits").
         const bound = (without: number) => Math.max(50, without + 20);
-        // The event loop's longest run: 20 ms, or 20 ms over the run without a build when the machine
-        // was busy already (a full suite's other search processes embedding its names: 13 ms seen).
-        assert.ok(during.ranBesidesGc < Math.max(20, baseline.ranBesidesGc + 20), `the API's event loop ran ${during.ranBesidesGc} ms without a turn (besides its own GC) during the build (${baseline.ranBesidesGc} ms without one)`);
+        // The event loop's longest run besides GC, with the same bound: a step of the build on this
+        // loop would run for hundreds of ms (usearch adds 2,000 vectors in one native call). What the
+        // test process itself runs (its HTTP clients, signing, mocha) reached 37.6 ms on this host
+        // in the phase without a build (2026-11-28), so 20 ms failed full runs on noise alone.
+        assert.ok(during.ranBesidesGc < bound(baseline.ranBesidesGc), `the API's event loop ran ${during.ranBesidesGc} ms without a turn (besides its own GC) during the build (${baseline.ranBesidesGc} ms without one)`);
         assert.ok(during.healthz.p99 < bound(baseline.healthz.p99), `GET /healthz p99 ${during.healthz.p99} ms during the build`);
         assert.ok(during.availability.p99 < bound(baseline.availability.p99), `availability p99 ${during.availability.p99} ms during the build`);
       } catch (err) {
