@@ -5,6 +5,13 @@ import path from 'node:path';
 import { z } from 'zod';
 import { singleKeyring, type MasterKeyring } from './auth/secret-box';
 
+/**
+ * Names above which an environment's vectors go into an HNSW graph. At 40,000 generated names the
+ * exact index (two int8 scans a search, ~3.7 ms each) gave 114–116 searches/s, the graph 252–372
+ * (bench/RESULTS.md, 2026-11-28); at 4,000 the two scans cost ~0.35 ms, about a graph's searches.
+ */
+export const DEFAULT_ANN_THRESHOLD = 20_000;
+
 const projectRoot = path.resolve(__dirname, '..', '..');
 
 const positiveNumber = z.coerce.number().positive();
@@ -58,7 +65,7 @@ const EnvSchema = z.object({
   QUOTA_OPEN_CASES_SANDBOX: z.coerce.number().int().min(1).default(100),
   QUOTA_OPEN_CASES_LIVE: z.coerce.number().int().min(1).default(10_000),
   SEARCH_URL: z.string().regex(/^(unix:\/.+|https?:\/\/.+)$/, 'unix:/absolute/path.sock or http://host:port').optional(),
-  SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(20_000),
+  SEARCH_ANN_THRESHOLD: z.coerce.number().int().min(1).default(DEFAULT_ANN_THRESHOLD),
   SEARCH_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   SEARCH_ENGINE: z.enum(['embedded', 'opensearch']).default('embedded'),
   OPENSEARCH_URL: z.string().regex(/^https?:\/\/.+/, 'http(s)://host:port').optional(),

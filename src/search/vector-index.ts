@@ -8,17 +8,14 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
+import { DEFAULT_ANN_THRESHOLD } from '../config';
 import { cosine, DIMENSIONS } from './embedder';
 import { membersOf, readNames, type SlotNames } from './graph-files';
 import { LoopSlice } from './loop-slice';
 import { HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
 
-/**
- * Names above which an environment's vectors go into an HNSW graph. At 40,000 generated names the
- * exact index (two int8 scans a search, ~3.7 ms each) gave 114–116 searches/s, the graph 252–372
- * (bench/RESULTS.md, 2026-11-28); at 4,000 the two scans cost ~0.35 ms, about a graph's searches.
- */
-export const ANN_THRESHOLD = 20_000;
+/** Names above which an environment's vectors go into an HNSW graph (SEARCH_ANN_THRESHOLD's default, where its measure is). */
+export const ANN_THRESHOLD = DEFAULT_ANN_THRESHOLD;
 
 export interface VectorIndex {
   /**
