@@ -35,9 +35,11 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
   const fastForward = fastForwardable();
   showBusinessStatus('open');
   let outcome: 'complete' | 'expired' | 'absent';
-  // A "Buy now" session's workflow starts at its first submit: its timer ends at the session's own expiry.
+  // A "Buy now" session's workflow starts at its first submit: its timer runs the time the session
+  // had left then by the database's clock (runs started before that was sent: until expiresAt on
+  // this workflow's clock).
   const lifetime =
-    input.lifetimeMs !== undefined ? Math.max(1, input.lifetimeMs) : input.expiresAt ? Math.max(1, Date.parse(input.expiresAt) - Date.now()) : CHECKOUT_SESSION_LIFETIME;
+    typeof input.lifetimeMs === 'number' ? Math.max(1, input.lifetimeMs) : input.expiresAt ? Math.max(1, Date.parse(input.expiresAt) - Date.now()) : CHECKOUT_SESSION_LIFETIME;
   if (await fastForward.wait('session_expiry', () => paid, lifetime, 'the 7-day session')) {
     outcome = 'complete';
   } else {

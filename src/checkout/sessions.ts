@@ -254,7 +254,10 @@ async function sessionWithTimeLeft(dataSource: DataSource, sessionPublicId: stri
     .addSelect('floor(extract(epoch FROM s.expires_at - now()) * 1000)::float8', 'left_ms')
     .where('s.public_id = :sessionPublicId', { sessionPublicId })
     .getRawAndEntities<{ left_ms: number }>();
-  return entities[0] ? { session: entities[0], leftMs: Number(raw[0].left_ms) } : null;
+  const leftMs = Number(raw[0]?.left_ms);
+  // expires_at is never null; a value that is not a number would start a 1 ms timer, so it throws.
+  if (entities[0] && !Number.isFinite(leftMs)) throw new Error(`checkout ${sessionPublicId}: no time left could be read (${String(raw[0]?.left_ms)})`);
+  return entities[0] ? { session: entities[0], leftMs } : null;
 }
 
 /**

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { checkoutSessionWorkflow } from '../../workflows/checkout-session';
 import { checkoutWorkflowId } from '../../workflows/messages';
+import { recordHistory } from '../helpers/histories';
 import { Order } from '../../src/db/entities/order';
 import { BROWSER, openCheckoutForm } from '../helpers/checkout-form';
 import { freshDomain } from '../helpers/orders';
@@ -34,15 +36,8 @@ describe('"Buy now" on a name\'s page: a burst of presses opens one checkout ses
   it('20 presses at once for one name share one session, whose seven-day workflow starts only when a buyer first submits its form', async () => {
     const s = getStack();
     const name = (await freshDomain()).name;
-    const page = await fetch(`${s.baseUrl}/d/${name}?env=sandbox`, { headers: BROWSER });
-    assert.equal(page.status, 200);
-    const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
-    const presses = await Promise.all(
-      Array.from({ length: 20 }, () =>
-        fetch(`${s.baseUrl}/d/${name}/buy?env=sandbox`, { method: 'POST', redirect: 'manual', headers: { ...BROWSER, cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) }),
-      ),
-    );
+    const { cookie, press } = await namePage(name);
+    const presses = await Promise.all(Array.from({ length: 20 }, press));
     assert.deepEqual([...new Set(presses.map((r) => r.status))], [303]);
     assert.equal(new Set(presses.map((r) => r.headers.get('location'))).size, 1, 'every press lands on the same checkout');
     const [{ n }] = (await s.dataSource.query(`SELECT count(*)::int AS n FROM checkout_sessions WHERE environment = 'sandbox' AND domain = $1`, [name])) as Array<{ n: number }>;
@@ -62,8 +57,35 @@ describe('"Buy now" on a name\'s page: a burst of presses opens one checkout ses
     // (this file's server may have skipped time already).
     const week = 7 * 24 * 3600_000;
     assert.ok(input.lifetimeMs > week - 5 * 60_000 && input.lifetimeMs <= week, `the time left, ${input.lifetimeMs} ms`);
+    assert.equal(await handle.result(), 'expired', 'unpaid, it expires when that time has passed (skipped)');
+    await recordHistory(checkoutWorkflowId(row.public_id), 'checkout-buy-now-expired');
+  });
+
+  it('a "Buy now" workflow started before the time left was sent (its input: expiresAt only) ends at expiresAt on its own clock', async () => {
+    const s = getStack();
+    const name = (await freshDomain()).name;
+    assert.equal((await (await namePage(name)).press()).status, 303);
+    const [row] = (await s.dataSource.query(`SELECT public_id FROM checkout_sessions WHERE environment = 'sandbox' AND domain = $1`, [name])) as Array<{ public_id: string }>;
+    // As the API started it before: the session's end, here 7 days on by this server's clock.
+    const expiresAt = new Date((await s.env.currentTimeMs()) + 7 * 24 * 3600_000).toISOString();
+    const handle = await s.env.client.workflow.start(checkoutSessionWorkflow, { workflowId: checkoutWorkflowId(row.public_id), taskQueue: s.taskQueue, args: [{ sessionPublicId: row.public_id, expiresAt }] });
+    assert.equal(await handle.result(), 'expired');
+    assert.ok((await s.env.currentTimeMs()) >= Date.parse(expiresAt));
+    await recordHistory(checkoutWorkflowId(row.public_id), 'checkout-buy-now-expired-before-lifetime');
   });
 });
+
+/** A name's page opened in a browser-like client: its cookies, and `press()` posts its Buy now form. */
+async function namePage(name: string) {
+  const base = getStack().baseUrl;
+  const page = await fetch(`${base}/d/${name}?env=sandbox`, { headers: BROWSER });
+  assert.equal(page.status, 200);
+  const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1];
+  const press = () =>
+    fetch(`${base}/d/${name}/buy?env=sandbox`, { method: 'POST', redirect: 'manual', headers: { ...BROWSER, cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) });
+  return { cookie, press };
+}
 
 /** A partner's new checkout session, opened in a browser-like client: `pay(card)` posts its form. */
 async function checkoutForm() {
