@@ -470,7 +470,7 @@ export class HybridSearch extends HybridScorer {
     const fuzzy = (w: string) => !index.speller.isKnown(w);
     const meaning = await this.meaning(corrected);
     const u = await this.understood(corrected, meaning, vocabulary);
-    // Above ANN_THRESHOLD names the graph's worker answers these, the two one after the other
+    // Above SEARCH_ANN_THRESHOLD names the graph's worker answers these, the two one after the other
     // there: the query's own neighbours searched wide, those of its definitions at the default.
     const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES, WIDE_SEARCH), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
     // Its failure is met by the await below (a keyword search that throws first leaves it unawaited).

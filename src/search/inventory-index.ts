@@ -12,7 +12,7 @@
  * updates it. New names wait for their vector in a queue that a background loop embeds; a
  * search waits for it when it is short.
  *
- * Above ANN_THRESHOLD names the vectors go into an HNSW graph, saved in the data directory and
+ * Above SEARCH_ANN_THRESHOLD names the vectors go into an HNSW graph, saved in the data directory and
  * mapped read-only on the next start (a missing one is built, with progress). Graphs are written
  * by a worker thread only: a build, while the exact index answers searches; and every
  * SAVE_AFTER_CHANGES changes, the saved graph with the changes applied, while the graph in use
@@ -27,7 +27,6 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
-import type { Environment } from '../config';
 import type { Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { inventoryPages, onMarket, type InventoryRow } from './inventory-changes';
@@ -36,7 +35,8 @@ import { LabelIndex } from './label-index';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
 import { Speller } from './spelling';
-import { ANN_THRESHOLD, ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
+import { DEFAULT_ANN_THRESHOLD, type Environment } from '../config';
+import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
 
 export interface Entry {
   name: string;
@@ -77,7 +77,7 @@ export interface InventoryIndexOptions {
 
 export class InventoryIndex {
   /** What an index made without options takes: the search process sets it from its configuration (SEARCH_ANN_THRESHOLD). */
-  static readonly defaults: { annThreshold: number } = { annThreshold: ANN_THRESHOLD };
+  static readonly defaults: { annThreshold: number } = { annThreshold: DEFAULT_ANN_THRESHOLD };
 
   readonly slots: Array<Entry | undefined> = [];
   readonly vectors = new VectorStore();

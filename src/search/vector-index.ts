@@ -1,21 +1,17 @@
 /**
  * Nearest names to a query vector, over slots that come and go as the inventory changes.
  * Exact search (SIMD brute force) for small inventories;
- * an HNSW graph (usearch) above ANN_THRESHOLD names, written by a worker thread into the data
+ * an HNSW graph (usearch) above SEARCH_ANN_THRESHOLD names, written by a worker thread into the data
  * directory and mapped read-only and searched by another, with the changes since searched exactly
  * beside it; a restart maps the saved graph instead of rebuilding.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
-import { DEFAULT_ANN_THRESHOLD } from '../config';
 import { cosine, DIMENSIONS } from './embedder';
 import { membersOf, readNames, type SlotNames } from './graph-files';
 import { LoopSlice } from './loop-slice';
 import { HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
-
-/** Names above which an environment's vectors go into an HNSW graph (SEARCH_ANN_THRESHOLD's default, where its measure is). */
-export const ANN_THRESHOLD = DEFAULT_ANN_THRESHOLD;
 
 export interface VectorIndex {
   /**

@@ -125,10 +125,11 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     // so this Buy now session's workflow timed its end on the workflow's clock as already past (a
     // 1 ms timer) and hit the test server's refused cancel of a timer that fired in the same task
     // (temporalio/sdk-java#3088), which holds time skipping for good. The workflow now times the
-    // session's end from the time left by the database's clock (`lifetimeMs`). Each step that waits on Temporal fails with its
-    // name after 100 s, with what held the file's server (openWorkflowsReport, itself given 15 s),
-    // and its calls under way are then cancelled, so a poll left behind cannot fail the next file
-    // (a result() between two of its long polls at that moment would start one more).
+    // session's end from the time left by the database's clock (`lifetimeMs`). Each step that
+    // waits on Temporal fails with its name after 100 s, with what held the file's server
+    // (openWorkflowsReport, itself given 15 s), and its calls under way are then cancelled, so a
+    // poll left behind cannot fail the next file (a result() between two of its long polls at
+    // that moment would start one more).
     const step = async <T>(label: string, work: () => Promise<T>): Promise<T> => {
       const abort = new AbortController();
       let timer: NodeJS.Timeout | undefined;
