@@ -301,7 +301,8 @@ let openSearch: Promise<{ client: SearchClient; url: string; lines: string[] }> 
 /**
  * The OpenSearch engine for the search tests (issue: the search tests run against both engines):
  * a local OpenSearch node (src/search/opensearch/local-node.ts) with a fresh data directory, and
- * a second search process with SEARCH_ENGINE=opensearch over it, reading the stack's database.
+ * a second search process with SEARCH_ENGINE=opensearch over it, reading the stack's database
+ * (its log, at info, in `lines`).
  * Started on first use, once for the suite; stopped with the stack.
  */
 export function openSearchEngine(): Promise<{ client: SearchClient; url: string; lines: string[] }> {
@@ -315,7 +316,7 @@ export function openSearchEngine(): Promise<{ client: SearchClient; url: string;
     });
     const lines: string[] = [];
     const searchProcess = await startSearchProcess({
-      env: searchProcessEnv(config, databaseUrl, `unix:${path.join(dir, 'search.sock')}`, path.join(config.toolCacheDir, 'test-search-data'), { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: node.url }),
+      env: searchProcessEnv(config, databaseUrl, `unix:${path.join(dir, 'search.sock')}`, path.join(config.toolCacheDir, 'test-search-data'), { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: node.url, LOG_LEVEL: 'info' }),
       output: (line) => lines.push(line),
     }).catch((err: Error) => {
       process.stderr.write(lines.join('\n') + '\n');

@@ -9,7 +9,7 @@ import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
 import { DIMENSIONS, Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { cachedModelFiles } from '../../src/search/model-files';
-import { aliasTarget, bulkWrite, indexMapping, infixQuery, MappingWatch, openSearchClient, OpenSearchInventory, OpenSearchSearch } from '../../src/search/opensearch/engine';
+import { aliasTarget, bulkWrite, forceMerge, indexMapping, infixQuery, MappingWatch, openSearchClient, OpenSearchInventory, OpenSearchSearch } from '../../src/search/opensearch/engine';
 import { encodeVector, indexSettings, MAPPING_VERSION } from '../../src/search/opensearch/mapping';
 import { segmentLabel } from '../../src/search/segment';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
@@ -104,7 +104,8 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     const scratch = `infix-check-${Date.now()}`;
     await client.indices.create({ index: scratch, body: indexSettings() });
     try {
-      await bulkWrite(client, [[{ index: { _index: scratch, _id: 'sandbox:bio-ionic.com' } }, { environment: 'sandbox', name: 'bio-ionic.com', label: 'bio-ionic', text: 'bio ionic', words: ['bio', 'ionic'], document: 'bio-ionic', available: true, buy_now_price_cents: 100, currency: 'USD' }]], true);
+      await bulkWrite(client, [[{ index: { _index: scratch, _id: 'sandbox:bio-ionic.com' } }, { environment: 'sandbox', name: 'bio-ionic.com', label: 'bio-ionic', text: 'bio ionic', words: ['bio', 'ionic'], document: 'bio-ionic', available: true, buy_now_price_cents: 100, currency: 'USD' }]]);
+      await client.indices.refresh({ index: scratch });
       const count = async (query: Record<string, unknown>) => ((await client.count({ index: scratch, body: { query } })).body as { count: number }).count;
       assert.equal(await count(infixQuery('bionic')), 1);
       assert.equal(await count({ wildcard: { 'label.infix': { value: '*bionic*' } } }), 0);
@@ -260,7 +261,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
   it('admin search reindex builds a new index and moves the alias while searches go on: none fails, the answers stay the same', async function () {
     this.timeout(5 * 60_000);
     await caughtUp('sandbox');
-    const { client, url } = await openSearchEngine();
+    const { client, url, lines } = await openSearchEngine();
     const before = await client.search('sandbox', 'coffee shop');
     const aliases = async () => (await (await fetch(`${url}/_cat/aliases/partner-api-domains?format=json`)).json()) as Array<{ index: string }>;
     const [{ index: previous }] = await aliases();
@@ -288,6 +289,11 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     const [{ index: now }] = await aliases();
     assert.equal(now, report.index);
     assert.equal((await fetch(`${url}/${previous}`)).status, 404, 'the old index is dropped');
+    // Merged before the move: one segment of the loaded names, and one for each catch-up's writes (before and after the move) at most.
+    const segments = (await (await fetch(`${url}/_cat/segments/${now}?format=json`)).json()) as Array<{ 'docs.count': string }>;
+    assert.ok(segments.length <= 3, `${segments.length} segments`);
+    assert.ok(Math.max(...segments.map((x) => Number(x['docs.count']))) >= report.names.sandbox, JSON.stringify(segments));
+    assert.ok(lines.some((l) => l.includes(`${now}: segments merged into 1 a shard`)), lines.join('\n'));
     assert.ok(searches > 5, `${searches} searches during the reindex`);
     assert.deepEqual(failures, []);
     assert.deepEqual(await client.search('sandbox', 'coffee shop'), before);
@@ -383,7 +389,8 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       });
       const operations = Array.from({ length: 900 }, (_, i) => [{ index: { _index: index, _id: `n${i}` } }, { n: i }]);
       const started = Date.now();
-      const items = await bulkWrite(client, operations, true);
+      const items = await bulkWrite(client, operations);
+      await real.indices.refresh({ index });
       assert.equal(items.length, 900, 'one item per operation');
       assert.deepEqual(sizes, [800, 800, 800, 200], 'the first request sent again, then the rest in 400s');
       assert.ok(Date.now() - started >= 250, 'after a wait');
@@ -391,10 +398,40 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       // Anything but a push-back fails at once.
       pushBack = 0;
       const refused = new Proxy(real, { get: (target, key) => (key === 'bulk' ? async () => Promise.reject(Object.assign(new Error('mapper_parsing_exception'), { statusCode: 400 })) : Reflect.get(target, key)) });
-      await assert.rejects(bulkWrite(refused, operations.slice(0, 1), false), /mapper_parsing_exception/);
+      await assert.rejects(bulkWrite(refused, operations.slice(0, 1)), /mapper_parsing_exception/);
     } finally {
       await real.indices.delete({ index });
       await real.close();
+    }
+  });
+
+  it("an index refreshes only when asked (mapping version 3), and a bulk-loaded one's segments are merged into one a shard; the suite's first indexing merged its own", async () => {
+    const { url, lines } = await openSearchEngine();
+    const client = openSearchClient(url);
+    const index = `merge-test-${Date.now()}`;
+    await client.indices.create({ index, body: indexSettings({}) });
+    try {
+      const segments = async () => ((await (await fetch(`${url}/_cat/segments/${index}?format=json`)).json()) as unknown[]).length;
+      const count = async () => ((await client.count({ index })).body as { count: number }).count;
+      for (let batch = 0; batch < 3; batch++) {
+        await bulkWrite(client, Array.from({ length: 50 }, (_, i) => [{ index: { _index: index, _id: `n${batch}-${i}` } }, { environment: 'sandbox', name: `n${batch}-${i}.com` }]));
+        if (batch === 0) {
+          await new Promise((resolve) => setTimeout(resolve, 2_000));
+          assert.equal(await count(), 0, 'not searched before a refresh');
+        }
+        await client.indices.refresh({ index });
+      }
+      assert.equal(await count(), 150);
+      assert.equal(await segments(), 3, 'a segment a refresh');
+      const logged: string[] = [];
+      await forceMerge(client, index, (m) => logged.push(m));
+      assert.equal(await segments(), 1);
+      assert.equal(await count(), 150);
+      assert.match(logged.join('\n'), new RegExp(`${index}: segments merged into 1 a shard`));
+      assert.ok(lines.some((l) => /partner-api-domains: segments merged into 1 a shard/.test(l)), 'the first indexing merged');
+    } finally {
+      await client.indices.delete({ index });
+      await client.close();
     }
   });
 
@@ -421,7 +458,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       const inventory = new OpenSearchInventory('sandbox', getStack().dataSource, client, index, model, () => undefined);
       const vector = Float32Array.from({ length: DIMENSIONS }, (_, i) => (i === 3 ? 1 : 0));
       const row = { name: 'pushedback.com', label: 'pushedback', category: 'technology', status: 'listed', buy_now_price_cents: '120000', currency: 'USD' };
-      await inventory.write(index, [row], true, new Map([[row.name, encodeVector(vector)]]));
+      await inventory.write(index, [row], new Map([[row.name, encodeVector(vector)]]));
       assert.equal(lookUps, 2, 'the look-up sent again');
       const doc = (await (await fetch(`${url}/${index}/_doc/${encodeURIComponent('sandbox:pushedback.com')}`)).json()) as { found: boolean; _source: { vector_b64: string } };
       assert.ok(doc.found, 'the page written');

@@ -16,7 +16,7 @@
  * The index follows the inventory (OpenSearchInventory): the listing change feed wakes a sync
  * of the rows changed since the last one (inventory-changes.ts), new names are embedded once and
  * indexed with their vector, and a sale, reservation or price change indexes the name again, visible
- * within a second (refreshed after each small batch). The horizon reached is saved in the index,
+ * within a second (the index refreshed once a sync's writes are done). The horizon reached is saved in the index,
  * so a restart carries on from it. With several search processes (hosts) on one index, one of
  * them writes each environment: the one holding its indexer lock (a Postgres session advisory
  * lock); the others read the index it writes, and its saved horizon tells them when to read the
@@ -321,14 +321,16 @@ export class OpenSearchInventory {
 
   private async syncOnce(): Promise<void> {
     if (!(await this.takeIndexer())) return this.readIndex();
-    if (this.horizon !== undefined || !this.seedLog) return this.catchUp();
+    if (this.horizon !== undefined) return this.catchUp();
     // A first indexing: the names the embedded engine embedded on this host are not embedded again.
-    this.seed = await this.seedLog();
+    this.seed = await this.seedLog?.();
     try {
       await this.catchUp();
     } finally {
       this.seed = undefined;
     }
+    // Searches are answered meanwhile (from more segments, so more slowly).
+    void forceMerge(this.client, this.alias, this.log).catch((err: Error) => this.log(`${this.environment}: merging ${this.alias}'s segments failed (they merge in their own time): ${err.message}`));
   }
 
   /** Writes the inventory's changes since the horizon (every name, the first time) to the index. */
@@ -338,10 +340,12 @@ export class OpenSearchInventory {
     for await (const page of inventoryPages(this.dataSource, this.environment, this.horizon, PAGE)) {
       horizon = page.horizon;
       if (!page.rows.length) continue;
-      await this.write(this.alias, page.rows, page.last);
+      await this.write(this.alias, page.rows);
       wrote = true;
       if (this.horizon === undefined && (this.size % 100_000) < PAGE && this.size >= PAGE) this.log(`  ${this.environment}: ${this.size} names indexed`);
     }
+    // The index has no scheduled refresh (mapping version 3): what was written is searched from now.
+    if (wrote) await this.client.indices.refresh({ index: this.alias });
     // Saved only after a write that succeeded (a restart then re-reads less); in memory, always.
     if (wrote || this.horizon === undefined) {
       await whenAccepted(() => this.client.index({ index: this.alias, id: HORIZON_DOC(this.environment), body: { environment: '__horizon', name: this.environment, horizon }, refresh: 'false' }));
@@ -360,7 +364,7 @@ export class OpenSearchInventory {
    * vector is no part of the stored source, so a partial update would drop it), one that left the
    * market is deleted. The vocabulary follows what the index answered (created, deleted).
    */
-  async write(index: string, rows: InventoryRow[], refresh: boolean, vectors?: Map<string, string>): Promise<void> {
+  async write(index: string, rows: InventoryRow[], vectors?: Map<string, string>): Promise<void> {
     const ids = rows.map((r) => documentId(this.environment, r.name));
     const existing = new Map<string, { words: string[]; vector_b64?: string }>();
     for (const doc of await lookUp<{ words: string[]; vector_b64?: string }>(this.client, index, ids, ['words', 'vector_b64'])) existing.set(doc._id, doc._source);
@@ -400,7 +404,7 @@ export class OpenSearchInventory {
       wordsOf.set(id, words);
     });
     if (body.length === 0) return;
-    const items = await bulkWrite(this.client, body, refresh);
+    const items = await bulkWrite(this.client, body);
     let failed: string | undefined;
     for (const item of items) {
       const [op, result] = Object.entries(item)[0];
@@ -474,18 +478,18 @@ async function lookUp<T>(client: Client, index: string, ids: string[], fields: s
  * cluster pushes back (the request, or single operations: status 429) is sent again after a
  * growing wait, so that a busy or memory-short node slows indexing down rather than failing it;
  * after the last wait the 429 stands (the caller's sync fails and is retried). Returns one item
- * per operation.
+ * per operation. The caller refreshes the index when it has written all it had to.
  */
-export async function bulkWrite(client: Client, operations: unknown[][], refresh: boolean): Promise<BulkItem[]> {
+export async function bulkWrite(client: Client, operations: unknown[][]): Promise<BulkItem[]> {
   const out: BulkItem[] = [];
-  const send = async (ops: unknown[][], last: boolean) => {
+  const send = async (ops: unknown[][]) => {
     let pending = ops;
     // One count of waits for the request and its operations (whenAccepted's would nest in it).
     for (let attempt = 0; ; attempt++) {
       const again = attempt < PUSHED_BACK_MS.length;
       let items: BulkItem[];
       try {
-        const response = await client.bulk({ body: pending.flat() as Record<string, unknown>[], refresh: last && refresh ? 'true' : 'false' });
+        const response = await client.bulk({ body: pending.flat() as Record<string, unknown>[] });
         items = (response.body as { items: BulkItem[] }).items;
       } catch (err) {
         if (!pushedBack(err) || !again) throw err;
@@ -499,8 +503,43 @@ export async function bulkWrite(client: Client, operations: unknown[][], refresh
       await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
     }
   };
-  for (let at = 0; at < operations.length; at += BULK_OPERATIONS) await send(operations.slice(at, at + BULK_OPERATIONS), at + BULK_OPERATIONS >= operations.length);
+  for (let at = 0; at < operations.length; at += BULK_OPERATIONS) await send(operations.slice(at, at + BULK_OPERATIONS));
   return out;
+}
+
+/** The merge policy's largest segment (`index.merge.policy.max_merged_segment`'s default). */
+const MAX_SEGMENT_BYTES = 5 * 1024 ** 3;
+/** How often a force merge's task is asked whether it has finished. */
+const MERGE_POLL_MS = 2_000;
+
+/**
+ * Merges a bulk-loaded index's segments, each shard's into as few as keep each within the merge
+ * policy's largest (so that they stay eligible for its merges as names change): a k-NN search
+ * visits each segment's graph and a keyword probe each segment's terms, and a fresh index of a
+ * million names had 66–93 segments. Run as a task and polled (merging a million names' graphs
+ * takes minutes); settles when the merge has.
+ */
+export async function forceMerge(client: Client, index: string, log: (m: string) => void): Promise<void> {
+  const started = Date.now();
+  const stats = await client.indices.stats({ index, metric: 'store', level: 'shards' });
+  const shards = Object.values((stats.body as { indices: Record<string, { shards: Record<string, Array<{ routing: { primary: boolean }; store: { size_in_bytes: number } }>> }> }).indices)
+    .flatMap((i) => Object.values(i.shards).flat())
+    .filter((s) => s.routing.primary);
+  const largest = Math.max(0, ...shards.map((s) => s.store.size_in_bytes));
+  const segments = Math.max(1, Math.ceil(largest / MAX_SEGMENT_BYTES));
+  const response = await client.indices.forcemerge({ index, max_num_segments: segments, wait_for_completion: false });
+  const task = (response.body as { task?: string }).task;
+  for (;;) {
+    if (!task) break;
+    const status = await client.tasks.get({ task_id: task }, { ignore: [404] });
+    const body = status.body as { completed?: boolean; error?: { reason?: string }; found?: boolean };
+    if (body.error) throw new Error(body.error.reason ?? JSON.stringify(body.error));
+    if (body.completed || status.statusCode === 404) break;
+    await new Promise((resolve) => setTimeout(resolve, MERGE_POLL_MS));
+  }
+  // Searched from the merged segments once refreshed (the index has no scheduled refresh).
+  await client.indices.refresh({ index });
+  log(`${index}: segments merged into ${segments} a shard (${(largest / 1024 ** 2).toFixed(0)} MB its largest shard) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
 /** Escapes a word for a wildcard pattern (query words are letters and digits already). */
@@ -756,7 +795,8 @@ export class OpenSearchSearch extends HybridScorer {
 
   /**
    * `admin search reindex`: builds a new index of this MAPPING_VERSION from the inventory (each
-   * name's vector taken from the index in use, embedded only when it has none), catches it up
+   * name's vector taken from the index in use, embedded only when it has none), merges its
+   * segments (forceMerge), catches it up
    * with the changes made meanwhile, then moves the alias to it in one step and drops the old
    * one. Searches answer from the old index until the move and from the new one after: none
    * fails. The syncs keep writing through the alias all along; the new index's own catch-up
@@ -779,7 +819,7 @@ export class OpenSearchSearch extends HybridScorer {
         let horizon: string | undefined;
         for await (const page of inventoryPages(this.dataSource, environment, horizons.get(environment), PAGE)) {
           horizon = page.horizon;
-          if (page.rows.length) await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
+          if (page.rows.length) await inventory.write(index, page.rows, await this.vectorsOf(environment, page.rows));
         }
         await whenAccepted(() => this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } }));
         horizons.set(environment, horizon!);
@@ -792,10 +832,12 @@ export class OpenSearchSearch extends HybridScorer {
         for await (const page of inventoryPages(this.dataSource, environment, undefined, PAGE)) {
           horizons.set(environment, page.horizon);
           if (!page.rows.length) continue;
-          await inventory.write(index, page.rows, false, await this.vectorsOf(environment, page.rows));
+          await inventory.write(index, page.rows, await this.vectorsOf(environment, page.rows));
           names[environment] += page.rows.length;
         }
       }
+      // Merged before the move, while the old index answers: the new one is searched settled.
+      await forceMerge(this.client, index, this.log);
       await catchUp();
       await this.client.indices.updateAliases({ body: { actions: [...(from ? [{ remove: { index: from, alias: this.alias } }] : []), { add: { index, alias: this.alias } }] } });
       this.mapping.moved(index, MAPPING_VERSION);

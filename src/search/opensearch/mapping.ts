@@ -20,12 +20,15 @@
  *              partial update (which would rebuild it from the source, without its vector)
  *   vector_b64 the same vector as little-endian float32 in base64, returned with a hit so the
  *              scorer has the name's cosine to any query vector (not indexed)
+ * Version 3 refreshes only when asked (after each sync's writes, after a reindex's load) instead
+ * of every second: indexing a million names at 1 s made segments of a few hundred documents,
+ * whose merges (each merge builds its HNSW graph again) outlasted the indexing.
  * Beside them, one document per environment (`__horizon:<environment>`, environment `__horizon`)
  * holds the inventory horizon its sync has reached, so a restart carries on from there.
  */
 import { DIMENSIONS } from '../embedder';
 
-export const MAPPING_VERSION = 2;
+export const MAPPING_VERSION = 3;
 
 /** The alias searches and writes use (OPENSEARCH_INDEX). */
 export const DEFAULT_ALIAS = 'partner-api-domains';
@@ -37,7 +40,9 @@ export function indexSettings(options: { shards?: number; replicas?: number } = 
         number_of_shards: options.shards ?? 1,
         number_of_replicas: options.replicas ?? 0,
         knn: true,
-        refresh_interval: '1s',
+        // No scheduled refresh (version 3): each write refreshes once it is done (a sync, a
+        // reindex's load), so a bulk load of a million names is not cut into a segment a second.
+        refresh_interval: '-1',
       },
       analysis: {
         tokenizer: {
