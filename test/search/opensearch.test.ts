@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { grade } from '../../bench/search-quality';
@@ -9,7 +9,7 @@ import { keywordScore, wordSimilarity } from '../../src/search/keyword-score';
 import { DIMENSIONS, Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { cachedModelFiles } from '../../src/search/model-files';
-import { aliasTarget, bulkWrite, forceMerge, indexMapping, infixQuery, MappingWatch, openSearchClient, OpenSearchInventory, OpenSearchSearch } from '../../src/search/opensearch/engine';
+import { aliasTarget, bulkWrite, ensureAlias, forceMerge, indexMapping, infixQuery, MappingWatch, openSearchClient, OpenSearchInventory, OpenSearchSearch } from '../../src/search/opensearch/engine';
 import { encodeVector, indexSettings, MAPPING_VERSION } from '../../src/search/opensearch/mapping';
 import { segmentLabel } from '../../src/search/segment';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
@@ -258,6 +258,42 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     }
   });
 
+  it('a first indexing cut short (its last writes never refreshed) is found at the next start and done again: a name that left the market meanwhile goes', async function () {
+    this.timeout(5 * 60_000);
+    const { url } = await openSearchEngine();
+    const { config, dataSource } = getStack();
+    const alias = `unfinished-test-${Date.now()}`;
+    const client = openSearchClient(url);
+    await ensureAlias(client, alias);
+    const [listed] = (await onMarket('sandbox')).sort();
+    // What a process killed mid-way leaves: documents, no horizon, nothing refreshed.
+    await bulkWrite(client, [
+      [{ index: { _index: alias, _id: 'sandbox:left-the-market.com' } }, { environment: 'sandbox', name: 'left-the-market.com', label: 'left-the-market' }],
+      [{ index: { _index: alias, _id: `sandbox:${listed}` } }, { environment: 'sandbox', name: listed, label: listed.slice(0, listed.indexOf('.')) }],
+    ]);
+    const embeddings = path.join(config.toolCacheDir, 'test-search-data', 'embeddings');
+    const seed = readdirSync(embeddings).find((f) => f.startsWith('sandbox-') && f.endsWith('.log'));
+    const lines: string[] = [];
+    const model = await Embedder.load(cachedModelFiles(config.toolCacheDir)!);
+    assert.ok(seed, 'the embedded engine has its log');
+    const search = new OpenSearchSearch(dataSource, model, client, alias, new EmbeddingCache(), (m) => lines.push(m), {}, () => path.join(embeddings, seed));
+    try {
+      await search.load('sandbox');
+      assert.ok(lines.includes('sandbox: an unfinished first indexing of 2 names found: indexing again'), lines.join('\n'));
+      const doc = (await (await fetch(`${url}/${alias}/_doc/${encodeURIComponent('sandbox:left-the-market.com')}`)).json()) as { found: boolean };
+      assert.equal(doc.found, false, 'the name that left the market is gone');
+      const count = ((await client.count({ index: alias, body: { query: { term: { environment: 'sandbox' } } } })).body as { count: number }).count;
+      assert.equal(count, (await onMarket('sandbox')).length);
+      assert.equal(search.status('sandbox').names, count, 'counted once each');
+    } finally {
+      const index = await aliasTarget(client, alias);
+      await search.save();
+      const admin = openSearchClient(url);
+      if (index) await admin.indices.delete({ index });
+      await admin.close();
+    }
+  });
+
   it('admin search reindex builds a new index and moves the alias while searches go on: none fails, the answers stay the same', async function () {
     this.timeout(5 * 60_000);
     await caughtUp('sandbox');
@@ -428,6 +464,8 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       assert.equal(await segments(), 1);
       assert.equal(await count(), 150);
       assert.match(logged.join('\n'), new RegExp(`${index}: segments merged into 1 a shard`));
+      // The suite's engine merges after its first indexing, in the background.
+      for (let waited = 0; waited < 30 && !lines.some((l) => /partner-api-domains: segments merged into 1 a shard/.test(l)); waited++) await new Promise((resolve) => setTimeout(resolve, 1_000));
       assert.ok(lines.some((l) => /partner-api-domains: segments merged into 1 a shard/.test(l)), 'the first indexing merged');
     } finally {
       await client.indices.delete({ index });

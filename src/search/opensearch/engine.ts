@@ -173,8 +173,7 @@ export class OpenSearchInventory {
    * (its caller closes it).
    */
   async load(seedLog?: () => Promise<EmbeddingLogReader | undefined>): Promise<void> {
-    const count = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
-    this.size = (count.body as { count: number }).count;
+    this.size = await this.count();
     await this.loadVocabulary(this.speller);
     this.seedLog = seedLog;
     try {
@@ -188,6 +187,12 @@ export class OpenSearchInventory {
     } finally {
       this.seedLog = undefined;
     }
+  }
+
+  /** The names of this environment the index holds (as last refreshed). */
+  private async count(): Promise<number> {
+    const response = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
+    return (response.body as { count: number }).count;
   }
 
   /** The horizon saved in the index by its indexer, if any. */
@@ -213,13 +218,21 @@ export class OpenSearchInventory {
     const { rows } = await this.lockClient.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [INDEXER_LOCK_SPACE, `${this.alias}:${this.environment}`]);
     if (!rows[0].locked) return false;
     this.indexer = true;
+    // What an indexer before this one wrote and did not refresh (it died mid-sync) is counted too.
+    await refresh(this.client, this.alias);
+    const counted = await this.count();
+    if (counted !== this.size) {
+      const speller = new Speller();
+      await this.loadVocabulary(speller);
+      [this.size, this.speller] = [counted, speller];
+    }
     // Carries on from what the index holds (the previous indexer's saved horizon).
     this.horizon = await this.savedHorizon();
     if (this.horizon === undefined && this.size > 0) {
       // A first indexing cut short (no horizon saved): what it wrote may include names that have
       // left the market since, which a full read would not see. Start that environment afresh.
       this.log(`${this.environment}: an unfinished first indexing of ${this.size} names found: indexing again`);
-      await whenAccepted(() => this.client.deleteByQuery({ index: this.alias, body: { query: { term: { environment: this.environment } } }, refresh: true }));
+      await deleteEnvironment(this.client, this.alias, this.environment);
       this.size = 0;
       this.speller = new Speller();
     }
@@ -253,9 +266,9 @@ export class OpenSearchInventory {
     if (horizon === undefined || horizon === this.readAt.horizon || Date.now() - this.readAt.time < VOCABULARY_MS) return;
     const speller = new Speller();
     await this.loadVocabulary(speller);
-    const count = await this.client.count({ index: this.alias, body: { query: { term: { environment: this.environment } } } });
+    const count = await this.count();
     this.speller = speller;
-    this.size = (count.body as { count: number }).count;
+    this.size = count;
     this.readAt = { horizon, time: Date.now() };
   }
 
@@ -321,36 +334,56 @@ export class OpenSearchInventory {
 
   private async syncOnce(): Promise<void> {
     if (!(await this.takeIndexer())) return this.readIndex();
-    if (this.horizon !== undefined) return this.catchUp();
+    if (this.horizon !== undefined) {
+      await this.catchUp();
+      return;
+    }
     // A first indexing: the names the embedded engine embedded on this host are not embedded again.
     this.seed = await this.seedLog?.();
+    let wrote: boolean;
     try {
-      await this.catchUp();
+      wrote = await this.catchUp();
     } finally {
       this.seed = undefined;
     }
     // Searches are answered meanwhile (from more segments, so more slowly).
-    void forceMerge(this.client, this.alias, this.log).catch((err: Error) => this.log(`${this.environment}: merging ${this.alias}'s segments failed (they merge in their own time): ${err.message}`));
+    if (wrote) void forceMerge(this.client, this.alias, this.log).catch((err: Error) => this.log(`${this.environment}: merging ${this.alias}'s segments failed (they merge in their own time): ${err.message}`));
   }
 
-  /** Writes the inventory's changes since the horizon (every name, the first time) to the index. */
-  private async catchUp(): Promise<void> {
+  /**
+   * Writes the inventory's changes since the horizon (every name, the first time) to the index,
+   * and refreshes it (it has no scheduled refresh: mapping version 3): at the end, and every
+   * REFRESH_EVERY_MS of a long catch-up (after downtime, an import) but a first indexing; also
+   * when a page fails, so that what the pages before it wrote is searched. Whether it wrote.
+   */
+  private async catchUp(): Promise<boolean> {
     let horizon: string | undefined;
     let wrote = false;
-    for await (const page of inventoryPages(this.dataSource, this.environment, this.horizon, PAGE)) {
-      horizon = page.horizon;
-      if (!page.rows.length) continue;
-      await this.write(this.alias, page.rows);
-      wrote = true;
-      if (this.horizon === undefined && (this.size % 100_000) < PAGE && this.size >= PAGE) this.log(`  ${this.environment}: ${this.size} names indexed`);
+    let unrefreshed = false;
+    let refreshedAt = Date.now();
+    try {
+      for await (const page of inventoryPages(this.dataSource, this.environment, this.horizon, PAGE)) {
+        horizon = page.horizon;
+        if (!page.rows.length) continue;
+        await this.write(this.alias, page.rows);
+        wrote = unrefreshed = true;
+        if (this.horizon !== undefined && Date.now() - refreshedAt >= REFRESH_EVERY_MS) {
+          await refresh(this.client, this.alias);
+          [unrefreshed, refreshedAt] = [false, Date.now()];
+        }
+        if (this.horizon === undefined && (this.size % 100_000) < PAGE && this.size >= PAGE) this.log(`  ${this.environment}: ${this.size} names indexed`);
+      }
+    } catch (err) {
+      if (unrefreshed) await refresh(this.client, this.alias).catch(() => undefined);
+      throw err;
     }
-    // The index has no scheduled refresh (mapping version 3): what was written is searched from now.
-    if (wrote) await this.client.indices.refresh({ index: this.alias });
+    if (unrefreshed) await refresh(this.client, this.alias);
     // Saved only after a write that succeeded (a restart then re-reads less); in memory, always.
     if (wrote || this.horizon === undefined) {
       await whenAccepted(() => this.client.index({ index: this.alias, id: HORIZON_DOC(this.environment), body: { environment: '__horizon', name: this.environment, horizon }, refresh: 'false' }));
     }
     this.horizon = horizon;
+    return wrote;
   }
 
   private seeded(text: string): string | undefined {
@@ -507,14 +540,44 @@ export async function bulkWrite(client: Client, operations: unknown[][]): Promis
   return out;
 }
 
-/** The merge policy's largest segment (`index.merge.policy.max_merged_segment`'s default). */
-const MAX_SEGMENT_BYTES = 5 * 1024 ** 3;
-/** How often a force merge's task is asked whether it has finished. */
+/**
+ * The size a force merge aims each segment at: under the merge policy's largest
+ * (`index.merge.policy.max_merged_segment`, 5 GB), which a forced merge may pass by a quarter.
+ */
+const MERGED_SEGMENT_BYTES = 4 * 1024 ** 3;
+/** How often a force merge's task is asked whether it has finished, and how many failed asks in a row end the wait. */
 const MERGE_POLL_MS = 2_000;
+const MERGE_POLL_FAILURES = 5;
+/** A refresh after a bulk load writes its indexing buffer out: longer than a search's timeout. */
+const REFRESH_TIMEOUT_MS = 5 * 60_000;
+/** How often a long catch-up makes what it wrote searchable. */
+const REFRESH_EVERY_MS = 1_000;
+
+/** Makes what was written to the index searchable (it has no scheduled refresh: mapping version 3). */
+async function refresh(client: Client, index: string): Promise<void> {
+  await client.indices.refresh({ index }, { requestTimeout: REFRESH_TIMEOUT_MS });
+}
 
 /**
- * Merges a bulk-loaded index's segments, each shard's into as few as keep each within the merge
- * policy's largest (so that they stay eligible for its merges as names change): a k-NN search
+ * Deletes an environment's documents, as `_delete_by_query` would (the local node has no reindex
+ * module, which serves it): their ids read in pages by name, deleted in bulk, then refreshed.
+ */
+async function deleteEnvironment(client: Client, index: string, environment: Environment): Promise<void> {
+  let after: unknown[] | undefined;
+  for (;;) {
+    const body = { size: BULK_OPERATIONS, _source: false, query: { term: { environment } }, sort: [{ name: 'asc' }], ...(after ? { search_after: after } : {}) };
+    const response = await whenAccepted(() => client.search({ index, body } as Parameters<Client['search']>[0]));
+    const hits = (response.body as unknown as { hits: { hits: Array<{ _id: string; sort: unknown[] }> } }).hits.hits;
+    if (!hits.length) break;
+    await bulkWrite(client, hits.map((h) => [{ delete: { _index: index, _id: h._id } }]));
+    after = hits[hits.length - 1].sort;
+  }
+  await refresh(client, index);
+}
+
+/**
+ * Merges a bulk-loaded index's segments, each shard's into as few as keep each near 4 GB, within
+ * the merge policy's largest (so that they stay eligible for its merges as names change): a k-NN search
  * visits each segment's graph and a keyword probe each segment's terms, and a fresh index of a
  * million names had 66–93 segments. Run as a task and polled (merging a million names' graphs
  * takes minutes); settles when the merge has.
@@ -526,20 +589,29 @@ export async function forceMerge(client: Client, index: string, log: (m: string)
     .flatMap((i) => Object.values(i.shards).flat())
     .filter((s) => s.routing.primary);
   const largest = Math.max(0, ...shards.map((s) => s.store.size_in_bytes));
-  const segments = Math.max(1, Math.ceil(largest / MAX_SEGMENT_BYTES));
-  const response = await client.indices.forcemerge({ index, max_num_segments: segments, wait_for_completion: false });
+  const segments = Math.max(1, Math.ceil(largest / MERGED_SEGMENT_BYTES));
+  const response = await whenAccepted(() => client.indices.forcemerge({ index, max_num_segments: segments, wait_for_completion: false }));
+  // A cluster that waits for the merge answers without a task.
   const task = (response.body as { task?: string }).task;
-  for (;;) {
-    if (!task) break;
-    const status = await client.tasks.get({ task_id: task }, { ignore: [404] });
-    const body = status.body as { completed?: boolean; error?: { reason?: string }; found?: boolean };
-    if (body.error) throw new Error(body.error.reason ?? JSON.stringify(body.error));
-    if (body.completed || status.statusCode === 404) break;
+  for (let failures = 0; task; ) {
     await new Promise((resolve) => setTimeout(resolve, MERGE_POLL_MS));
+    let status;
+    try {
+      status = await client.tasks.get({ task_id: task }, { ignore: [404] });
+      failures = 0;
+    } catch (err) {
+      if (++failures >= MERGE_POLL_FAILURES) throw err;
+      continue;
+    }
+    // Not found: its result was not kept (its node restarted); the merge is only an optimisation.
+    if (status.statusCode === 404) break;
+    const body = status.body as { completed?: boolean; error?: { reason?: string } };
+    if (body.error) throw new Error(body.error.reason ?? JSON.stringify(body.error));
+    if (body.completed) break;
   }
-  // Searched from the merged segments once refreshed (the index has no scheduled refresh).
-  await client.indices.refresh({ index });
-  log(`${index}: segments merged into ${segments} a shard (${(largest / 1024 ** 2).toFixed(0)} MB its largest shard) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  // Searched from the merged segments once refreshed.
+  await refresh(client, index);
+  log(`${index}: segments merged into ${segments} a shard (${(largest / 1024 ** 2).toFixed(0)} MB its largest shard before) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
 /** Escapes a word for a wildcard pattern (query words are letters and digits already). */
@@ -824,7 +896,7 @@ export class OpenSearchSearch extends HybridScorer {
         await whenAccepted(() => this.client.index({ index, id: HORIZON_DOC(environment), body: { environment: '__horizon', name: environment, horizon } }));
         horizons.set(environment, horizon!);
       }
-      await this.client.indices.refresh({ index });
+      await refresh(this.client, index);
     };
     try {
       for (const [environment, inventory] of this.inventories) {
