@@ -48,6 +48,15 @@ async function caughtUp(environment: 'sandbox' | 'live'): Promise<void> {
   }
 }
 
+/** Ends a test's own engine on an alias of its own: saved (its client closed), the index behind the alias deleted. */
+async function dropScratch(search: OpenSearchSearch, url: string, alias: string): Promise<void> {
+  const admin = openSearchClient(url);
+  const index = await aliasTarget(admin, alias);
+  await search.save();
+  if (index) await admin.indices.delete({ index });
+  await admin.close();
+}
+
 describe('search on OpenSearch: the same answers as the embedded engine', () => {
   before(async function () {
     this.timeout(5 * 60_000);
@@ -249,11 +258,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       // Read once for the names and the words: one scan of a million texts takes ~8.5 s.
       assert.deepEqual(lines.filter((l) => /vectors taken from the embedded engine's log/.test(l)), [`sandbox: 2 vectors taken from the embedded engine's log (sandbox.log)`], lines.join('\n'));
     } finally {
-      const index = await aliasTarget(client, alias);
-      await search.save();
-      const admin = openSearchClient(url);
-      if (index) await admin.indices.delete({ index });
-      await admin.close();
+      await dropScratch(search, url, alias);
       rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -286,11 +291,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       assert.equal(count, (await onMarket('sandbox')).length);
       assert.equal(search.status('sandbox').names, count, 'counted once each');
     } finally {
-      const index = await aliasTarget(client, alias);
-      await search.save();
-      const admin = openSearchClient(url);
-      if (index) await admin.indices.delete({ index });
-      await admin.close();
+      await dropScratch(search, url, alias);
     }
   });
 
