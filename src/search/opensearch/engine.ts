@@ -468,6 +468,12 @@ export class OpenSearchInventory {
  * 2,000 in one request, ~20 MB, tripped a 512 MB node's memory breaker while it indexed 1M names).
  */
 const BULK_OPERATIONS = 400;
+/**
+ * Bulk requests in flight at once. A shard indexes a bulk request's documents on one write
+ * thread: one request at a time kept a 2-core node's JVM at ~75 % of one core while it indexed a
+ * million names, with the search process and Postgres using a quarter of the rest (2026-11-29).
+ */
+const BULK_IN_FLIGHT = 2;
 /** Waits before an indexing request the cluster pushed back (429: a full write queue, or a memory breaker tripped) is sent again. */
 const PUSHED_BACK_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
 
@@ -507,7 +513,8 @@ async function lookUp<T>(client: Client, index: string, ids: string[], fields: s
 }
 
 /**
- * Sends the operations in bulk requests of BULK_OPERATIONS, one after the other. What the
+ * Sends the operations in bulk requests of BULK_OPERATIONS, BULK_IN_FLIGHT at a time (a caller
+ * gives each document one operation, so their order does not matter). What the
  * cluster pushes back (the request, or single operations: status 429) is sent again after a
  * growing wait, so that a busy or memory-short node slows indexing down rather than failing it;
  * after the last wait the 429 stands (the caller's sync fails and is retried). Returns one item
@@ -536,7 +543,23 @@ export async function bulkWrite(client: Client, operations: unknown[][]): Promis
       await new Promise((resolve) => setTimeout(resolve, PUSHED_BACK_MS[attempt]));
     }
   };
-  for (let at = 0; at < operations.length; at += BULK_OPERATIONS) await send(operations.slice(at, at + BULK_OPERATIONS));
+  const requests: unknown[][][] = [];
+  for (let at = 0; at < operations.length; at += BULK_OPERATIONS) requests.push(operations.slice(at, at + BULK_OPERATIONS));
+  // On a failure the other requests under way end before it is thrown (nothing is written after
+  // the caller hears of it), and no more are sent.
+  let next = 0;
+  let failed: { err: unknown } | undefined;
+  const sender = async () => {
+    while (next < requests.length && !failed) {
+      try {
+        await send(requests[next++]);
+      } catch (err) {
+        failed ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(BULK_IN_FLIGHT, requests.length) }, sender));
+  if (failed) throw failed.err;
   return out;
 }
 
