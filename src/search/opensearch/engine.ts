@@ -220,12 +220,7 @@ export class OpenSearchInventory {
     this.indexer = true;
     // What an indexer before this one wrote and did not refresh (it died mid-sync) is counted too.
     await refresh(this.client, this.alias);
-    const counted = await this.count();
-    if (counted !== this.size) {
-      const speller = new Speller();
-      await this.loadVocabulary(speller);
-      [this.size, this.speller] = [counted, speller];
-    }
+    if ((await this.count()) !== this.size) await this.readVocabulary();
     // Carries on from what the index holds (the previous indexer's saved horizon).
     this.horizon = await this.savedHorizon();
     if (this.horizon === undefined && this.size > 0) {
@@ -264,12 +259,16 @@ export class OpenSearchInventory {
     const horizon = await this.savedHorizon();
     this.horizon = horizon;
     if (horizon === undefined || horizon === this.readAt.horizon || Date.now() - this.readAt.time < VOCABULARY_MS) return;
+    await this.readVocabulary();
+    this.readAt = { horizon, time: Date.now() };
+  }
+
+  /** The vocabulary and the count read again from the index (both replaced once read). */
+  private async readVocabulary(): Promise<void> {
     const speller = new Speller();
     await this.loadVocabulary(speller);
     const count = await this.count();
-    this.speller = speller;
-    this.size = count;
-    this.readAt = { horizon, time: Date.now() };
+    [this.speller, this.size] = [speller, count];
   }
 
   private async loadVocabulary(speller: Speller): Promise<void> {
