@@ -104,8 +104,8 @@ interface EngineRun {
   engine: string;
   /** From the search process's start until it answers: reading, embedding (cached or not) and indexing the inventory. */
   readySeconds: number;
-  /** OpenSearch: how long its fresh index's merges took to settle after it was ready, and its segments. */
-  settled?: { seconds: number; timedOut: boolean; segmentsBefore: number; segmentsAfter: number };
+  /** OpenSearch: how long its fresh index's merges took to settle after it was ready, its segments, and its primaries' size and documents then. */
+  settled?: Awaited<ReturnType<typeof mergesSettled>>;
   cold: Awaited<ReturnType<typeof measure>>;
   signed: Awaited<ReturnType<typeof measure>>;
   serial: Awaited<ReturnType<typeof measure>>;
@@ -117,16 +117,18 @@ interface EngineRun {
 
 /**
  * Waits until three looks 5 s apart see no merge running on the index (so at least 15 s), up to
- * an hour: how long that took, whether the hour ran out first, and its segments (primaries and
- * replicas) before and after.
+ * an hour: how long that took, whether the hour ran out first, its segments (primaries and
+ * replicas) before and after, and its primaries' bytes on disk and documents after (the per-name
+ * cost a cluster is sized from).
  */
-async function mergesSettled(url: string, index: string): Promise<{ seconds: number; timedOut: boolean; segmentsBefore: number; segmentsAfter: number }> {
+async function mergesSettled(url: string, index: string) {
   const started = Date.now();
   const look = async () => {
-    const res = await fetch(`${url}/${index}/_stats/merge,segments`);
+    const res = await fetch(`${url}/${index}/_stats/merge,segments,store,docs`);
     if (!res.ok) throw new Error(`${index}/_stats: ${res.status} ${await res.text()}`);
-    const total = ((await res.json()) as { _all: { total: { merges: { current: number }; segments: { count: number } } } })._all.total;
-    return { merging: total.merges.current, segments: total.segments.count };
+    type Stats = { merges: { current: number }; segments: { count: number }; store: { size_in_bytes: number }; docs: { count: number } };
+    const { total, primaries } = ((await res.json()) as { _all: { total: Stats; primaries: Stats } })._all;
+    return { merging: total.merges.current, segments: total.segments.count, bytes: primaries.store.size_in_bytes, documents: primaries.docs.count };
   };
   const segmentsBefore = (await look()).segments;
   let quiet = 0;
@@ -134,7 +136,8 @@ async function mergesSettled(url: string, index: string): Promise<{ seconds: num
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     quiet = (await look()).merging === 0 ? quiet + 1 : 0;
   }
-  return { seconds: (Date.now() - started) / 1000, timedOut: quiet < 3, segmentsBefore, segmentsAfter: (await look()).segments };
+  const after = await look();
+  return { seconds: (Date.now() - started) / 1000, timedOut: quiet < 3, segmentsBefore, segmentsAfter: after.segments, bytes: after.bytes, documents: after.documents };
 }
 
 async function main(): Promise<void> {
@@ -232,7 +235,7 @@ async function main(): Promise<void> {
       `API process RSS (API, bare Koa and the one-at-a-time client together; no model): ${mib(apiRss)}`,
       ...runs
         .filter((r) => r.settled)
-        .map((r) => `${r.engine}: searched ${r.settled!.timedOut ? 'with merges still running after an hour of waiting' : "once no merge ran on the index (three looks 5 s apart)"}, ${r.settled!.seconds.toFixed(0)} s after it was ready: ${r.settled!.segmentsBefore} segments (primaries and replicas) then, ${r.settled!.segmentsAfter} after`),
+        .map((r) => `${r.engine}: searched ${r.settled!.timedOut ? 'with merges still running after an hour of waiting' : "once no merge ran on the index (three looks 5 s apart)"}, ${r.settled!.seconds.toFixed(0)} s after it was ready: ${r.settled!.segmentsBefore} segments (primaries and replicas) then, ${r.settled!.segmentsAfter} after; primaries ${(r.settled!.bytes / 2 ** 30).toFixed(1)} GiB on disk for ${r.settled!.documents} documents, ${(r.settled!.bytes / Math.max(1, r.settled!.documents) / 1024).toFixed(1)} KiB each`),
       '',
       `CPU ms per search at concurrency ${settings.concurrency} (user + system; this machine has ${os.cpus().length} cores):`,
       '',
