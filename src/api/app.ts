@@ -4,6 +4,7 @@
  */
 import Router, { type RouterMiddleware } from '@koa/router';
 import Koa from 'koa';
+import { logAnswerErrors } from './answer-errors';
 import compose from 'koa-compose';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -148,6 +149,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   // Behind a proxy (TRUST_PROXY), the client's address and https come from its X-Forwarded-* headers:
   // visitor hashes and Secure cookies depend on them.
   const app = new Koa<AppState>({ proxy: deps.config.http.trustProxy ?? false, maxIpsCount: 1 });
+  logAnswerErrors(app, (err, clientGone) => (clientGone ? deps.logger.debug({ err }, 'a client went away before its answer was written') : deps.logger.error({ err }, 'an answer failed outside the error mapping')));
   const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl, eventWebhooks(), RESPONSE_EXAMPLES);
   const router = new Router<AppState>();
   const auth = { ...deps, admission: deps.admission ?? new AdmissionBatcher(deps.dataSource) };

@@ -17,6 +17,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { z } from 'zod';
 import type { Environment } from '../config';
+import { logAnswerErrors } from '../api/answer-errors';
 import { MAX_QUERY_LENGTH } from '../discovery/routes';
 import type { DomainSearch } from '../discovery/search';
 import type { EngineStatus, SearchStatus } from './search-client';
@@ -54,6 +55,10 @@ export function searchApp(engine: SearchEngine | Promise<SearchEngine>, environm
     gcObserver.observe({ entryTypes: ['gc'] });
   }
   const app = new Koa();
+  // A client gone before its answer (an API process stopped) is no failure of this one.
+  logAnswerErrors(app, (err, clientGone) => {
+    if (!clientGone) log(`an answer failed: ${err.stack ?? err}`);
+  });
   const router = new Router();
   // Until the engine has loaded: 503, which the API passes on to partners as search unavailable (Retry-After).
   const loading = (ctx: Koa.Context): boolean => {
