@@ -109,7 +109,7 @@ interface EngineRun {
   readySeconds: number;
   /** OpenSearch: how long its fresh index's merges took to settle after it was ready, its segments, and its primaries' size and documents then. */
   settled?: Awaited<ReturnType<typeof mergesSettled>>;
-  /** Embedded: how long its first HNSW graph took to build after it was ready (0 when one was saved or none is needed). */
+  /** Embedded: how long its first HNSW graph took to build after it was ready (undefined when one was saved or none is needed). */
   graphWait?: number;
   cold: Awaited<ReturnType<typeof measure>>;
   signed: Awaited<ReturnType<typeof measure>>;
@@ -145,10 +145,11 @@ async function mergesSettled(url: string, index: string) {
   return { seconds: (Date.now() - started) / 1000, timedOut: quiet < 3, segmentsBefore, segmentsAfter: after.segments, bytes: after.bytes, documents: after.documents };
 }
 
-/** Waits (up to an hour) until no environment of the search process is building its HNSW graph: the seconds waited. */
-async function graphsBuilt(search: SearchClient): Promise<number> {
+/** Waits (up to an hour) until no environment of the search process is building its HNSW graph: the seconds waited, undefined if none was. */
+async function graphsBuilt(search: SearchClient): Promise<number | undefined> {
   const started = Date.now();
   const building = async () => Object.values((await search.status()).environments).some((e) => e.building);
+  if (!(await building())) return undefined;
   while ((await building()) && Date.now() - started < 60 * 60_000) await new Promise((resolve) => setTimeout(resolve, 5_000));
   if (await building()) throw new Error('the HNSW graph was still being built after an hour');
   return (Date.now() - started) / 1000;
@@ -252,7 +253,7 @@ async function main(): Promise<void> {
       ...runs
         .filter((r) => r.settled)
         .map((r) => `${r.engine}: searched ${r.settled!.timedOut ? 'with merges still running after an hour of waiting' : "once no merge ran on the index (three looks 5 s apart)"}, ${r.settled!.seconds.toFixed(0)} s after it was ready: ${r.settled!.segmentsBefore} segments (primaries and replicas) then, ${r.settled!.segmentsAfter} after; primaries ${(r.settled!.bytes / 2 ** 30).toFixed(1)} GiB on disk for ${r.settled!.documents} documents, ${(r.settled!.bytes / Math.max(1, r.settled!.documents) / 1024).toFixed(1)} KiB each`),
-      ...runs.filter((r) => r.graphWait).map((r) => `${r.engine}: searched once its HNSW graph was built, ${r.graphWait!.toFixed(0)} s after it was ready (the exact index answered meanwhile)`),
+      ...runs.filter((r) => r.graphWait !== undefined).map((r) => `${r.engine}: searched once its HNSW graph was built, ${r.graphWait!.toFixed(0)} s after it was ready (the exact index answered meanwhile)`),
       '',
       `CPU ms per search at concurrency ${settings.concurrency} (user + system; this machine has ${os.cpus().length} cores):`,
       '',
