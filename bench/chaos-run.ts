@@ -41,7 +41,7 @@ import { Domain } from '../src/db/entities/domain';
 import { Order } from '../src/db/entities/order';
 import { ReferralClick } from '../src/db/entities/referral';
 import { Supervisor } from '../src/main/supervise';
-import { freePort } from '../src/main/child-process';
+import { freePorts } from '../src/main/child-process';
 import { createPartner } from '../src/partners/partners';
 import { setQuotas } from '../src/partners/quotas';
 import { FINAL_ORDER_STATUSES } from '../workflows/messages';
@@ -137,7 +137,9 @@ export class Stack {
   }
 
   async start(log: (m: string) => void): Promise<void> {
-    for (const key of Object.keys(this.ports) as Array<keyof Stack['ports']>) this.ports[key] = await freePort();
+    const keys = Object.keys(this.ports) as Array<keyof Stack['ports']>;
+    const ports = await freePorts(keys.length);
+    keys.forEach((key, i) => (this.ports[key] = ports[i]));
     const config = loadConfig();
     // Its own parts only: nothing named by this shell's environment.
     const inherited = { ...process.env };
@@ -270,8 +272,7 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
     const quotePem = readFileSync(path.join(dataDir, 'quote-signing-key.pem'), 'utf8');
 
     // The second API process, beside npm start's, supervised here.
-    const api2Port = await freePort();
-    const api2MetricsPort = await freePort();
+    const [api2Port, api2MetricsPort] = await freePorts(2);
     const api2Url = `http://127.0.0.1:${api2Port}`;
     let api2Child: ChildProcess | undefined;
     secondApi = new Supervisor(

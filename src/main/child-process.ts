@@ -9,11 +9,25 @@ import net from 'node:net';
 
 /** A TCP port free on loopback now (for a part that must be told its port before it listens). */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  return (await freePorts(1))[0];
+}
+
+/**
+ * `count` distinct free ports: each is held until all are found, since the kernel may hand a
+ * port just closed out again (a chaos run's Temporal UI and worker metrics once got the same one).
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: net.Server[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = net.createServer();
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    }
+    return servers.map((server) => (server.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
 }
 
 export interface ReadyChild {
