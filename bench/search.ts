@@ -39,7 +39,7 @@ import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opense
 import type { SearchClient } from '../src/search/search-client';
 import { startSearchProcess } from '../src/search/search-process';
 import { loadInChild } from './load';
-import { discoveryAppDeps, freePort, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
+import { discoveryAppDeps, freePorts, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -86,7 +86,7 @@ function rssOf(pid: number): number {
 /** Local OpenSearch nodes forming one cluster (one: a single node), each with its data under `dir`; resolves when the cluster is green or yellow. */
 async function startNodes(count: number, dir: string, cacheDir: string, heap: string): Promise<LocalOpenSearch[]> {
   if (count === 1) return [await startLocalOpenSearch({ cacheDir, dataDir: dir, heap })];
-  const transport = await Promise.all(Array.from({ length: count }, () => freePort()));
+  const transport = await freePorts(count);
   const names = transport.map((_, i) => `node-${i}`);
   const nodes = await Promise.all(
     names.map((name, i) =>

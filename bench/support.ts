@@ -14,7 +14,7 @@ import { admissionParts, type AdmissionParts } from '../src/main/services';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 
 /** A free TCP port on loopback (for a benchmark's own Postgres). */
-export { freePort } from '../src/main/child-process';
+export { freePort, freePorts } from '../src/main/child-process';
 
 /** Serves `handler` on a free loopback port, keeping idle connections a minute (the load child's are keep-alive). */
 export async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
