@@ -14,7 +14,7 @@ import { Embedder } from '../src/search/embedder';
 import { startSearch } from '../src/main/services';
 import { ensureModelFiles } from '../src/search/model-files';
 import { segmentLabel } from '../src/search/segment';
-import { HNSW, WIDE_SEARCH } from '../src/search/hnsw';
+import { HNSW } from '../src/search/hnsw';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { DIMENSIONS } from '../src/search/embedder';
 import { ExactIndex, type VectorStore } from '../src/search/vector-index';
@@ -63,8 +63,8 @@ async function main(): Promise<void> {
   const queries = await embedder.embedAll([...labelled, ...sampled]);
 
   let truthMs = 0;
-  // As searches ask: the query's own neighbours wide (WIDE_SEARCH), its definitions' at the default breadth.
-  const breadths = [WIDE_SEARCH, HNSW.expansion_search];
+  // As searches ask (the default breadth), or the breadths BENCH_BREADTHS lists (comma-separated), to choose it.
+  const breadths = process.env.BENCH_BREADTHS ? process.env.BENCH_BREADTHS.split(',').map(Number) : [HNSW.expansion_search];
   const rows = [{ name: 'exact index (int8 scan, the best scored again)', nearest: (q: Float32Array) => exact.nearest(q, 50) }, ...breadths.map((breadth) => ({ name: `${index.vectorIndexKind === 'exact' ? 'the index (exact)' : 'HNSW'}, breadth ${breadth}`, nearest: (q: Float32Array) => hnsw.nearest(q, 50, breadth) }))];
   const measured = rows.map(() => ({ hits5: 0, hits50: 0, ms: 0 }));
   for (const q of queries) {

@@ -3,10 +3,11 @@
  * (`<file>.<stamp>`), and `<file>.names.json` holding the names of its slots and naming that very
  * graph, written aside and renamed into place once the graph is complete. A crash at any point
  * leaves a names file and the graph it was written with. Used by the search process's main
- * thread (to read a saved graph's names at start) and by the build worker (which writes graphs
- * and names files); imports nothing but fs.
+ * thread (to read a saved graph's names at start, and to remove graphs saved another way) and by
+ * the build worker (which writes graphs and names files); imports nothing but fs.
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Each slot's name and segmented label, or null for a free slot. */
@@ -63,5 +64,19 @@ export function commitGraph(file: string, graphFile: string, size: number, names
   flush(dir);
   for (const old of readdirSync(dir)) {
     if ((old === path.basename(file) || old.startsWith(`${path.basename(file)}.`)) && old !== graph && !old.startsWith(`${path.basename(file)}.names.json`) && path.join(dir, old) !== keep) rmSync(path.join(dir, old), { force: true });
+  }
+}
+
+/**
+ * Removes the graphs and names files saved another way (another GRAPH_FORMAT, or none, as before
+ * the format was in the name) beside `file` (`<stem>.<format>.usearch`): once a graph of this
+ * format is in use they are never read again, and at 1M names each is ~0.9 GB.
+ */
+export async function removeOtherFormats(file: string, format: string): Promise<void> {
+  const dir = path.dirname(file);
+  const own = path.basename(file);
+  const stem = own.slice(0, -`.${format}.usearch`.length);
+  for (const entry of await readdir(dir)) {
+    if (entry.startsWith(`${stem}.`) && entry.includes('.usearch') && entry !== own && !entry.startsWith(`${own}.`)) await rm(path.join(dir, entry), { force: true });
   }
 }

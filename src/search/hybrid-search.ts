@@ -41,7 +41,6 @@ import { InventoryIndex, type Entry } from './inventory-index';
 import { followListings } from './inventory-changes';
 import { postgresStopWords } from './label-index';
 import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
-import { WIDE_SEARCH } from './hnsw';
 import type { Speller } from './spelling';
 import { broaderWords } from './taxonomy';
 
@@ -471,8 +470,8 @@ export class HybridSearch extends HybridScorer {
     const meaning = await this.meaning(corrected);
     const u = await this.understood(corrected, meaning, vocabulary);
     // Above SEARCH_ANN_THRESHOLD names the graph's worker answers these, the two one after the other
-    // there: the query's own neighbours searched wide, those of its definitions at the default.
-    const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES, WIDE_SEARCH), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
+    // there: the query's own neighbours and those of its definitions.
+    const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
     // Its failure is met by the await below (a keyword search that throws first leaves it unawaited).
     nearing.catch(() => undefined);
     // The keyword hits meanwhile (at 1M names the worker's ~2.5 ms and these ~1 ms overlap), each

@@ -31,6 +31,8 @@ import type { Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
 import { inventoryPages, onMarket, type InventoryRow } from './inventory-changes';
 import { MODEL_ID } from './model-files';
+import { removeOtherFormats } from './graph-files';
+import { GRAPH_FORMAT } from './hnsw';
 import { LabelIndex } from './label-index';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
@@ -60,6 +62,12 @@ const WAIT_FOR_EMBEDDING = 256;
  * (the changes are searched exactly until then: ~2 ms more per search at 10,000).
  */
 const SAVE_AFTER_CHANGES = 10_000;
+
+/** The saved graph's file name in the data directory's `embeddings` (its graphs are `<name>.<stamp>`, its names file `<name>.names.json`). */
+export function graphFileName(environment: Environment): string {
+  return `${environment}-${MODEL_ID}.${GRAPH_FORMAT}.usearch`;
+}
+
 /** The event loop's longest turn while new names' vectors are added to the index (1,024 take 1–3 ms). */
 const ADD_SLICE_MS = 2;
 
@@ -191,7 +199,7 @@ export class InventoryIndex {
   }
 
   private get indexFile(): string | undefined {
-    return this.indexDir && path.join(this.indexDir, `${this.environment}-${MODEL_ID}.usearch`);
+    return this.indexDir && path.join(this.indexDir, graphFileName(this.environment));
   }
 
   /** Where this index's graphs are written: the data directory, or a directory of its own in tmp. */
@@ -453,6 +461,8 @@ export class InventoryIndex {
       this.journal = undefined;
       this.index = opened.track(journal, (slot) => this.hasVector(slot));
       this.log(`${this.environment}: HNSW graph of ${this.index.size} names in use (${((Date.now() - started) / 1000).toFixed(1)} s; ${journal.size} names changed meanwhile, searched exactly beside it)`);
+      // A graph is built when none of this format was saved: one saved another way (an older release's) goes.
+      if (this.indexFile) await removeOtherFormats(this.indexFile, GRAPH_FORMAT).catch((err: Error) => this.log(`${this.environment}: removing graphs saved another way failed: ${err.message}`));
     })()
       .catch((err: Error) => this.log(`${this.environment}: building the HNSW graph failed (the exact index answers; retried after the next new names): ${err.message}`))
       .finally(() => {

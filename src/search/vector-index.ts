@@ -11,7 +11,7 @@ import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { cosine, DIMENSIONS } from './embedder';
 import { membersOf, readNames, type SlotNames } from './graph-files';
 import { LoopSlice } from './loop-slice';
-import { HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
+import { GRAPH_OVERSAMPLE, HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
 
 export interface VectorIndex {
   /**
@@ -470,8 +470,9 @@ export class HnswIndex implements VectorIndex {
     }
     const total = this.total;
     let fromGraph: number[] = [];
-    // Ask the graph for a few more when some of its slots have changed; wider if those were the nearest.
-    for (let want = Math.min(total, k + Math.min(this.hidden, k)); want > 0; want = Math.min(total, 2 * want)) {
+    // Ask the graph for a few more when some of its slots have changed; wider if those were the
+    // nearest. It ranks by its int8 copies: GRAPH_OVERSAMPLE times as many, scored below on the floats.
+    for (let want = Math.min(total, GRAPH_OVERSAMPLE * (k + Math.min(this.hidden, k))); want > 0; want = Math.min(total, 2 * want)) {
       const keys = await this.searcher.search(query, want, breadth);
       // The changes as they are now, when the worker has answered.
       fromGraph = Array.from(keys).filter((slot) => !this.changed.has(slot));

@@ -21,7 +21,7 @@ import { createApp } from '../../src/api/app';
 import { importInventory } from '../../src/discovery/inventory';
 import { DIMENSIONS } from '../../src/search/embedder';
 import { createHnsw } from '../../src/search/hnsw';
-import { MODEL_ID } from '../../src/search/model-files';
+import { graphFileName } from '../../src/search/inventory-index';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv } from '../helpers/stack';
@@ -73,7 +73,7 @@ describe('an HNSW graph saved and opened in the search process', () => {
       }
     });
     tmp = data.dir;
-    const file = path.join(tmp, 'embeddings', `live-${MODEL_ID}.usearch`);
+    const file = path.join(tmp, 'embeddings', graphFileName('live'));
     graph.save(`${file}.prebuilt`);
     writeFileSync(`${file}.names.json`, JSON.stringify({ size: N, graph: path.basename(`${file}.prebuilt`), names: first.map((name, i) => [name, data.texts[i]]) }));
     [{ n: onMarket }] = (await dataSource.query(`SELECT count(*)::int AS n FROM domains WHERE environment = 'live' AND status IN ('listed', 'reserved')`)) as Array<{ n: number }>;

@@ -3,13 +3,13 @@
  * (a Node process with nothing else on its main thread; not part of the suite's glob, no stack).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import type { Embedder } from '../../../src/search/embedder';
 import { EmbeddingCache } from '../../../src/search/embedding-cache';
-import { InventoryIndex } from '../../../src/search/inventory-index';
+import { graphFileName, InventoryIndex } from '../../../src/search/inventory-index';
 import { MODEL_ID } from '../../../src/search/model-files';
 import { HnswIndex, VectorStore } from '../../../src/search/vector-index';
 import { FakeEmbedder, LOOP_BOUND_MS, loopWatch } from '../../helpers/search-fakes';
@@ -53,6 +53,10 @@ describe('search index: an HNSW graph built off the event loop', () => {
     const N = 12_000;
     for (let i = 0; i < N; i++) list(`${label(i)}.com`);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'graph-build-'));
+    // An earlier release's graph (another format, or none in the name), and files that are no graph of this environment's.
+    const former = [`live-${MODEL_ID}.usearch.mx1old`, `live-${MODEL_ID}.usearch.names.json`, `live-${MODEL_ID}.f16-m16.usearch.mx1old`];
+    const others = [`live-${MODEL_ID}.log`, `sandbox-${MODEL_ID}.usearch.mx1old`];
+    for (const file of [...former, ...others]) writeFileSync(path.join(dir, file), 'x');
     const logs: string[] = [];
     const index = new InventoryIndex('live', dataSource, new FakeEmbedder() as unknown as Embedder, new EmbeddingCache(), (m) => logs.push(m), dir, { annThreshold: N });
     try {
@@ -103,7 +107,7 @@ describe('search index: an HNSW graph built off the event loop', () => {
       // Saved by the worker: each slot as it was when its chunk was filled (the sold name's slot,
       // changed after the build began, either way: the graph in use hides it), each of the graph's
       // entries named with the name its vector was written for.
-      const saved = await HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`), new VectorStore());
+      const saved = await HnswIndex.load(path.join(dir, graphFileName('live')), new VectorStore());
       assert.ok(saved, 'the graph built in the worker is saved and loads');
       assert.equal(saved.index.size, saved.names.filter((n) => n !== null).length);
       assert.ok(saved.index.size >= N && saved.index.size <= N + 1, `${saved.index.size} names saved`);
@@ -111,6 +115,10 @@ describe('search index: an HNSW graph built off the event loop', () => {
       assert.ok(soldSlotSaved === null || [`${label(5)}.com`, 'graphduringbuild.com', 'graphalsoduring.com'].includes(soldSlotSaved[0]), JSON.stringify(soldSlotSaved));
       if (soldSlotSaved) assert.deepEqual(await saved.index.nearest(FakeEmbedder.vector(soldSlotSaved[1]), 1), [sold], 'the slot is saved with its own vector');
       saved.index.close();
+      // Once the graph of this format is in use, those saved another way are gone; nothing else is.
+      const left = readdirSync(dir);
+      assert.deepEqual(former.filter((f) => left.includes(f)), [], left.join(' '));
+      assert.deepEqual(others.filter((f) => !left.includes(f)), [], left.join(' '));
       console.log(`      (during the build: ${loop}; ${logs.filter((l) => l.includes('in use')).join('')})`);
 
       // Most names delisted: a save that removes more than it adds writes the graph whole, because
@@ -120,7 +128,7 @@ describe('search index: an HNSW graph built off the event loop', () => {
       await index.refresh();
       await index.save();
       assert.ok(logs.some((l) => l.includes('written whole')), logs.join('\n'));
-      const shrunk = await HnswIndex.load(path.join(dir, `live-${MODEL_ID}.usearch`), new VectorStore());
+      const shrunk = await HnswIndex.load(path.join(dir, graphFileName('live')), new VectorStore());
       assert.ok(shrunk, 'the graph saved after the delisting maps');
       assert.equal(shrunk.index.size, index.size);
       shrunk.index.close();
