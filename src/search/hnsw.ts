@@ -9,7 +9,7 @@ import { Index, MetricKind, ScalarKind } from 'usearch';
 /**
  * Graph degree and build breadth, and a search's breadth unless it asks for more (usearch keeps
  * max(expansion_search, k) entries in view, so a search asks for max(k, breadth) and keeps k).
- * The graph holds int8 copies of the vectors (a quarter of the floats' bytes, and a search at 1M
+ * The graph holds int8 copies of the vectors (half the bytes of f16 copies, and a search at 1M
  * names is bound by reading them) at degree 32: a search asks it for GRAPH_OVERSAMPLE × k names and
  * their float vectors pick the k nearest. Over 200,000 of the live names (a throwaway script,
  * recall@50 against the exact scan, one hour): f16 at degree 16, breadth 256: 0.953 in 2.40 ms;
