@@ -13,7 +13,7 @@ import { findRedisServer, startRedisServer } from '../src/main/redis-server';
 import { admissionParts, type AdmissionParts } from '../src/main/services';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 
-/** A free TCP port on loopback (for a benchmark's own Postgres). */
+/** Free TCP ports on loopback (a benchmark's own Postgres; the ports of a two-node OpenSearch cluster, held until all are found). */
 export { freePort, freePorts } from '../src/main/child-process';
 
 /** Serves `handler` on a free loopback port, keeping idle connections a minute (the load child's are keep-alive). */
