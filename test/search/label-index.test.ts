@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Domain } from '../../src/db/entities/domain';
 import { KeywordSearch, queryWords } from '../../src/discovery/search';
-import { trigramCode, trigramCodes, trigrams } from '../../src/search/keyword-score';
+import { FUZZY_THRESHOLD, trigramCode, trigramCodes, trigrams, wordSimilarity } from '../../src/search/keyword-score';
 import { LabelIndex, postgresStopWords, stems } from '../../src/search/label-index';
 import { getStack } from '../helpers/stack';
 
@@ -108,7 +108,7 @@ describe('keyword retrieval in the search process, against the keyword ranker in
   });
 
   it('stays exact as names come, leave and their slots are taken again (lists cleaned as they go)', () => {
-    const labels = ['coffeebar', 'coffeehouse', 'teahouse', 'bakery', 'coffeecart', 'flowershop'];
+    const labels = ['coffeebar', 'coffeehouse', 'teahouse', 'bakery', 'cart-coffee', 'flowershop'];
     const names = new Map<string, number>();
     const own = new LabelIndex((name) => names.get(name), new Set());
     const live = new Map<number, string>();
@@ -133,9 +133,17 @@ describe('keyword retrieval in the search process, against the keyword ranker in
         const expected = [...live].filter(([, label]) => label.includes(word)).map(([slot]) => slot).sort((a, b) => a - b);
         assert.deepEqual(own.containing(word, 100).sort((a, b) => a - b), expected, `round ${round}: ${word}`);
       }
-      const hits = own.search(['coffe'], 100, {}, (slot) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined));
+      const entry = (slot: number) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined);
+      const hits = own.search(['coffe'], 100, {}, entry);
       assert.ok(hits.every((h) => live.get(h.slot)?.includes('coffe')), `round ${round}: only live labels`);
       assert.equal(new Set(hits.map((h) => h.slot)).size, hits.length, 'no slot twice');
+      // Typos (the lists' counts, repeated and stale entries among them) and the full-text match by a label's own stem.
+      for (const word of ['cofeehouse', 'bakry', 'flowrshop']) {
+        const expected = [...live].filter(([, label]) => wordSimilarity(word, label) >= FUZZY_THRESHOLD).map(([slot]) => slot).sort((a, b) => a - b);
+        assert.deepEqual(own.similar(word, 100).sort((a, b) => a - b), expected, `round ${round}: ${word}`);
+      }
+      const carts = [...live].filter(([, label]) => label.startsWith('cart-coffee')).map(([slot]) => slot).sort((a, b) => a - b);
+      assert.deepEqual(own.search(['carts'], 100, { fuzzy: () => false }, entry).map((h) => h.slot).sort((a, b) => a - b), carts, `round ${round}: carts`);
     }
     assert.equal(rounds, 200);
     const exact = own.search(['bakery3'], 5, {}, (slot) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined));
