@@ -48,6 +48,8 @@ export interface ForkOptions {
   output?: 'inherit' | ((line: string) => void);
   /** How long it may take to report ready (30 minutes unless given). */
   timeoutMs?: number;
+  /** Node's flags for the child, after this process's own. */
+  execArgv?: string[];
 }
 
 /** How a child process ended, for the log: `code 1`, `signal SIGKILL`. */
@@ -57,7 +59,7 @@ export function howItEnded(code: number | null, signal: NodeJS.Signals | null): 
 
 export async function forkUntilReady(entry: string, name: string, options: ForkOptions): Promise<ReadyChild> {
   const output = options.output ?? 'inherit';
-  const child = fork(entry, [], { env: options.env, stdio: output === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const child = fork(entry, [], { env: options.env, execArgv: [...process.execArgv, ...(options.execArgv ?? [])], stdio: output === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'] });
   if (typeof output === 'function') {
     for (const stream of [child.stdout!, child.stderr!]) {
       let carry = '';

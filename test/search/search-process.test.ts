@@ -20,7 +20,7 @@ import { HybridSearch } from '../../src/search/hybrid-search';
 import { cachedModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { listenSearch, searchApp, type SearchEngine } from '../../src/search/search-server';
-import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
+import { SEARCH_NODE_FLAGS, startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { rawRequest } from '../helpers/raw-request';
 import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv, ownTemporal } from '../helpers/stack';
@@ -40,6 +40,17 @@ describe('search process', () => {
       process.stdout.write(JSON.stringify({ heavy, rss: process.memoryUsage.rss() }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as { heavy: string[]; rss: number };
     assert.deepEqual(out.heavy, []);
+  });
+
+  it("runs with its own Node flags (a larger young generation), here as in the images' commands", () => {
+    const own = readFileSync(`/proc/${getStack().searchProcess.pid}/cmdline`, 'utf8').split('\0');
+    const root = path.resolve(dist, '..');
+    const compose = readFileSync(path.join(root, 'docker-compose.yml'), 'utf8').match(/^ {2}search:\n(?:^ {4}.*\n|^\s*\n)*?^ {4}command: (.*)$/m)?.[1];
+    const image = readFileSync(path.join(root, 'Dockerfile'), 'utf8').match(/^FROM runtime AS search\n(?:.*\n)*?^CMD (.*)$/m)?.[1];
+    for (const flag of SEARCH_NODE_FLAGS) {
+      assert.ok(own.includes(flag), `${flag} in ${own.join(' ')}`);
+      for (const command of [compose, image]) assert.ok(command && (JSON.parse(command) as string[]).includes(flag), `${flag} in ${command}`);
+    }
   });
 
   it('listens before it has read the inventory: health, status and searches answer 503 loading until the engine has loaded', async () => {
