@@ -308,18 +308,20 @@ describe('search index: vector indexes', () => {
     // case for a graph): its own vector is nearly always first, but a build under a loaded machine
     // has missed 4 in 40, so recall over the sample (90%), not each lookup, is asserted; the plumbing
     // below is checked exactly.
-    const found = (await Promise.all(sample.map(async (i) => (await index.nearest(vectors[i], 1))[0] === i))).filter(Boolean).length;
-    assert.ok(found >= sample.length * 0.9, `nearest to its own vector for ${found} of ${sample.length}`);
+    const foundFirst = (await Promise.all(sample.map(async (i) => ((await index.nearest(vectors[i], 1))[0] === i ? [i] : [])))).flat();
+    assert.ok(foundFirst.length >= sample.length * 0.9, `nearest to its own vector for ${foundFirst.length} of ${sample.length}`);
+    // A slot the graph finds first for its own vector (the same search finds it after the removes below).
+    const kept = foundFirst.find((i) => i !== 11 && i !== 12)!;
 
     // Removed: never returned, even when asking for everything.
     index.remove(11);
     index.remove(12);
     assert.equal(index.size, N - 2);
-    for (const q of [11, 12, 13]) {
+    for (const q of [11, 12, kept]) {
       const found = await index.nearest(vectors[q], N);
       assert.ok(!found.includes(11) && !found.includes(12), `removed slots absent when searching for ${q}`);
     }
-    assert.deepEqual(await index.nearest(vectors[13], 1), [13]);
+    assert.deepEqual(await index.nearest(vectors[kept], 1), [kept]);
 
     // Added: a slot past the end, a removed slot taken again, an existing slot with a new vector.
     const fresh = unitVector(random);
