@@ -112,6 +112,7 @@ describe('keyword retrieval in the search process, against the keyword ranker in
     const names = new Map<string, number>();
     const own = new LabelIndex((name) => names.get(name), new Set());
     const live = new Map<number, string>();
+    const entry = (slot: number) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined);
     let rounds = 0;
     // Every slot taken, released and taken again by another label, many times over.
     for (let round = 0; round < 200; round++) {
@@ -133,7 +134,6 @@ describe('keyword retrieval in the search process, against the keyword ranker in
         const expected = [...live].filter(([, label]) => label.includes(word)).map(([slot]) => slot).sort((a, b) => a - b);
         assert.deepEqual(own.containing(word, 100).sort((a, b) => a - b), expected, `round ${round}: ${word}`);
       }
-      const entry = (slot: number) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined);
       const hits = own.search(['coffe'], 100, {}, entry);
       assert.ok(hits.every((h) => live.get(h.slot)?.includes('coffe')), `round ${round}: only live labels`);
       assert.equal(new Set(hits.map((h) => h.slot)).size, hits.length, 'no slot twice');
@@ -146,7 +146,7 @@ describe('keyword retrieval in the search process, against the keyword ranker in
       assert.deepEqual(own.search(['carts'], 100, { fuzzy: () => false }, entry).map((h) => h.slot).sort((a, b) => a - b), carts, `round ${round}: carts`);
     }
     assert.equal(rounds, 200);
-    const exact = own.search(['bakery3'], 5, {}, (slot) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined));
+    const exact = own.search(['bakery3'], 5, {}, entry);
     assert.equal(live.get(3) === 'bakery3' ? exact[0]?.score : 1, 1, 'the exact label scores 1');
   });
 });
