@@ -8,11 +8,11 @@
  */
 import { existsSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { createHnsw, type SearchReply, type SearchRequest } from './hnsw';
+import { createHnsw, MIN_SEARCH_BREADTH, type SearchReply, type SearchRequest } from './hnsw';
 
 const port = parentPort!;
 const { dimensions, file } = workerData as { dimensions: number; file: string };
-const graph = createHnsw(dimensions);
+const graph = createHnsw(dimensions, MIN_SEARCH_BREADTH);
 const reply = (message: SearchReply) => port.postMessage(message, message.type === 'found' ? [message.keys.buffer as ArrayBuffer] : []);
 
 try {
@@ -22,8 +22,9 @@ try {
   reply({ type: 'viewed', id: -1, size: Number(graph.size()) });
   port.on('message', ({ id, query, k, breadth }: SearchRequest) => {
     try {
-      // usearch looks at max(expansion_search, k) entries: asking for more is searching wider.
-      const found = graph.search(query, Math.max(k, breadth), 1);
+      // usearch looks at max(expansion_search, k) entries: asking for more is searching wider
+      // (the view's expansion_search is MIN_SEARCH_BREADTH, so `breadth` decides).
+      const found = graph.search(query, Math.max(k, breadth, MIN_SEARCH_BREADTH), 1);
       reply({ type: 'found', id, keys: Uint32Array.from(found.keys.subarray(0, k), (key) => Number(key)) });
     } catch (err) {
       reply({ type: 'error', id, message: (err as Error).message });

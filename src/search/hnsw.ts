@@ -7,23 +7,32 @@
 import { Index, MetricKind, ScalarKind } from 'usearch';
 
 /**
- * Graph degree and build breadth, and a search's breadth unless it asks for more (usearch keeps
- * max(expansion_search, k) entries in view, so a search asks for max(k, breadth) and keeps k).
+ * Graph degree and build breadth, and a search's breadth unless it asks for another (usearch
+ * keeps max(expansion_search, k) entries in view, so a search asks for max(k, breadth) and keeps k).
  * The graph holds int8 copies of the vectors (half the bytes of f16 copies, and a search at 1M
  * names is bound by reading them) at degree 32: a search asks it for GRAPH_OVERSAMPLE × k names and
  * their float vectors pick the k nearest. Over 200,000 of the live names (a throwaway script,
  * recall@50 against the exact scan, one hour): f16 at degree 16, breadth 256: 0.953 in 2.40 ms;
  * int8 at degree 32, breadth 128: 0.955 in 1.10 ms, breadth 256: 0.979 in 2.06 ms. At 1M names
  * (bench:ann) breadth 128 finds what f16 at degree 16 found at 256 (recall@5 0.980, @50 0.962
- * against 0.953): every search keeps the default breadth.
+ * against 0.953): the query's own search keeps the default breadth (its definitions' is
+ * narrower: GLOSS_BREADTH in hybrid-search.ts).
  */
 export const HNSW = { connectivity: 32, expansion_add: 128, expansion_search: 128 };
 export const GRAPH_OVERSAMPLE = 2;
 /** How the graph is made, in its file's name: a graph saved another way is built again, never mapped as this one. */
 export const GRAPH_FORMAT = `i8-m${HNSW.connectivity}`;
 
-export function createHnsw(dimensions: number): Index {
-  return new Index({ dimensions, metric: MetricKind.IP, quantization: ScalarKind.I8, multi: false, ...HNSW });
+/**
+ * The narrowest breadth a search may ask for. usearch keeps max(expansion_search, k) entries in
+ * view, so the search worker maps the graph with this as its expansion_search and each request
+ * sets its own breadth through k: below HNSW.expansion_search too.
+ */
+export const MIN_SEARCH_BREADTH = 16;
+
+/** An empty graph to build, load or map; `expansionSearch`: the search worker's MIN_SEARCH_BREADTH. */
+export function createHnsw(dimensions: number, expansionSearch = HNSW.expansion_search): Index {
+  return new Index({ dimensions, metric: MetricKind.IP, quantization: ScalarKind.I8, multi: false, ...HNSW, expansion_search: expansionSearch });
 }
 
 /** Search process's main thread → build worker, in this order: `load` (optional), `remove`, `add`s, `save`. */
@@ -53,7 +62,7 @@ export interface SearchRequest {
   id: number;
   query: Float32Array;
   k: number;
-  /** Entries kept in view (at least HNSW.expansion_search). */
+  /** Entries kept in view (at least MIN_SEARCH_BREADTH). */
   breadth: number;
 }
 

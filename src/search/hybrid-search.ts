@@ -47,6 +47,13 @@ import { broaderWords } from './taxonomy';
 export const CANDIDATES = 50;
 /** Names nearest the query with its WordNet definitions. */
 export const GLOSS_CANDIDATES = 20;
+/**
+ * How wide the HNSW graph is searched for them (the query's own names: HNSW.expansion_search).
+ * At 1M names, for the 116 labelled queries WordNet defines, breadth 64 finds 0.965 of their 20
+ * nearest names (128: 0.988) in ~0.8 ms of the graph worker against ~1.3, and the answers are
+ * the same for 119 of the 120 (bench/RESULTS.md, 2026-11-29 afternoon).
+ */
+export const GLOSS_BREADTH = 64;
 /** The query's WordNet expansions whose names become candidates, and how many names each (also for each of its kinds). */
 const EXPANSIONS = 6;
 export const PER_EXPANSION = 20;
@@ -471,7 +478,7 @@ export class HybridSearch extends HybridScorer {
     const u = await this.understood(corrected, meaning, vocabulary);
     // Above SEARCH_ANN_THRESHOLD names the graph's worker answers these, the two one after the other
     // there: the query's own neighbours and those of its definitions.
-    const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES) : []]);
+    const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES, GLOSS_BREADTH) : []]);
     // Its failure is met by the await below (a keyword search that throws first leaves it unawaited).
     nearing.catch(() => undefined);
     // The keyword hits meanwhile (at 1M names the worker's ~2.5 ms and these ~1 ms overlap), each

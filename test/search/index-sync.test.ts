@@ -398,6 +398,35 @@ describe('search index: vector indexes', () => {
     index.close();
     assert.equal(await HnswIndex.load(path.join(tmp, 'missing.usearch'), store), undefined, 'no graph');
   });
+
+  it('HnswIndex: a search looks as wide as its breadth asks, narrower than the default too', async function () {
+    this.timeout(120_000);
+    // Random vectors (no clusters: the hardest case for a graph), enough of them that a narrow
+    // search misses some of the true nearest, which a wide one finds.
+    const random = seeded(77);
+    const count = 4_000;
+    const own = new VectorStore();
+    const all = Array.from({ length: count }, (_, slot) => slot);
+    for (const slot of all) own.set(slot, unitVector(random));
+    const written = await HnswIndex.write(path.join(tmp, 'breadth', 'live-test.usearch'), { removed: [], slots: all, count, read: (slot) => ({ vector: own.get(slot), name: [`b${slot}.com`, `b ${slot}`] }) });
+    const index = await HnswIndex.open(written.graph, own, written.members);
+    try {
+      const queries = Array.from({ length: 40 }, () => unitVector(random));
+      const recall = async (breadth: number) => {
+        let found = 0;
+        for (const q of queries) {
+          const truth = new Set(all.map((slot): [number, number] => [slot, dot(own.get(slot), q)]).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([slot]) => slot));
+          found += (await index.nearest(q, 10, breadth)).filter((slot) => truth.has(slot)).length;
+        }
+        return found / (10 * queries.length);
+      };
+      const [narrow, standard, wide] = [await recall(16), await recall(128), await recall(512)];
+      assert.ok(wide >= 0.9, `breadth 512 finds ${wide} of the 10 nearest`);
+      assert.ok(narrow < standard - 0.05 && standard <= wide, `recall@10 by breadth: 16 → ${narrow}, 128 → ${standard}, 512 → ${wide}`);
+    } finally {
+      index.close();
+    }
+  });
 });
 
 /**
