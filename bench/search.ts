@@ -18,7 +18,8 @@
  * inventory: the exact index answers meanwhile; the wait is printed).
  * It prints, besides, each process's CPU ms per search at concurrency (user + system, from /proc):
  * this process (the API), the load child (signing, HTTP client), the search process, the OpenSearch nodes, Postgres (ours only),
- * Redis. Admission is in Redis as npm start runs it (a redis-server of its own) where redis-server
+ * Redis; and the search process's by thread: how busy its main thread was (a single thread that,
+ * near 100 %, bounds the searches/s whatever the cores), and its other threads. Admission is in Redis as npm start runs it (a redis-server of its own) where redis-server
  * is installed, else in Postgres.
  * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES,
  * BENCH_ADMISSION=postgres.
@@ -39,7 +40,7 @@ import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opense
 import type { SearchClient } from '../src/search/search-client';
 import { startSearchProcess } from '../src/search/search-process';
 import { loadInChild } from './load';
-import { discoveryAppDeps, freePorts, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
+import { discoveryAppDeps, freePorts, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission, threadsCpuSeconds } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),
@@ -118,6 +119,12 @@ interface EngineRun {
   openSearchRss?: number;
   /** CPU ms per search at concurrency, by process: this one (the API), the load child, the search process, the OpenSearch nodes, Postgres. */
   cpuMs: { api: number; client: number; search?: number; openSearch?: number; postgres?: number; redis?: number };
+  /**
+   * The search process's threads at concurrency: its main thread's CPU ms per search and the
+   * share of the measured load's time it was busy (near 1: it bounds the searches/s), and its
+   * other threads' (the HNSW graph's worker, V8's and libuv's), busiest first.
+   */
+  searchThreads: { mainMs: number; mainBusy: number; others: Array<{ name: string; ms: number }> };
 }
 
 /**
@@ -206,7 +213,7 @@ async function main(): Promise<void> {
     // First sight of each query, one at a time: nothing cached for it yet (its vector, spelling, WordNet senses).
     const cold = await measure(async (i) => void (await get(i)), 1, QUERIES.length);
     const searchRssBefore = rssOf(searchProcess.pid);
-    const cpuOf = () => ({ api: process.cpuUsage(), search: processCpuSeconds(searchProcess.pid), openSearch: nodes.length ? nodes.reduce((sum, n) => sum + (processCpuSeconds(n.pid) ?? 0), 0) : undefined, postgres: postgresCpuSeconds(pgDataDir), redis: processCpuSeconds(redis?.pid) });
+    const cpuOf = () => ({ api: process.cpuUsage(), search: processCpuSeconds(searchProcess.pid), searchThreads: threadsCpuSeconds(searchProcess.pid), openSearch: nodes.length ? nodes.reduce((sum, n) => sum + (processCpuSeconds(n.pid) ?? 0), 0) : undefined, postgres: postgresCpuSeconds(pgDataDir), redis: processCpuSeconds(redis?.pid) });
     // At concurrency the load comes from a child process (bench/load.ts), so that this process's CPU is the API's alone.
     let cpu0 = cpuOf();
     const load = await loadInChild({ baseUrl: api.url, credential, paths: QUERIES.map((q) => `/api/partner/v1/domains/search?q=${encodeURIComponent(q)}`), requests: settings.requests, warmup: 2 * QUERIES.length, concurrency: settings.concurrency }, () => (cpu0 = cpuOf()));
@@ -224,9 +231,16 @@ async function main(): Promise<void> {
       postgres: perSearch(postgresCpuSpent(cpu0.postgres, cpu1.postgres)),
       redis: perSearch(spent(cpu0.redis, cpu1.redis)),
     };
+    const threadMs = [...cpu1.searchThreads].map(([tid, { name, cpuSeconds }]) => ({ tid, name, ms: perSearch(cpuSeconds - (cpu0.searchThreads.get(tid)?.cpuSeconds ?? 0))! }));
+    const mainThread = threadMs.find((t) => t.tid === searchProcess.pid);
+    const searchThreads = {
+      mainMs: mainThread?.ms ?? 0,
+      mainBusy: ((mainThread?.ms ?? 0) * settings.requests) / 1000 / load.seconds,
+      others: threadMs.filter((t) => t !== mainThread && t.ms >= 0.01).sort((a, b) => b.ms - a.ms).map(({ name, ms }) => ({ name, ms })),
+    };
     const serial = await measure(async (i) => void (await get(i)), 1);
     apiRss = Math.max(apiRss, process.memoryUsage().rss);
-    runs.push({ engine, readySeconds, settled, graphWait, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), cpuMs, openSearchRss: nodes.length ? nodes.reduce((sum, n) => sum + rssOf(n.pid), 0) : undefined });
+    runs.push({ engine, readySeconds, settled, graphWait, cold, signed, serial, searchRss: Math.max(searchRssBefore, rssOf(searchProcess.pid)), cpuMs, searchThreads, openSearchRss: nodes.length ? nodes.reduce((sum, n) => sum + rssOf(n.pid), 0) : undefined });
     api.server.close();
     await searchProcess.stop();
     if (openSearch && !nodes.length) await fetch(`${config.search.opensearch.url}/${engineEnv.OPENSEARCH_INDEX}*`, { method: 'DELETE' }).catch(() => undefined);
@@ -260,6 +274,12 @@ async function main(): Promise<void> {
       '| engine | API | load client | search process | OpenSearch | Postgres | Redis |',
       '|---|---|---|---|---|---|---|',
       ...runs.map((r) => `| ${r.engine} | ${cpu(r.cpuMs.api)} | ${cpu(r.cpuMs.client)} | ${cpu(r.cpuMs.search)} | ${cpu(r.cpuMs.openSearch)} | ${cpu(r.cpuMs.postgres)} | ${cpu(r.cpuMs.redis)} |`),
+      '',
+      ...runs.map(
+        (r) =>
+          `${r.engine}: the search process's main thread ${cpu(r.searchThreads.mainMs)} ms a search, busy ${(100 * r.searchThreads.mainBusy).toFixed(0)} % of the measured load; ` +
+          `its other threads ${r.searchThreads.others.map((t) => `${t.name} ${cpu(t.ms)}`).join(', ') || 'none busy'}`,
+      ),
       '',
     ].join('\n'),
   );

@@ -32,22 +32,28 @@ export interface ProcessCpu {
   cmdline: string;
 }
 
+/** A process's or thread's `stat` file (Linux): its name, its parent and its user + system CPU seconds; throws when it has ended. */
+function readStat(file: string): { name: string; ppid: number; cpuSeconds: number } {
+  const tick = 100; // USER_HZ on Linux
+  const stat = readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / tick };
+}
+
 /** This machine's processes with their CPU time, from /proc (Linux); those that end meanwhile are left out. */
 export function processesCpu(): ProcessCpu[] {
-  const tick = 100; // USER_HZ on Linux
   const out: ProcessCpu[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const { ppid, cpuSeconds } = readStat(`/proc/${entry}/stat`);
       let cmdline = '';
       try {
         cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
       } catch {
         // ended between the two reads
       }
-      out.push({ pid: Number(entry), ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / tick, cmdline });
+      out.push({ pid: Number(entry), ppid, cpuSeconds, cmdline });
     } catch {
       // the process ended meanwhile
     }
@@ -67,6 +73,26 @@ export function cpuSecondsByGroup(groups: Record<string, RegExp>): Record<string
     if (group) totals[group] += p.cpuSeconds;
   }
   return totals;
+}
+
+/** CPU seconds (user + system) of each thread of a process by thread id, with its name, from /proc; empty when not readable. */
+export function threadsCpuSeconds(pid: number): Map<number, { name: string; cpuSeconds: number }> {
+  const threads = new Map<number, { name: string; cpuSeconds: number }>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return threads;
+  }
+  for (const tid of tids) {
+    try {
+      const { name, cpuSeconds } = readStat(`/proc/${pid}/task/${tid}/stat`);
+      threads.set(Number(tid), { name, cpuSeconds });
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return threads;
 }
 
 /** CPU seconds of one process, from /proc; undefined without one. */
