@@ -19,8 +19,9 @@
  * It prints, besides, each process's CPU ms per search at concurrency (user + system, from /proc):
  * this process (the API), the load child (signing, HTTP client), the search process, the OpenSearch nodes, Postgres (ours only),
  * Redis; and the search process's by thread: how busy its main thread was (a single thread that,
- * near 100 %, bounds the searches/s whatever the cores), and its other threads. Admission is in Redis as npm start runs it (a redis-server of its own) where redis-server
- * is installed, else in Postgres.
+ * near 100 %, bounds the searches/s whatever the cores), and its other threads. Admission is in
+ * Redis as npm start runs it (a redis-server of its own) where redis-server is installed, else in
+ * Postgres.
  * Options: BENCH_REQUESTS (2000), BENCH_CONCURRENCY (16), BENCH_ENV (sandbox), BENCH_ENGINES,
  * BENCH_ADMISSION=postgres.
  */
