@@ -24,7 +24,7 @@ try {
     try {
       // usearch looks at max(expansion_search, k) entries: asking for more is searching wider
       // (the view's expansion_search is MIN_SEARCH_BREADTH, so `breadth` decides).
-      const found = graph.search(query, Math.max(k, breadth, MIN_SEARCH_BREADTH), 1);
+      const found = graph.search(query, Math.max(k, breadth), 1);
       reply({ type: 'found', id, keys: Uint32Array.from(found.keys.subarray(0, k), (key) => Number(key)) });
     } catch (err) {
       reply({ type: 'error', id, message: (err as Error).message });
