@@ -234,9 +234,10 @@ async function main(): Promise<void> {
     };
     const threadMs = [...cpu1.searchThreads].map(([tid, { name, cpuSeconds }]) => ({ tid, name, ms: perSearch(cpuSeconds - (cpu0.searchThreads.get(tid)?.cpuSeconds ?? 0))! }));
     const mainThread = threadMs.find((t) => t.tid === searchProcess.pid);
+    const mainMs = mainThread?.ms ?? 0;
     const searchThreads = {
-      mainMs: mainThread?.ms ?? 0,
-      mainBusy: ((mainThread?.ms ?? 0) * settings.requests) / 1000 / load.seconds,
+      mainMs,
+      mainBusy: (mainMs * settings.requests) / 1000 / load.seconds,
       others: threadMs.filter((t) => t !== mainThread && t.ms >= 0.01).sort((a, b) => b.ms - a.ms).map(({ name, ms }) => ({ name, ms })),
     };
     const serial = await measure(async (i) => void (await get(i)), 1);

@@ -36,6 +36,12 @@ export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return s;
 }
 
+/** A brute force's answer: the slots by their vector's dot product with `query`, best first (the first `k` when given). */
+export function byDot(slots: Iterable<number>, vectorOf: (slot: number) => ArrayLike<number>, query: ArrayLike<number>, k?: number): number[] {
+  const ranked = [...slots].map((slot): [number, number] => [slot, dot(vectorOf(slot), query)]).sort((a, b) => b[1] - a[1]);
+  return ranked.slice(0, k ?? ranked.length).map(([slot]) => slot);
+}
+
 /**
  * Longest the main thread may run (besides its garbage collections) without a turn of the event
  * loop while a graph is built in the worker. It tells where the build runs, not how fast: on the

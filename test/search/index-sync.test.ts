@@ -23,7 +23,7 @@ import { expansionWords } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { Speller } from '../../src/search/spelling';
 import { ExactIndex, HnswIndex, toInt8, VectorStore } from '../../src/search/vector-index';
-import { dot, FakeEmbedder, LOOP_BOUND_MS, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
+import { byDot, dot, FakeEmbedder, LOOP_BOUND_MS, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
 import { getStack, newPartner } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
@@ -203,7 +203,7 @@ describe('search index: vector indexes', () => {
     for (let slot = 0; slot < N; slot++) index.add(slot);
     assert.equal(index.size, N);
     const query = vectors[17];
-    const expected = [...vectors.keys()].sort((x, y) => dot(vectors[y], query) - dot(vectors[x], query)).slice(0, 10);
+    const expected = byDot(vectors.keys(), (slot) => vectors[slot], query, 10);
     const got = index.nearest(query, 10);
     assert.equal(got[0], 17);
     assert.deepEqual(got, expected);
@@ -244,7 +244,7 @@ describe('search index: vector indexes', () => {
     const live = new Set(all.keys());
     const check = () => {
       for (const q of [0, 4_095, 4_096, 8_999].map((i) => all[i]).concat([unitVector(random)])) {
-        const expected = [...live].sort((x, y) => dot(all[y], q) - dot(all[x], q)).slice(0, 20);
+        const expected = byDot(live, (slot) => all[slot], q, 20);
         assert.deepEqual(index.nearest(q, 20), expected);
       }
     };
@@ -283,9 +283,9 @@ describe('search index: vector indexes', () => {
     const rounded = all.map((v) => toInt8(v));
     let int8OrderDiffers = 0;
     for (const q of [all[3], all[1_999], near(), near(), unitVector(random)]) {
-      const expected = [...all.keys()].sort((x, y) => dot(all[y], q) - dot(all[x], q));
+      const expected = byDot(all.keys(), (slot) => all[slot], q);
       const q8 = toInt8(q);
-      const byInt8 = [...all.keys()].sort((x, y) => dot(rounded[y], q8) - dot(rounded[x], q8));
+      const byInt8 = byDot(all.keys(), (slot) => rounded[slot], q8);
       if (byInt8.slice(0, 50).join() !== expected.slice(0, 50).join()) int8OrderDiffers++;
       for (const k of [1, 5, 20, 50]) assert.deepEqual(index.nearest(q, k), expected.slice(0, k), `k ${k}`);
     }
@@ -415,7 +415,7 @@ describe('search index: vector indexes', () => {
       const recall = async (breadth: number) => {
         let found = 0;
         for (const q of queries) {
-          const truth = new Set(all.map((slot): [number, number] => [slot, dot(own.get(slot), q)]).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([slot]) => slot));
+          const truth = new Set(byDot(all, (slot) => own.get(slot), q, 10));
           found += (await index.nearest(q, 10, breadth)).filter((slot) => truth.has(slot)).length;
         }
         return found / (10 * queries.length);
