@@ -12,6 +12,9 @@
  * OPENSEARCH_URL, else on a local node of its own, into a fresh alias so that indexing the whole
  * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
  * `opensearch-2nodes` runs it on a local cluster of two nodes, the index in 2 shards with a replica each.
+ * `synthetic:<main ms>/<worker ms>` runs a stand-in search process (bench/synthetic-search.ts)
+ * that spends that much CPU a search on its two threads and nothing else: what this host serves
+ * through the same API, admission and load client at a given search cost.
  * An OpenSearch index is searched once its merges have settled (a fresh one at 1M names is still
  * merging the segments its bulk writes made; the wait and the segments are printed), the embedded
  * engine once its first HNSW graph is built (a data directory with no saved graph of a large
@@ -38,8 +41,9 @@ import { loadConfig, type Environment } from '../src/config';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opensearch/local-node';
-import type { SearchClient } from '../src/search/search-client';
-import { startSearchProcess } from '../src/search/search-process';
+import { forkUntilReady, type ForkOptions } from '../src/main/child-process';
+import { SearchClient } from '../src/search/search-client';
+import { SEARCH_NODE_FLAGS, startSearchProcess, type SearchProcess } from '../src/search/search-process';
 import { loadInChild } from './load';
 import { discoveryAppDeps, freePorts, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission, threadsCpuSeconds } from './support';
 
@@ -163,6 +167,27 @@ async function graphsBuilt(search: SearchClient): Promise<number | undefined> {
   return (Date.now() - started) / 1000;
 }
 
+/** `synthetic:<main thread ms>/<worker ms>`: what the stand-in search process spends a search. */
+function syntheticCost(engine: string): { mainMs: string; workerMs: string } {
+  const match = /^synthetic:(\d+(?:\.\d+)?)\/(\d+(?:\.\d+)?)$/.exec(engine);
+  if (!match) throw new Error(`${engine}: write synthetic:<main thread ms>/<worker ms>, e.g. synthetic:4/1.7`);
+  return { mainMs: match[1], workerMs: match[2] };
+}
+
+/** The stand-in search process (bench/synthetic-search.ts), forked as the real one is, with its Node flags. */
+async function startSyntheticSearch(options: ForkOptions): Promise<Pick<SearchProcess, 'pid' | 'client' | 'stop'>> {
+  const started = await forkUntilReady(path.join(__dirname, 'synthetic-search.js'), 'the synthetic search process', { ...options, execArgv: SEARCH_NODE_FLAGS });
+  const client = new SearchClient(String(started.ready.url));
+  return {
+    pid: started.pid,
+    client,
+    stop: async () => {
+      client.close();
+      await started.stop(5_000);
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
   const engines = (process.env.BENCH_ENGINES ?? 'embedded,opensearch,opensearch-2nodes').split(',');
@@ -190,15 +215,16 @@ async function main(): Promise<void> {
     // OpenSearch: OPENSEARCH_URL, else local nodes of its own (`opensearch-2nodes`: a cluster of two,
     // the index in 2 shards with a replica each); a fresh alias, so the whole inventory is indexed (and timed).
     const openSearch = engine.startsWith('opensearch');
+    const synthetic = engine.startsWith('synthetic') ? syntheticCost(engine) : undefined;
     const nodes = openSearch && !config.search.opensearch.url ? await startNodes(engine === 'opensearch-2nodes' ? 2 : 1, socketDir, config.toolCacheDir, config.search.opensearch.heap) : [];
     const layout = engine === 'opensearch-2nodes' ? { OPENSEARCH_SHARDS: '2', OPENSEARCH_REPLICAS: '1' } : {};
     const engineEnv: Record<string, string | undefined> = openSearch ? { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: nodes[0]?.url ?? config.search.opensearch.url, OPENSEARCH_INDEX: `bench-search-${Date.now()}`, ...layout } : { SEARCH_ENGINE: 'embedded' };
     const started = Date.now();
-    const searchProcess = await startSearchProcess({
-      env: { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...engineEnv },
-      // A first indexing of a million names into OpenSearch on this machine takes ~35 minutes.
-      timeoutMs: 4 * 60 * 60_000,
-    });
+    const processEnv = { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...engineEnv };
+    const searchProcess = synthetic
+      ? await startSyntheticSearch({ env: { ...processEnv, SYNTHETIC_MAIN_MS: synthetic.mainMs, SYNTHETIC_WORKER_MS: synthetic.workerMs } })
+      : // A first indexing of a million names into OpenSearch on this machine takes ~35 minutes.
+        await startSearchProcess({ env: processEnv, timeoutMs: 4 * 60 * 60_000 });
     const readySeconds = (Date.now() - started) / 1000;
     const search = searchProcess.client;
     // A fresh index's merges settle first (mergesSettled): each k-NN query walks every segment's graph.
