@@ -41,9 +41,8 @@ import { loadConfig, type Environment } from '../src/config';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { openProjectDatabase, resolveMasterKey } from '../src/main/runtime';
 import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opensearch/local-node';
-import { forkUntilReady, type ForkOptions } from '../src/main/child-process';
-import { SearchClient } from '../src/search/search-client';
-import { SEARCH_NODE_FLAGS, startSearchProcess, type SearchProcess } from '../src/search/search-process';
+import type { SearchClient } from '../src/search/search-client';
+import { startSearchProcess } from '../src/search/search-process';
 import { loadInChild } from './load';
 import { discoveryAppDeps, freePorts, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission, threadsCpuSeconds } from './support';
 
@@ -174,20 +173,6 @@ function syntheticCost(engine: string): { mainMs: string; workerMs: string } {
   return { mainMs: match[1], workerMs: match[2] };
 }
 
-/** The stand-in search process (bench/synthetic-search.ts), forked as the real one is, with its Node flags. */
-async function startSyntheticSearch(options: ForkOptions): Promise<Pick<SearchProcess, 'pid' | 'client' | 'stop'>> {
-  const started = await forkUntilReady(path.join(__dirname, 'synthetic-search.js'), 'the synthetic search process', { ...options, execArgv: SEARCH_NODE_FLAGS });
-  const client = new SearchClient(String(started.ready.url));
-  return {
-    pid: started.pid,
-    client,
-    stop: async () => {
-      client.close();
-      await started.stop(5_000);
-    },
-  };
-}
-
 async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
   const engines = (process.env.BENCH_ENGINES ?? 'embedded,opensearch,opensearch-2nodes').split(',');
@@ -222,7 +207,7 @@ async function main(): Promise<void> {
     const started = Date.now();
     const processEnv = { ...process.env, DATABASE_URL: postgres.url, SEARCH_URL: `unix:${path.join(socketDir, 'search.sock')}`, DATA_DIR: config.dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...engineEnv };
     const searchProcess = synthetic
-      ? await startSyntheticSearch({ env: { ...processEnv, SYNTHETIC_MAIN_MS: synthetic.mainMs, SYNTHETIC_WORKER_MS: synthetic.workerMs } })
+      ? await startSearchProcess({ env: { ...processEnv, SYNTHETIC_MAIN_MS: synthetic.mainMs, SYNTHETIC_WORKER_MS: synthetic.workerMs } }, path.join(__dirname, 'synthetic-search.js'))
       : // A first indexing of a million names into OpenSearch on this machine takes ~35 minutes.
         await startSearchProcess({ env: processEnv, timeoutMs: 4 * 60 * 60_000 });
     const readySeconds = (Date.now() - started) / 1000;

@@ -2,12 +2,14 @@
  * bench:search's `synthetic:<main ms>/<worker ms>` engine: a search process whose engine spends a
  * set CPU time a search and nothing else. The real search server (searchApp on its own socket,
  * the same HTTP and validation) answers five fixed hits after its engine has spent `main` ms of
- * its main thread's CPU and `worker` ms of a worker thread's (asked first, as the HNSW graph's
- * worker is, so that the two overlap), as a number of rounds of arithmetic measured at start
- * (the benchmark reports the CPU each thread really spent, from /proc). Run through the same API, admission and load client as the
- * real engines, it tells what this host can serve when a search costs that much: an upper bound
- * for any search process of that cost, since spinning on arithmetic reads no memory and evicts
- * nobody's cache. Forked by bench/search.ts with SEARCH_URL set; never part of the service.
+ * its main thread's CPU and `worker` ms of a worker thread's, each as rounds of arithmetic
+ * (how many a ms takes is measured when it starts; the benchmark reports the CPU each thread
+ * really spent, from /proc). The worker is asked first, so the two overlap entirely (the real
+ * engine overlaps only its keyword step with the graph's search). Run through the same API,
+ * admission and load client as the real engines, it tells what this host can serve when a search
+ * costs that much: an upper bound for any search process of that cost, since spinning on
+ * arithmetic reads no memory and evicts nobody's cache. Forked by bench/search.ts with SEARCH_URL
+ * set; never part of the service.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { Environment } from '../src/config';
@@ -71,6 +73,15 @@ async function main(): Promise<void> {
   worker.on('message', (id: number) => {
     waiting.get(id)?.();
     waiting.delete(id);
+  });
+  // Without its worker no search would ever be answered: the process goes, and the benchmark with it.
+  worker.on('error', (err) => {
+    process.stderr.write(`synthetic search: the worker failed: ${err.stack ?? err}\n`);
+    process.exit(1);
+  });
+  worker.on('exit', (code) => {
+    process.stderr.write(`synthetic search: the worker exited (code ${code})\n`);
+    process.exit(1);
   });
   const engine: SearchEngine = {
     async search(_environment: Environment, _query: string, limit?: number) {

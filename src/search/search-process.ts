@@ -31,8 +31,9 @@ export const SEARCH_ENTRY = path.join(__dirname, '..', 'main', 'search.js');
  */
 export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64'];
 
-export async function startSearchProcess(options: ForkOptions): Promise<SearchProcess> {
-  const started = await forkUntilReady(SEARCH_ENTRY, 'the search process', { ...options, execArgv: [...SEARCH_NODE_FLAGS, ...(options.execArgv ?? [])] });
+/** `entry`: what to fork (bench:search's stand-in, bench/synthetic-search.ts, is forked the same way). */
+export async function startSearchProcess(options: ForkOptions, entry = SEARCH_ENTRY): Promise<SearchProcess> {
+  const started = await forkUntilReady(entry, 'the search process', { ...options, execArgv: [...SEARCH_NODE_FLAGS, ...(options.execArgv ?? [])] });
   const url = String(started.ready.url);
   const client = new SearchClient(url);
   return {
