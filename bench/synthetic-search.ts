@@ -27,6 +27,9 @@ function spin(rounds: number): void {
   sink = x;
 }
 
+/** Spins for `ms` of CPU at the measured `roundsPerMs` (the main thread and the worker alike). */
+const spinFor = (ms: number, roundsPerMs: number) => spin(Math.round(ms * roundsPerMs));
+
 /**
  * Rounds of spin a ms of CPU takes, measured once at start over ~300 ms of this thread's CPU
  * (process.threadCpuUsage lags the running slice by up to a scheduler tick: fine over 300 ms,
@@ -66,7 +69,6 @@ async function main(): Promise<void> {
   const mainMs = parse('SYNTHETIC_MAIN_MS');
   const workerMs = parse('SYNTHETIC_WORKER_MS');
   const roundsPerMs = calibrate();
-  const spend = (ms: number) => spin(Math.round(ms * roundsPerMs));
   const worker = new Worker(__filename, { workerData: roundsPerMs });
   const waiting = new Map<number, () => void>();
   let next = 0;
@@ -88,7 +90,7 @@ async function main(): Promise<void> {
       const id = next++;
       const workerDone = workerMs > 0 ? new Promise<void>((resolve) => waiting.set(id, resolve)) : undefined;
       if (workerDone) worker.postMessage({ id, ms: workerMs });
-      spend(mainMs);
+      spinFor(mainMs, roundsPerMs);
       await workerDone;
       return HITS.slice(0, limit ?? HITS.length).map((h) => ({ ...h }));
     },
@@ -115,7 +117,7 @@ if (isMainThread) {
 } else {
   const roundsPerMs = workerData as number;
   parentPort!.on('message', ({ id, ms }: { id: number; ms: number }) => {
-    spin(Math.round(ms * roundsPerMs));
+    spinFor(ms, roundsPerMs);
     parentPort!.postMessage(id);
   });
 }
