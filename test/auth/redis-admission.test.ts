@@ -19,6 +19,7 @@ import { admissionParts, type AdmissionParts } from '../../src/main/services';
 import { createLogger } from '../../src/logger';
 import { freshDomain, quote } from '../helpers/orders';
 import { startTestRedis, type TestRedis } from '../helpers/redis';
+import { waitFor } from '../helpers/wait';
 import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 
 const AVAILABILITY = '/api/partner/v1/availability?domain=';
@@ -50,14 +51,8 @@ function errorCode(res: { body: unknown }): string | undefined {
   return (res.body as { error?: { code: string } }).error?.code;
 }
 
-/** Polls until `check` holds (a change feed's notification on its way), at most `ms`. */
-async function eventually(check: () => Promise<boolean>, what: string, ms = 2_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) assert.fail(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** How long a change feed's notification may take to be heard, by default. */
+const HEARD_MS = 2_000;
 
 describe('admission in Redis (REDIS_URL), with caches kept by the change feed', function () {
   ownTemporal();
@@ -106,7 +101,9 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     const nonce = randomUUID();
     const refused = await clients[0].get(PATH, { nonce });
     assert.equal(refused.status, 429);
-    await new Promise((r) => setTimeout(r, 1100 * Number(refused.headers.get('retry-after'))));
+    // Waits out the Retry-After the refusal gave (and a tenth more): the same nonce is then admitted.
+    const retryAfterMs = 1100 * Number(refused.headers.get('retry-after'));
+    await new Promise((r) => setTimeout(r, retryAfterMs));
     assert.equal((await clients[1].get(PATH, { nonce })).status, 200);
   });
 
@@ -131,9 +128,9 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     const operator = new CredentialService(getStack().dataSource, new SecretBox(getStack().masterKey), 0);
     await operator.setRateLimit(keyId, 0.5);
     // Burst 1 (0.5/s × 2): once the change is heard, a second immediate request is limited.
-    await eventually(async () => (await onB.get(PATH)).status === 429, 'the new rate applies on B');
+    await waitFor(async () => (await onB.get(PATH)).status, (status) => status === 429, HEARD_MS, 'the new rate applies on B');
     await operator.revoke(keyId);
-    await eventually(async () => errorCode(await onB.get(PATH)) === 'invalid_signature', 'the revocation applies on B');
+    await waitFor(async () => errorCode(await onB.get(PATH)), (code) => code === 'invalid_signature', HEARD_MS, 'the revocation applies on B');
     assert.equal(errorCode(await new PartnerClient(a.url, { keyId, secret }).get(PATH)), 'invalid_signature');
   });
 
@@ -157,19 +154,19 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     try {
       assert.equal((await answer(name)).available, false, 'not listed yet (and now cached as such)');
       await repo.insert(rows);
-      await eventually(async () => (await answer(name)).available === true, 'a bulk import');
+      await waitFor(() => answer(name), (a) => a.available === true, HEARD_MS, 'a bulk import');
       await repo.update({ environment: 'sandbox', name }, { buyNowPriceCents: 12_300 });
-      await eventually(async () => (await answer(name)).buy_now_price_cents === 12_300, 'a price change');
+      await waitFor(() => answer(name), (a) => a.buy_now_price_cents === 12_300, HEARD_MS, 'a price change');
       // The feed's connection dies: the cache is bypassed at once, so a change made meanwhile is answered.
       await s.dataSource.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()', ['LISTEN%']);
-      await eventually(async () => !b.feed.live, 'the feed noticed');
+      await waitFor(() => b.feed.live, (live) => !live, HEARD_MS, 'the feed noticed');
       assert.equal((await answer(name)).available, true);
       await repo.update({ environment: 'sandbox', name }, { status: 'unlisted' });
       assert.equal((await answer(name)).available, false, 'read from Postgres while nothing is heard');
-      await eventually(async () => b.feed.live, 'the feed listens again', 5_000);
+      await waitFor(() => b.feed.live, (live) => live, 5_000, 'the feed listens again');
       assert.equal((await answer(name)).available, false);
       await repo.update({ environment: 'sandbox', name }, { status: 'listed' });
-      await eventually(async () => (await answer(name)).available === true, 'heard after reconnecting');
+      await waitFor(() => answer(name), (a) => a.available === true, HEARD_MS, 'heard after reconnecting');
       // Fewer than 100 names, but more than NOTIFY's 8000 bytes together: the statement still succeeds.
       const long = Array.from({ length: 45 }, (_, i) => ({
         environment: 'sandbox' as const, name: `${'x'.repeat(60)}.${'y'.repeat(60)}.${'z'.repeat(50)}${i}.${label}long.com`, label: `${label}long${i}`, tld: 'com',
@@ -180,7 +177,7 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     } finally {
       await repo.delete({ environment: 'sandbox', label: In(rows.map((r) => r.label)) });
     }
-    await eventually(async () => (await answer(name)).available === false, 'a bulk delete');
+    await waitFor(() => answer(name), (a) => a.available === false, HEARD_MS, 'a bulk delete');
   });
 
   it('a name quoted on one API process is answered unavailable by every process as soon as the change is heard', async () => {
@@ -194,7 +191,7 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
       assert.equal((await quote(onA, domain.name)).status, 201);
       const [sameProcess, otherProcess] = await Promise.all([available(onA, domain.name), available(onB, domain.name)]);
       staleAtOnce += Number(sameProcess) + Number(otherProcess);
-      await eventually(async () => !(await available(onA, domain.name)) && !(await available(onB, domain.name)), 'the quote heard by both', 1_000);
+      await waitFor(async () => [await available(onA, domain.name), await available(onB, domain.name)], (answers) => answers.every((a) => !a), 1_000, 'the quote heard by both');
     }
     // Postgres notifies on commit, before the quote's answer reaches the partner: seen 0 of 60 here.
     console.log(`      (answered available right after the quote: ${staleAtOnce} of 10)`);
@@ -214,11 +211,14 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     assert.equal(ready.status, 503);
     assert.match(JSON.stringify(await ready.json()), /admission/);
     redis = await redis.restart();
-    await eventually(async () => (await fetch(`${a.url}/readyz`)).status === 200, 'Redis back', 5_000);
+    await waitFor(async () => (await fetch(`${a.url}/readyz`)).status, (status) => status === 200, 5_000, 'Redis back');
     const refused = await client.get(PATH, { timestamp: signedBefore });
     assert.equal(refused.status, 401);
     assert.match((refused.body as { error: { message: string } }).error.message, /restarted/);
-    await new Promise((r) => setTimeout(r, 1_000));
+    // A wait on the clock, which the epoch is made of: the new epoch is the second after the refused
+    // request's batch at the latest, so a request signed a second later is signed after it.
+    const pastTheEpochMs = 1_000;
+    await new Promise((r) => setTimeout(r, pastTheEpochMs));
     assert.equal((await client.get(PATH)).status, 200, 'signed after the new epoch');
   });
 
@@ -327,8 +327,11 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
       await heard.start();
       await deaf.start();
       assert.ok(deaf.live && heard.live);
-      await eventually(async () => !deaf.live, 'the deaf feed counted as lost', 2_000);
-      await new Promise((r) => setTimeout(r, 600));
+      await waitFor(() => deaf.live, (live) => !live, 2_000, 'the deaf feed counted as lost');
+      // A deliberate pause to show that nothing happens: three heartbeat timeouts, in which a feed
+      // that hears its heartbeat must stay live.
+      const threeTimeoutsMs = 3 * timing.heartbeatTimeoutMs;
+      await new Promise((r) => setTimeout(r, threeTimeoutsMs));
       assert.ok(heard.live, 'a feed that hears its heartbeat stays live');
     } finally {
       await deaf.close();
@@ -362,7 +365,10 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
       assert.equal(await decide(inRedis), 'signed_before_restart', 'Redis did not see the nonces Postgres admitted');
       assert.equal(await recordAdmissionStore(s.dataSource, 'postgres'), true);
       assert.equal(await decide(inPostgres), 'signed_before_restart', 'nor Postgres those Redis admitted');
-      await new Promise((r) => setTimeout(r, 3_000));
+      // A wait on the clock, which the epoch is made of: the new epoch is the second after the
+      // switch at the latest, and `earlier()` signs 2 s back, so 3 s on a request is signed after it.
+      const pastTheEpochMs = 3_000;
+      await new Promise((r) => setTimeout(r, pastTheEpochMs));
       assert.equal(await decide(inPostgres), 'admitted', 'signed after the switch');
     } finally {
       // The suite's other tests sign with timestamps up to 300 s old: the epoch as the migration left it.

@@ -15,7 +15,7 @@ import { startOrderFulfilment } from '../../src/orders/start-workflows';
 import { refundOrder } from '../../src/orders/refund-requests';
 import type { ApiError } from '../../src/api/errors';
 import { fulfilmentStateQuery, orderWorkflowId } from '../../workflows/messages';
-import { waitUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 
 
@@ -62,7 +62,7 @@ describe('admin order refund: the service refunds a service-collected sale (CONT
     const workflows = { client: s.env.client, taskQueue: s.taskQueue };
     await startOrderFulfilment(workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId, environment: 'live', domain: name, serviceCollected: true });
     const handle = s.env.client.workflow.getHandle(orderWorkflowId(order.publicId));
-    await waitUntil(async () => (await handle.query(fulfilmentStateQuery)).awaitingOperator, 30_000, 'waiting for an operator');
+    await waitFor(() => handle.query(fulfilmentStateQuery), (state) => state.awaitingOperator, 30_000, 'waiting for an operator');
     await s.env.sleep('31 days');
     await assert.rejects(refundOrder({ dataSource: s.dataSource, workflows }, (await orders.findOneByOrFail({ id: order.id })), 'too late', 'service'), (err: ApiError) => err.code === 'refund_not_allowed' && /refund window has closed/.test(err.message));
     assert.equal((await orders.findOneByOrFail({ id: order.id })).status, 'TRANSFER_PENDING');

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { verifyWebhook } from '../../src/client/webhooks';
 import { appendEvent } from '../../src/events/outbox';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
-import { startReceiver, waitUntil, type Received } from '../helpers/receiver';
+import { startReceiver, type Received } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 const SECRET = 'whsec_forward_0123456789abcdef';
 
@@ -22,7 +23,7 @@ function forwarder(args: string[], credential: { keyId: string; secret: string }
   return {
     stderr: () => stderr,
     exited,
-    ready: () => waitUntil(() => stderr.includes('forwarding events to'), 15_000, `the forwarder ready (${stderr})`),
+    ready: () => waitFor(() => stderr, (text) => text.includes('forwarding events to'), 15_000, 'the forwarder ready (the last value read is its stderr)'),
     async stop(): Promise<number | null> {
       child.kill('SIGINT');
       return exited;
@@ -58,7 +59,7 @@ describe('partner CLI: events forward (a local receiver fed from GET /events)', 
     try {
       await run.ready();
       const after = await append(partnerId, 3, 'after');
-      await waitUntil(() => receiver.accepted.length >= 3, 30_000, 'three forwarded events');
+      await waitFor(() => receiver.accepted.length, (n) => n >= 3, 30_000, 'three forwarded events');
       const events = receiver.accepted.map((r) => verified(r));
       assert.deepEqual(events.map((e) => e.id), after, 'the new events, in history order');
       assert.ok(!receiver.received.some((r) => before.includes(String(r.headers['x-service-event-id']))), 'nothing recorded before the start');
@@ -68,7 +69,7 @@ describe('partner CLI: events forward (a local receiver fed from GET /events)', 
       const body = JSON.parse(receiver.accepted[0].body) as Record<string, unknown>;
       assert.deepEqual(Object.keys(body), ['id', 'type', 'created_at', 'data'], 'the body is the event, as a delivery carries it');
       assert.equal(receiver.accepted[0].headers['content-type'], 'application/json');
-      await waitUntil(() => (run.stderr().match(/-> 200/g) ?? []).length === 3, 5_000, 'a line per event');
+      await waitFor(() => (run.stderr().match(/-> 200/g) ?? []).length, (lines) => lines === 3, 5_000, 'a line per event');
       assert.match(run.stderr(), new RegExp(`${after[1]} order\\.created -> HTTP 503; retrying in`));
     } finally {
       const code = await run.stop();
@@ -85,7 +86,7 @@ describe('partner CLI: events forward (a local receiver fed from GET /events)', 
     const other = `whsec_${randomUUID()}`;
     const run = forwarder([receiver.url, '--from-start', '--secret', other], { keyId, secret }, { PARTNER_WEBHOOK_SECRET: SECRET });
     try {
-      await waitUntil(() => receiver.accepted.length >= 4, 30_000, 'the history forwarded');
+      await waitFor(() => receiver.accepted.length, (n) => n >= 4, 30_000, 'the history forwarded');
       assert.deepEqual(receiver.accepted.map((r) => verified(r, other).id), ids);
     } finally {
       await run.stop();

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { In } from 'typeorm';
 import { Domain } from '../../src/db/entities/domain';
 import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
-import { waitUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import { getStack, newPartner } from '../helpers/stack';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
@@ -115,7 +115,7 @@ describe('sandbox and live are apart', () => {
     assert.match(client.credential.keyId, /^pk_live_/);
     // Search follows the inventory through the change feed: the import shows once its notification is heard.
     const found = async () => (await client.get<{ data: Hit[] }>('/api/partner/v1/domains/search?q=coffee')).body.data.map((h) => h.name);
-    await waitUntil(async () => (await found()).includes('livecoffeeroasters.com'), 1_000, 'the live import in search');
+    await waitFor(found, (names) => names.includes('livecoffeeroasters.com'), 1_000, 'the live import in search');
     // Whatever other files listed in live may show too: every hit is a name of the live inventory, on the market.
     const hits = await found();
     const live = await getStack().dataSource.getRepository(Domain).count({ where: { environment: 'live', name: In(hits), status: In(['listed', 'reserved']) } });

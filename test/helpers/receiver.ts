@@ -40,21 +40,3 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' = (
       }),
   };
 }
-
-export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = 'condition'): Promise<void> {
-  await readUntil(check, (met) => met, timeoutMs, what, 50);
-}
-
-/**
- * Reads until what it read satisfies `ok`, and returns that; after `withinMs` fails, naming
- * `what` and the last value read. `everyMs` between reads.
- */
-export async function readUntil<T>(read: () => T | Promise<T>, ok: (value: T) => boolean, withinMs: number, what = 'condition', everyMs = 25): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms (last read: ${JSON.stringify(value)?.slice(0, 300)})`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}

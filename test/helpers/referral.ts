@@ -8,13 +8,7 @@ export async function affiliatePartner(referralBps = 500) {
   return partner;
 }
 
-/** Waits until `check` holds (clicks are written a moment after the redirect). */
-export async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`never: ${what}`);
-}
+/** How long a click may take to be stored: clicks are written in batches, a moment after the redirect. */
+export const CLICKS_STORED_MS = 10_000;
 
 export const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36';

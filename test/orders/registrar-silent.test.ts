@@ -5,7 +5,7 @@ import { SandboxRegistrar, type RegistrarPort } from '../../src/orders/registrar
 import { fulfilmentStateQuery, orderWorkflowId, transferOutcomeUpdate } from '../../workflows/messages';
 import { getStack, listen, newPartner, suiteWorker, ownTemporal } from '../helpers/stack';
 import { buy, type OrderBody } from '../helpers/orders';
-import { waitUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { recordHistory } from '../helpers/histories';
 
@@ -62,11 +62,11 @@ describe('a registrar that stops answering: bounded by the 5-day transfer deadli
     await withRegistrar(stuck, async (client) => {
       const o = await buy(client);
       const handle = s.env.client.workflow.getHandle(orderWorkflowId(o.public_id));
-      await waitUntil(async () => (await status(client, o.public_id)) === 'TRANSFER_PENDING', 30_000, 'TRANSFER_PENDING');
+      await waitFor(() => status(client, o.public_id), (st) => st === 'TRANSFER_PENDING', 30_000, 'TRANSFER_PENDING');
       // The refund waits for the registry; the time-skipping server does not skip time while a
       // client waits on an Update, so the 5 days are skipped by hand.
       const refund = client.post<{ status: string }>('/api/partner/v1/refunds', { order_id: o.public_id, reason: 'buyer changed their mind' });
-      await waitUntil(async () => (await handle.query(fulfilmentStateQuery)).refund !== null, 30_000, 'the refund asked');
+      await waitFor(() => handle.query(fulfilmentStateQuery), (state) => state.refund !== null, 30_000, 'the refund asked');
       for (let day = 0; day < 6 && !(await handle.query(fulfilmentStateQuery)).awaitingOperator; day++) await s.env.sleep('1 day');
       assert.equal((await handle.query(fulfilmentStateQuery)).awaitingOperator, true, 'handed to an operator after 5 days of a pending cancel');
       await handle.executeUpdate(transferOutcomeUpdate, { args: [{ outcome: 'failed', reason: 'the registry confirmed it stopped the transfer' }] });

@@ -5,7 +5,8 @@ import { admissionRedis } from '../../src/auth/redis-admission';
 import { startTestRedis } from '../helpers/redis';
 import { BROWSER, openCheckoutForm } from '../helpers/checkout-form';
 import { freshDomain } from '../helpers/orders';
-import { affiliatePartner, eventually } from '../helpers/referral';
+import { affiliatePartner, CLICKS_STORED_MS } from '../helpers/referral';
+import { waitFor } from '../helpers/wait';
 import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 
 let nextAddress = 10;
@@ -52,8 +53,11 @@ describe('public pages: limits per client address', function () {
     const statuses = [];
     for (let i = 0; i < 40; i++) statuses.push((await fetch(url, { headers: clicker, redirect: 'manual' })).status);
     assert.deepEqual([...new Set(statuses)], [302]);
-    await eventually(async () => (await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks === 30, '30 clicks stored');
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor(async () => (await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks, (n) => n === 30, CLICKS_STORED_MS, '30 clicks stored');
+    // A deliberate pause to show that nothing more comes: over two of the click writer's 200 ms
+    // batches, so a 31st click, had one been counted, would be stored by now.
+    const NO_MORE_CLICKS_MS = 500;
+    await new Promise((r) => setTimeout(r, NO_MORE_CLICKS_MS));
     assert.equal((await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks, 30, 'and no more');
   });
 

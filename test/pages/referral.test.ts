@@ -6,7 +6,8 @@ import { referralWorkflowId } from '../../workflows/messages';
 import { reconcile } from '../../src/finance/reconcile';
 import { launchBrowser, screenshots } from '../helpers/browser';
 import { recordHistory } from '../helpers/histories';
-import { affiliatePartner, BROWSER_UA, eventually } from '../helpers/referral';
+import { affiliatePartner, BROWSER_UA, CLICKS_STORED_MS } from '../helpers/referral';
+import { waitFor } from '../helpers/wait';
 import { getStack, openWorkflowsReport, ownTemporal } from '../helpers/stack';
 import { freshDomain, fulfilmentResult } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
@@ -100,7 +101,7 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     assert.deepEqual(payouts.data[0].lines.map((l) => [l.sale_id, l.amount_cents]), [[sale.sale_id, commission]]);
     assert.equal(c.data[2].payout_id, payouts.data[0].payout_id);
 
-    await eventually(async () => (await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks === 1, 'the click stored');
+    await waitFor(async () => (await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks, (n) => n === 1, CLICKS_STORED_MS, 'the click stored');
     const a = (await client.get<Record<string, unknown> & { by_day: Array<Record<string, number>> }>('/api/partner/v1/analytics')).body;
     assert.deepEqual(
       { clicks: a.clicks, unique: a.unique_clicks, checkouts: a.checkouts_started, sales: a.sales, rate: a.conversion_rate, gmv: a.gmv_cents, commission: a.commission_cents },

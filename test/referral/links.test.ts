@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { affiliatePartner, BROWSER_UA, eventually } from '../helpers/referral';
+import { affiliatePartner, BROWSER_UA, CLICKS_STORED_MS } from '../helpers/referral';
+import { waitFor } from '../helpers/wait';
 import { getStack, newPartner } from '../helpers/stack';
 import { ReferralClick, ReferralLink } from '../../src/db/entities/referral';
 import { freshDomain } from '../helpers/orders';
@@ -59,7 +60,7 @@ describe('referral links and honest click counts (CONTRACT §11)', () => {
     assert.equal((await open(product.body.url)).headers.get('location'), '/brokerage?env=sandbox');
     const listed = (await client.get<{ data: Array<LinkBody & { clicks: number; sales: number; commission_cents: number }> }>('/api/partner/v1/links')).body.data;
     assert.deepEqual(listed.map((l) => l.link_id), [product.body.link_id, byDomain.body.link_id, generic.body.link_id]);
-    await eventually(async () => (await client.get<{ data: Array<{ clicks: number }> }>('/api/partner/v1/links')).body.data.every((l) => l.clicks === 1), 'each link shows its click');
+    await waitFor(async () => (await client.get<{ data: Array<{ clicks: number }> }>('/api/partner/v1/links')).body.data.map((l) => l.clicks), (counts) => counts.every((n) => n === 1), CLICKS_STORED_MS, 'each link shows its click');
   });
 
   it('bots, HEAD and prefetches are redirected but not counted; a person is counted once per link per UTC day (a keyed hash, never the IP), the cookie set for 30 days', async () => {
@@ -86,7 +87,7 @@ describe('referral links and honest click counts (CONTRACT §11)', () => {
     const again = await open(link.url, { cookie: cookie.split(';')[0] });
     assert.equal(again.status, 302);
     await open(link.url, { 'user-agent': `${BROWSER_UA} Edg/156` }); // another visitor (no cookie, another agent)
-    await eventually(async () => (await clicks(client)).clicks === 3, 'three clicks stored');
+    await waitFor(() => clicks(client), (c) => c.clicks === 3, CLICKS_STORED_MS, 'three clicks stored');
     assert.deepEqual(await clicks(client), { from: null, to: null, clicks: 3, unique_clicks: 2 } as never);
     const today = new Date().toISOString().slice(0, 10);
     assert.deepEqual(await clicks(client, `?from=${today}&to=${today}`), { from: today, to: today, clicks: 3, unique_clicks: 2 } as never);
@@ -98,13 +99,14 @@ describe('referral links and honest click counts (CONTRACT §11)', () => {
     const { client } = await affiliatePartner();
     const link = (await client.post<LinkBody>('/api/partner/v1/links', { kind: 'generic' })).body;
     const cookie = (await open(link.url)).headers.get('set-cookie')!.split(';')[0];
-    // In waves, so the clicks reach the database in several batches (each adds to the same row).
+    // In waves, each stored before the next is sent, so the clicks reach the database in several
+    // batches (each adds to the same row).
     for (let wave = 0; wave < 4; wave++) {
       const answers = await Promise.all(Array.from({ length: 30 }, () => open(link.url, { cookie })));
       assert.ok(answers.every((r) => r.status === 302));
-      await new Promise((r) => setTimeout(r, 250));
+      if (wave < 3) await waitFor(() => clicks(client), (c) => c.clicks === 1 + 30 * (wave + 1), CLICKS_STORED_MS, `the clicks of wave ${wave + 1} stored`);
     }
-    await eventually(async () => (await clicks(client)).clicks === 121, 'every click counted');
+    await waitFor(() => clicks(client), (c) => c.clicks === 121, CLICKS_STORED_MS, 'every click counted');
     assert.deepEqual(await clicks(client), { from: null, to: null, clicks: 121, unique_clicks: 1 } as never);
     const stored = await getStack().dataSource.getRepository(ReferralLink).findOneByOrFail({ publicId: link.link_id });
     const rows = await getStack().dataSource.getRepository(ReferralClick).findBy({ linkId: stored.id });

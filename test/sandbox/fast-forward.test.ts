@@ -10,14 +10,11 @@ import { completedSale } from '../helpers/money';
 import { freshDomain, order, quote } from '../helpers/orders';
 import { affiliatePartner } from '../helpers/referral';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
-import { readUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 type Answer = { object: string; id: string; fired: string };
 type Err = { error: { code: string; message: string } };
 const PATH = '/api/partner/v1/sandbox/fast-forward';
-
-/** Polls `read` until `done` holds (real time: nothing here lets the test server skip time). */
-const until = <T>(read: () => Promise<T>, done: (v: T) => boolean, what: string) => readUntil(read, done, 20_000, what, 100);
 
 /**
  * Sandbox fast-forward (CONTRACT §14): each object kind's wait ends now, as if its time had passed,
@@ -69,7 +66,8 @@ describe('sandbox fast-forward: every Temporal wait a partner depends on ends no
     const q = await quote(client, (await freshDomain()).name);
     const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: `stall_transfer-${randomUUID()}`, sale_price_cents: q.body.price_cents });
     assert.equal(o.status, 201, o.text);
-    await until(() => client.get<{ status: string }>(`/api/partner/v1/orders/${o.body.public_id}`), (r) => r.body.status === 'TRANSFER_PENDING', 'the transfer to be pending');
+    // Real time: nothing here lets the test server skip time.
+    await waitFor(async () => (await client.get<{ status: string }>(`/api/partner/v1/orders/${o.body.public_id}`)).body.status, (status) => status === 'TRANSFER_PENDING', 20_000, 'the transfer to be pending');
     const ff = await client.post<Answer>(PATH, { object: 'order', id: o.body.public_id });
     assert.equal(ff.status, 200, ff.text);
     assert.equal(ff.body.fired, 'transfer_deadline');

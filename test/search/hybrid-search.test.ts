@@ -8,7 +8,7 @@ import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
 import { kindsOf } from '../../src/search/taxonomy';
 import { getStack, newPartner, openSearchEngine } from '../helpers/stack';
-import { readUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 type Hit = { name: string; available: boolean; score: number; buy_now_price_cents?: number };
 type Client = Awaited<ReturnType<typeof newPartner>>['client'];
@@ -21,11 +21,11 @@ async function apiSearch(client: Client, q: string): Promise<Hit[]> {
 }
 
 /**
- * Polls `read` until `ok` holds, for at most a second (both engines follow the inventory through
+ * How long a change may take to show in the results: both engines follow the inventory through
  * the listing change feed, so a change shows once its notification is heard, a moment after its
- * commit). Fails with the last answer.
+ * commit.
  */
-const reflected = <T>(read: () => Promise<T>, ok: (value: T) => boolean) => readUntil(read, ok, 1_000, 'shown in the results');
+const SHOWN_WITHIN_MS = 1_000;
 
 /**
  * Each engine as a partner meets it: the embedded one through the stack's API (signed requests),
@@ -184,7 +184,7 @@ for (const [engine, open] of ENGINES) {
       await importInventory(getStack().dataSource, 'live', [
         { name, category: 'food-and-drink', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 },
       ]);
-      const hits = await reflected(() => search('caffeine', 'live'), (found) => found.some((h) => h.name === name));
+      const hits = await waitFor(() => search('caffeine', 'live'), (found) => found.some((h) => h.name === name), SHOWN_WITHIN_MS, 'the import shown in the results');
       assert.ok(hits.every((h) => h.name.startsWith('live')), 'only live names');
     });
 
@@ -195,13 +195,13 @@ for (const [engine, open] of ENGINES) {
         { name, category: 'finance', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 },
       ]);
       const first = async (): Promise<Hit | undefined> => (await search(name, 'live'))[0];
-      await reflected(first, (h) => h?.name === name && h.available);
+      await waitFor(first, (h) => h?.name === name && h.available, SHOWN_WITHIN_MS, 'the listing shown');
       await domains.update({ environment: 'live', name }, { buyNowPriceCents: 450000 });
-      await reflected(first, (h) => h?.name === name && h.buy_now_price_cents === 450000);
+      await waitFor(first, (h) => h?.name === name && h.buy_now_price_cents === 450000, SHOWN_WITHIN_MS, 'the price change shown');
       await domains.update({ environment: 'live', name }, { status: 'reserved' });
-      await reflected(first, (h) => h?.name === name && !h.available);
+      await waitFor(first, (h) => h?.name === name && !h.available, SHOWN_WITHIN_MS, 'the reservation shown');
       await domains.update({ environment: 'live', name }, { status: 'sold' });
-      await reflected(first, (h) => h?.name !== name);
+      await waitFor(first, (h) => h?.name !== name, SHOWN_WITHIN_MS, 'the sale shown (the name gone from the top)');
     });
 
     it('a word inside a label\'s word (tea in byte|ai) counts for less than one that starts a word (tea in team|play)', async () => {

@@ -16,7 +16,7 @@ import { startSearchProcess, type SearchProcess } from '../../src/search/search-
 import { adminWith } from '../helpers/admin';
 import { liveListing } from '../helpers/search-data';
 import { getStack, openSearchEngine, searchProcessEnv } from '../helpers/stack';
-import { readUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 interface LabelledQuery {
   kind: string;
@@ -152,12 +152,11 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
     const name = 'liveknnkeeps-espresso.net';
     await importInventory(getStack().dataSource, 'live', [{ name, category: 'food-and-drink', buy_now_price_cents: 300000, floor_price_cents: 200000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2015 }]);
     const doc = async () => (await (await fetch(`${url}/partner-api-domains/_doc/${encodeURIComponent(`live:${name}`)}`)).json()) as { found: boolean; _source?: { buy_now_price_cents: number; available: boolean; vector_b64: string } };
-    const until = (ok: (d: Awaited<ReturnType<typeof doc>>) => boolean) => readUntil(doc, ok, 5_000, 'reflected in the index', 50);
-    const indexed = await until((d) => d.found);
+    const indexed = await waitFor(doc, (d) => d.found, 5_000, 'the name in the index');
     await domains.update({ environment: 'live', name }, { buyNowPriceCents: 310000 });
-    await until((d) => d._source?.buy_now_price_cents === 310000);
+    await waitFor(doc, (d) => d._source?.buy_now_price_cents === 310000, 5_000, 'the new price in the index');
     await domains.update({ environment: 'live', name }, { status: 'reserved' });
-    await until((d) => d._source?.available === false);
+    await waitFor(doc, (d) => d._source?.available === false, 5_000, 'the reservation in the index');
     const vector = Array.from(new Float32Array(new Uint8Array(Buffer.from(indexed._source!.vector_b64, 'base64')).buffer));
     const found = (await (await fetch(`${url}/partner-api-domains/_search`, {
       method: 'POST',
@@ -183,7 +182,6 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       });
     const processes: SearchProcess[] = [];
     const names = ['indexerfirstcroissant.com', 'indexertakeovercroissant.com'];
-    const within = <T>(ms: number, read: () => Promise<T>, ok: (value: T) => boolean, what: string) => readUntil(read, ok, ms, what, 50);
     try {
       const a = await start('a.sock');
       processes.push(a);
@@ -198,15 +196,15 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
 
       // A name listed: the reader finds it as soon as the indexer has written it, and counts it once it reads the vocabulary again.
       await importInventory(dataSource, 'live', [liveListing(names[0])]);
-      await within(1_000, () => b.client.search('live', 'indexerfirstcroissant', 5), (hits) => hits[0]?.name === names[0], 'the reader finds the name the indexer wrote');
+      await waitFor(() => b.client.search('live', 'indexerfirstcroissant', 5), (hits) => hits[0]?.name === names[0], 1_000, 'the reader finds the name the indexer wrote');
       const before = statusB.environments.live.names;
-      await within(15_000, async () => (await b.client.status()).environments.live.names, (n) => n === before + 1, "the reader's count follows the index");
+      await waitFor(async () => (await b.client.status()).environments.live.names, (n) => n === before + 1, 15_000, "the reader's count follows the index");
 
       // The indexer dies (no shutdown: its lock's connection just goes): the reader takes over and keeps the index up.
       process.kill(a.pid, 'SIGKILL');
-      await within(10_000, async () => (await b.client.status()).environments.live.indexer, (indexer) => indexer === true, 'the reader takes the indexer lock');
+      await waitFor(async () => (await b.client.status()).environments.live.indexer, (indexer) => indexer === true, 10_000, 'the reader takes the indexer lock');
       await importInventory(dataSource, 'live', [liveListing(names[1])]);
-      await within(1_000, () => b.client.search('live', 'indexertakeovercroissant', 5), (hits) => hits[0]?.name === names[1], 'the new indexer writes a new name');
+      await waitFor(() => b.client.search('live', 'indexertakeovercroissant', 5), (hits) => hits[0]?.name === names[1], 1_000, 'the new indexer writes a new name');
     } catch (err) {
       process.stderr.write(lines.join('\n') + '\n');
       throw err;

@@ -24,7 +24,7 @@ import { SEARCH_NODE_FLAGS, startSearchProcess, type SearchProcess } from '../..
 import { rawRequest } from '../helpers/raw-request';
 import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, searchProcessEnv, ownTemporal } from '../helpers/stack';
-import { readUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
 
@@ -120,7 +120,7 @@ describe('search process', () => {
     try {
       // The live inventory: no other part of the suite writes it while this runs.
       const reads = async () => (await remote.status()).environments.live.searchesThatRead;
-      const shown = (q: string, ok: (hits: SearchHit[]) => boolean) => readUntil(() => remote.search('live', q, 5), ok, 1_000, `shown for ${q}`, 20);
+      const hits = () => remote.search('live', 'feedheardcroissant', 5);
       await remote.search('live', 'bakery', 5);
       const before = await reads();
       assert.equal(typeof before, 'number');
@@ -129,11 +129,11 @@ describe('search process', () => {
 
       const name = 'feedheardcroissant.com';
       await importInventory(dataSource, 'live', [liveListing(name)]);
-      await shown('feedheardcroissant', (hits) => hits[0]?.name === name);
+      await waitFor(hits, (found) => found[0]?.name === name, 1_000, 'the listing shown');
       await dataSource.query(`UPDATE domains SET buy_now_price_cents = 777700, updated_at = now() WHERE environment = 'live' AND name = $1`, [name]);
-      await shown('feedheardcroissant', (hits) => hits[0]?.name === name && hits[0].buyNowPriceCents === 777700);
+      await waitFor(hits, (found) => found[0]?.name === name && found[0].buyNowPriceCents === 777700, 1_000, 'the re-price shown');
       await dataSource.query(`UPDATE domains SET status = 'sold', updated_at = now() WHERE environment = 'live' AND name = $1`, [name]);
-      await shown('feedheardcroissant', (hits) => !hits.some((h) => h.name === name));
+      await waitFor(hits, (found) => !found.some((h) => h.name === name), 1_000, 'the sale shown');
       // Each change was read once, after its notification: by a search that came first at most.
       assert.ok((await reads())! - before! <= 3, `${(await reads())! - before!} searches read`);
     } finally {

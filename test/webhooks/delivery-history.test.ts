@@ -11,7 +11,8 @@ import { registerEndpoint } from '../../src/webhooks/endpoints';
 import { SecretBox } from '../../src/auth/secret-box';
 import { webhookWorkflowId } from '../../workflows/messages';
 import { getStack, newPartner, suiteWorker, ownTemporal } from '../helpers/stack';
-import { startReceiver, waitUntil } from '../helpers/receiver';
+import { startReceiver } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import { recordHistory } from '../helpers/histories';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -52,7 +53,7 @@ describe('webhook delivery history: a partner down for days stays small and stal
         await append(failing);
         await append(healthy);
         let sent = 1;
-        await waitUntil(() => down.received.length >= 1 && up.accepted.length >= 1, 30_000, 'first attempts');
+        await waitFor(() => [down.received.length, up.accepted.length], (counts) => counts.every((n) => n >= 1), 30_000, 'first attempts');
         let lengthWhenBusy = 0;
         // Up to an hour before the first event's 3 days end (then it is given up and the next goes).
         for (let minute = 2; minute <= 71 * 60; minute += 2) {
@@ -67,7 +68,7 @@ describe('webhook delivery history: a partner down for days stays small and stal
           if (minute === 24 * 60) {
             // The healthy partner is not held back by the other's outage.
             const expected = await eventCount(healthy);
-            await waitUntil(() => new Set(up.accepted.map((r) => r.headers['x-service-event-id'])).size === expected, 30_000, 'the healthy partner served after a day');
+            await waitFor(() => new Set(up.accepted.map((r) => r.headers['x-service-event-id'])).size, (served) => served === expected, 30_000, 'the healthy partner served after a day');
           }
         }
         const events = (await failingRun().fetchHistory()).events!;
@@ -76,7 +77,7 @@ describe('webhook delivery history: a partner down for days stays small and stal
         assert.equal(events.length, lengthWhenBusy, 'nothing added while it retried one event: no signal, no workflow task');
         assert.equal(events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).length, 1, 'only the first wake-up, while it was waiting');
         const expected = await eventCount(healthy);
-        await waitUntil(() => new Set(up.accepted.map((r) => r.headers['x-service-event-id'])).size === expected, 30_000, 'every event of the healthy partner');
+        await waitFor(() => new Set(up.accepted.map((r) => r.headers['x-service-event-id'])).size, (served) => served === expected, 30_000, 'every event of the healthy partner');
         assert.equal(expected, sent);
         await recordHistory(webhookWorkflowId(healthy, 'sandbox'), 'webhook-delivery-wake-ups');
         // Both runs end before this file's worker stops: a workflow task left on a queue without a

@@ -12,7 +12,8 @@ import { webhookWorkflowId } from '../../workflows/messages';
 import { getStack, listen, newPartner, suiteWorker, ownTemporal } from '../helpers/stack';
 import { workflowStarters } from '../../src/temporal/starters';
 import { buy, fulfilmentResult } from '../helpers/orders';
-import { startReceiver, waitUntil } from '../helpers/receiver';
+import { startReceiver } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import { recordHistory } from '../helpers/histories';
 import { createServiceWorkers } from '../../src/temporal/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -39,7 +40,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       await fulfilmentResult(o.public_id);
       const ids = await historyIds(client);
       assert.equal(ids.length, 5);
-      await waitUntil(() => receiver.accepted.length >= 5, 30_000, 'five deliveries');
+      await waitFor(() => receiver.accepted.length, (n) => n >= 5, 30_000, 'five deliveries');
       const events = receiver.accepted.map((r) => verifyWebhook<{ public_id: string }>(r.body, r.headers as Record<string, string>, SECRET));
       assert.deepEqual(events.map((e) => e.id), ids, 'the same events, in history order');
       assert.deepEqual(events.map((e) => e.type), ['order.created', 'transfer.domain_locked', 'transfer.initiated', 'transfer.pending', 'transfer.completed']);
@@ -58,13 +59,13 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
       const o = await buy(client);
       await fulfilmentResult(o.public_id);
-      await waitUntil(() => receiver.received.length >= 1, 30_000, 'a first attempt');
+      await waitFor(() => receiver.received.length, (n) => n >= 1, 30_000, 'a first attempt');
       await s.env.sleep('2 days');
       const attemptsWhileDown = receiver.received.length;
       assert.ok(attemptsWhileDown > 5, `retried with back-off while down (${attemptsWhileDown} attempts)`);
       receiver.setAnswer(() => 200);
       await s.env.sleep('61 minutes');
-      await waitUntil(() => new Set(receiver.accepted.map((r) => r.headers['x-service-event-id'])).size >= 5, 30_000, 'all events after recovery');
+      await waitFor(() => new Set(receiver.accepted.map((r) => r.headers['x-service-event-id'])).size, (delivered) => delivered >= 5, 30_000, 'all events after recovery');
       const delivered = [...new Set(receiver.accepted.map((r) => String(r.headers['x-service-event-id'])))];
       assert.deepEqual(delivered, await historyIds(client));
     } finally {
@@ -80,14 +81,14 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
       const o = await buy(client);
       await fulfilmentResult(o.public_id);
-      await waitUntil(() => receiver.received.length >= 1, 30_000, 'a first attempt');
+      await waitFor(() => receiver.received.length, (n) => n >= 1, 30_000, 'a first attempt');
       await s.env.sleep('3 days');
       await s.env.sleep('2 hours');
       const [first] = await historyIds(client);
-      await waitUntil(async () => {
+      await waitFor(async () => {
         const rows = (await s.dataSource.query(`SELECT status FROM webhook_deliveries WHERE event_id = $1`, [first])) as Array<{ status: string }>;
-        return rows[0]?.status === 'failed';
-      }, 30_000, 'the delivery marked failed');
+        return rows[0]?.status;
+      }, (status) => status === 'failed', 30_000, 'the delivery marked failed');
       const [delivery] = (await s.dataSource.query('SELECT attempts, last_error FROM webhook_deliveries WHERE event_id = $1', [first])) as Array<{ attempts: number; last_error: string }>;
       assert.ok(delivery.attempts > 10, `${delivery.attempts} attempts`);
       assert.match(delivery.last_error, /500/);
@@ -121,7 +122,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       let orderId = '';
       await first.runUntil(async () => {
         orderId = (await buy(client)).public_id;
-        await waitUntil(() => receiver.received.length >= 2, 30_000, 'attempts before the restart');
+        await waitFor(() => receiver.received.length, (n) => n >= 2, 30_000, 'attempts before the restart');
       });
       receiver.setAnswer(() => 200);
       const second = await newWorker();
@@ -129,7 +130,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
         await fulfilmentResult(orderId);
         await s.env.sleep('61 minutes');
         const ids = await historyIds(client);
-        await waitUntil(() => ids.every((id) => receiver.accepted.some((r) => r.headers['x-service-event-id'] === id)), 30_000, 'every event delivered');
+        await waitFor(() => receiver.accepted.map((r) => r.headers['x-service-event-id']), (delivered) => ids.every((id) => delivered.includes(id)), 30_000, 'every event delivered');
       });
     } finally {
       await receiver.close();
@@ -150,7 +151,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       await worker.runUntil(async () => {
         await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: {}, dedupeKey: `cancel-test:${partnerId}` }));
         await wakeDelivery(workflows, partnerId, 'sandbox', true);
-        await waitUntil(() => receiver.received.length >= 1, 30_000, 'a first attempt');
+        await waitFor(() => receiver.received.length, (n) => n >= 1, 30_000, 'a first attempt');
         await s.env.sleep('1 hour');
         assert.ok(receiver.received.length >= 3, `retrying (${receiver.received.length} attempts)`);
         await handle.cancel();
@@ -205,7 +206,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       const { client, partnerId } = await newPartner({ baseUrl });
       await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
       const o = await buy(client);
-      await waitUntil(() => receiver.received.length >= 1, 30_000, 'a delivery hanging');
+      await waitFor(() => receiver.received.length, (n) => n >= 1, 30_000, 'a delivery hanging');
       const delivery = s.env.client.workflow.getHandle(webhookWorkflowId(partnerId, 'sandbox'));
       assert.equal((await delivery.describe()).taskQueue, webhookTaskQueue);
       const order = s.env.client.workflow.getHandle(`order:${o.public_id}`);
@@ -213,7 +214,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       assert.deepEqual(await order.result(), { status: 'TRANSFER_COMPLETED' });
       release = true;
       const ids = await historyIds(client);
-      await waitUntil(() => ids.every((id) => receiver.accepted.some((r) => r.headers['x-service-event-id'] === id)), 60_000, 'every event delivered once the endpoint answers');
+      await waitFor(() => receiver.accepted.map((r) => r.headers['x-service-event-id']), (delivered) => ids.every((id) => delivered.includes(id)), 60_000, 'every event delivered once the endpoint answers');
       await delivery.cancel();
       await delivery.result().catch(() => undefined);
     } finally {
@@ -234,7 +235,7 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true });
       const env = new MockActivityEnvironment();
       const attempt = env.run(activities.deliverEvent, { partnerId, environment: 'sandbox' as const, eventId });
-      await waitUntil(() => receiver.received.length >= 1, 10_000, 'the request under way');
+      await waitFor(() => receiver.received.length, (n) => n >= 1, 10_000, 'the request under way');
       env.cancel();
       await assert.rejects(attempt, (err) => err instanceof CancelledFailure);
       const [delivery] = await s.dataSource.getRepository(WebhookDelivery).find({ where: { eventId } });

@@ -3,7 +3,8 @@ import { Webhook } from 'standardwebhooks';
 import { signWebhook, verifyWebhook } from '../../src/client/webhooks';
 import { WebhookEndpoint } from '../../src/db/entities/webhook-endpoint';
 import { buy, fulfilmentResult } from '../helpers/orders';
-import { startReceiver, waitUntil, type Received } from '../helpers/receiver';
+import { startReceiver, type Received } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
 type Endpoint = { url: string; enabled: boolean; updated_at: string; secret?: string };
@@ -35,7 +36,7 @@ describe('webhooks any Standard Webhooks library verifies', () => {
 
       const order = await buy(client);
       await fulfilmentResult(order.public_id);
-      await waitUntil(() => receiver.accepted.length >= 5, 30_000, 'five deliveries');
+      await waitFor(() => receiver.accepted.length, (n) => n >= 5, 30_000, 'five deliveries');
       const library = new Webhook(secret);
       for (const r of receiver.accepted) {
         const event = library.verify(r.body, r.headers as Record<string, string>) as { id: string };
@@ -67,7 +68,7 @@ describe('webhooks any Standard Webhooks library verifies', () => {
       assert.ok(Math.abs(hours - 24) < 0.01, `the previous secret signs for 24 hours (${hours})`);
 
       await fulfilmentResult((await buy(client)).public_id);
-      await waitUntil(() => receiver.accepted.length >= 5, 30_000, 'five deliveries');
+      await waitFor(() => receiver.accepted.length, (n) => n >= 5, 30_000, 'five deliveries');
       for (const r of receiver.accepted) {
         assert.equal(header(r, 'webhook-signature').split(' ').length, 2);
         new Webhook(fresh).verify(r.body, r.headers as Record<string, string>);
@@ -79,7 +80,7 @@ describe('webhooks any Standard Webhooks library verifies', () => {
       await s.dataSource.getRepository(WebhookEndpoint).update({ partnerId, environment: 'sandbox' }, { previousSecretUntil: new Date(Date.now() - 1000) });
       const before = receiver.accepted.length;
       await fulfilmentResult((await buy(client)).public_id);
-      await waitUntil(() => receiver.accepted.length >= before + 5, 30_000, 'five more deliveries');
+      await waitFor(() => receiver.accepted.length, (n) => n >= before + 5, 30_000, 'five more deliveries');
       for (const r of receiver.accepted.slice(before)) {
         assert.equal(header(r, 'webhook-signature').split(' ').length, 1);
         new Webhook(fresh).verify(r.body, r.headers as Record<string, string>);
@@ -106,7 +107,7 @@ describe('webhooks any Standard Webhooks library verifies', () => {
       assert.equal(await getStack().dataSource.getRepository(WebhookEndpoint).countBy({ partnerId }), 1);
 
       await fulfilmentResult((await buy(client)).public_id);
-      await waitUntil(() => receiver.accepted.length >= 5, 30_000, 'five deliveries');
+      await waitFor(() => receiver.accepted.length, (n) => n >= 5, 30_000, 'five deliveries');
       for (const r of receiver.accepted) {
         assert.equal(r.headers['webhook-signature'], undefined, 'no Standard Webhooks headers without a whsec_ secret');
         assert.equal(verifyWebhook(r.body, r.headers as Record<string, string>, 'plain-secret-text').id, header(r, 'x-service-event-id'));

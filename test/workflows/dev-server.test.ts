@@ -18,7 +18,7 @@ import { MONTH_END_WORKFLOW_ID, monthEndWorkflow } from '../../workflows/month-e
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import { getStack, listen, newPartner, suiteWorker } from '../helpers/stack';
 import { buy, freshDomain, quote } from '../helpers/orders';
-import { waitUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import { adminWith } from '../helpers/admin';
 import { wakeDelivery } from '../../src/webhooks/notify';
 import type { PatchUse } from '../../src/admin/temporal';
@@ -71,13 +71,12 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
 
   /** The ids of the runs the visibility query finds, once `ok` holds of them (by default: once there is one). */
   async function visible(query: string, what: string, ok: (ids: string[]) => boolean = (ids) => ids.length > 0): Promise<string[]> {
-    let ids: string[] = [];
-    await waitUntil(async () => {
-      ids = [];
-      for await (const run of env.client.workflow.list({ query })) ids.push(run.workflowId);
-      return ok(ids);
-    }, 30_000, what);
-    return ids;
+    const ids = async () => {
+      const found: string[] = [];
+      for await (const run of env.client.workflow.list({ query })) found.push(run.workflowId);
+      return found;
+    };
+    return waitFor(ids, ok, 30_000, what);
   }
 
   it('the compose setup job (dist/src/main/temporal-setup.js) registers a namespace with 30 days of retention and the search attributes of the code, and can run again', async () => {
@@ -150,11 +149,11 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     await ensureMonthEndSchedule(env.client, taskQueue); // a second start of the worker changes nothing
     // Not while it runs a close of its own (it first closes earlier months left open, as a child):
     // the next start of a worker cancels it then, as this loop does.
-    await waitUntil(async () => {
-      if ((await sleeping.describe()).status.name === 'CANCELLED') return true;
-      await ensureMonthEndSchedule(env.client, taskQueue);
-      return false;
-    }, 30_000, 'the sleeping month end cancelled');
+    await waitFor(async () => {
+      const status = (await sleeping.describe()).status.name;
+      if (status !== 'CANCELLED') await ensureMonthEndSchedule(env.client, taskQueue);
+      return status;
+    }, (status) => status === 'CANCELLED', 30_000, 'the sleeping month end cancelled');
     const schedule = env.client.schedule.getHandle(MONTH_END_SCHEDULE_ID);
     const described = await schedule.describe();
     assert.equal(described.action.type, 'startWorkflow');
@@ -207,7 +206,7 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     const oldQuote = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     await startQuoteReservation(workflows, { quotePublicId: oldQuote, partnerId: randomUUID(), environment: 'sandbox', domain: 'pinned-one.com' });
     const retention = await env.client.workflow.start(nonceRetentionWorkflow, { workflowId: `nonce-retention-${randomUUID()}`, taskQueue: queue, args: [{ prunedTotal: 0 }] });
-    await waitUntil(async () => (await versionOf(quoteWorkflowId(oldQuote))).buildId === '0.1.0+one' && (await versionOf(retention.workflowId)).buildId === '0.1.0+one', 30_000, 'both on version one');
+    await waitFor(async () => [(await versionOf(quoteWorkflowId(oldQuote))).buildId, (await versionOf(retention.workflowId)).buildId], (builds) => builds.every((b) => b === '0.1.0+one'), 30_000, 'both on version one');
     assert.equal((await versionOf(quoteWorkflowId(oldQuote))).behavior, PINNED);
     assert.equal((await versionOf(retention.workflowId)).behavior, AUTO_UPGRADE);
 
@@ -217,14 +216,14 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
       await makeCurrentVersion(env.client, 'default', { deploymentName, buildId: '0.2.0+two' });
       const newQuote = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
       await startQuoteReservation(workflows, { quotePublicId: newQuote, partnerId: randomUUID(), environment: 'sandbox', domain: 'pinned-two.com' });
-      await waitUntil(async () => (await versionOf(quoteWorkflowId(newQuote))).buildId === '0.2.0+two', 30_000, 'a new quote on version two');
+      await waitFor(async () => (await versionOf(quoteWorkflowId(newQuote))).buildId, (build) => build === '0.2.0+two', 30_000, 'a new quote on version two');
       // The old quote's next task (the order's signal) is served by version one, which still runs.
       await signalQuoteConsumed(workflows, oldQuote);
       assert.equal(await env.client.workflow.getHandle(quoteWorkflowId(oldQuote)).result(), 'consumed');
       assert.equal((await versionOf(quoteWorkflowId(oldQuote))).buildId, '0.1.0+one', 'pinned: finished on the version that started it');
       // The auto-upgrading run's next task goes to the current version.
       await retention.signal('wake');
-      await waitUntil(async () => (await versionOf(retention.workflowId)).buildId === '0.2.0+two', 30_000, 'the auto-upgrading run on version two');
+      await waitFor(async () => (await versionOf(retention.workflowId)).buildId, (build) => build === '0.2.0+two', 30_000, 'the auto-upgrading run on version two');
       // Version one's worker restarting does not take the deployment back to it.
       assert.equal(await makeCurrentVersion(env.client, 'default', { deploymentName, buildId: '0.1.0+one' }), false);
       const routing = (await env.client.workflowService.describeWorkerDeployment({ namespace: 'default', deploymentName })).workerDeploymentInfo?.routingConfig;

@@ -14,7 +14,7 @@ import { appendEvent } from '../../src/events/outbox';
 import { registerEndpoint } from '../../src/webhooks/endpoints';
 import { SecretBox } from '../../src/auth/secret-box';
 import { webhookWorkflowId } from '../../workflows/messages';
-import { waitUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import { recordHistory } from '../helpers/histories';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -65,7 +65,7 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
       // Terminated only once the next run sleeps: the test server leaks its time-skipping lock when
       // a run is terminated with a workflow task in flight (sdk-java #3088), stalling later tests.
       const nextRun = s.env.client.workflow.getHandle(workflowId);
-      await waitUntil(async () => ((await nextRun.fetchHistory()).events ?? []).some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED), 30_000, 'the next run asleep');
+      await waitFor(async () => ((await nextRun.fetchHistory()).events ?? []).map((e) => e.eventType), (types) => types.includes(EventType.EVENT_TYPE_TIMER_STARTED), 30_000, 'the next run asleep');
       await nextRun.terminate('test done');
     });
   });
@@ -92,12 +92,12 @@ describe('fulfilment recovery sweep (time-skipping server)', () => {
     const workflowId = `recovery-steps-${randomUUID()}`;
     await worker.runUntil(async () => {
       const handle = await s.env.client.workflow.start(fulfilmentRecoveryWorkflow, { workflowId, taskQueue });
-      await waitUntil(async () => {
+      await waitFor(async () => {
         await s.env.sleep('1 minute');
-        return calls.deliveries >= 3;
-      }, 60_000, 'three rounds');
+        return calls.deliveries;
+      }, (rounds) => rounds >= 3, 60_000, 'three rounds');
       assert.ok(calls.referrals >= 3 && calls.fulfilments >= 9, `${JSON.stringify(calls)}: the failing step was tried 3 times a round, the others still ran`);
-      await waitUntil(async () => ((await handle.fetchHistory()).events ?? []).at(-1)?.eventType === EventType.EVENT_TYPE_TIMER_STARTED, 30_000, 'asleep');
+      await waitFor(async () => ((await handle.fetchHistory()).events ?? []).at(-1)?.eventType, (last) => last === EventType.EVENT_TYPE_TIMER_STARTED, 30_000, 'asleep');
       await handle.terminate('test done');
     });
   });

@@ -4,7 +4,7 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { nonceRetentionWorkflow } from '../../workflows';
 import { getStack, ownTemporal } from '../helpers/stack';
-import { waitUntil } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 import { recordHistory } from '../helpers/histories';
 
 async function nonceExists(keyId: string, nonce: string): Promise<boolean> {
@@ -43,12 +43,12 @@ describe('nonce retention workflow (time-skipping server)', () => {
         args: [{ prunedTotal: 0 }],
       });
       // First round: only the nonce seen 20 minutes ago is past the 15-minute retention.
-      await waitUntil(async () => !(await nonceExists(keyId, stale)));
+      await waitFor(() => nonceExists(keyId, stale), (exists) => !exists, 30_000, 'the stale nonce pruned');
       assert.equal(await nonceExists(keyId, fresh), true);
 
       // Fifteen minutes later (skipped, not waited), the next rounds prune the other one too.
       await s.env.sleep('15 minutes');
-      await waitUntil(async () => !(await nonceExists(keyId, fresh)));
+      await waitFor(() => nonceExists(keyId, fresh), (exists) => !exists, 30_000, 'the other nonce pruned');
       await recordHistory(handle.workflowId, 'nonce-retention');
       await handle.terminate('test done');
     });
