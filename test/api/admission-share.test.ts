@@ -4,6 +4,7 @@ import type { Admission, AdmissionRequest, AdmissionResult } from '../../src/aut
 import { AdmissionBatcher } from '../../src/auth/admission';
 import { ADMISSION_SHARE_PER_CREDENTIAL } from '../../src/api/middleware/authenticate';
 import { getStack, listen, newPartner } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 /**
  * The real Postgres admission, held back until the test lets it go, so that requests pile up
@@ -36,13 +37,13 @@ describe('admission: a share of the queue per credential', function () {
     const flooder = await newPartner({ baseUrl });
     const other = await newPartner({ baseUrl });
     const flood = Array.from({ length: ADMISSION_SHARE_PER_CREDENTIAL }, () => flooder.client.get('/api/partner/v1/pricing?domain=academy.com'));
-    while (held.waiting < ADMISSION_SHARE_PER_CREDENTIAL) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => held.waiting, (waiting) => waiting === ADMISSION_SHARE_PER_CREDENTIAL, 10_000, "the flood waiting for admission");
     const beyond = await flooder.client.get<{ error: { code: string } }>('/api/partner/v1/pricing?domain=academy.com');
     assert.equal(beyond.status, 429, beyond.text);
     assert.equal(beyond.body.error.code, 'rate_limited');
     assert.equal(beyond.headers.get('retry-after'), '1');
     const otherAnswer = other.client.get('/api/partner/v1/pricing?domain=academy.com');
-    while (held.waiting < ADMISSION_SHARE_PER_CREDENTIAL + 1) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => held.waiting, (waiting) => waiting === ADMISSION_SHARE_PER_CREDENTIAL + 1, 10_000, "the other credential's request waiting for admission");
     held.open();
     assert.equal((await otherAnswer).status, 200, 'the other credential was admitted');
     const statuses = (await Promise.all(flood)).map((r) => r.status);

@@ -110,7 +110,9 @@ describe('authentication outcomes over HTTP (CONTRACT §1)', () => {
       expectError(refused, 401, 'invalid_signature');
       assert.match((refused.body as { error: { message: string } }).error.message, /restarted/);
       const [{ startedAt }] = (await dataSource.query('SELECT extract(epoch FROM started_at)::float8 AS "startedAt" FROM admission_epoch')) as Array<{ startedAt: number }>;
-      await new Promise((r) => setTimeout(r, Math.max(0, (Math.ceil(startedAt) - Date.now() / 1000) * 1000 + 50)));
+      // A wait on the clock, which the epoch is made of: until 50 ms into the second after the epoch began.
+      const pastTheEpochMs = Math.max(0, (Math.ceil(startedAt) - Date.now() / 1000) * 1000 + 50);
+      await new Promise((r) => setTimeout(r, pastTheEpochMs));
       assert.equal((await client.get(PRICING)).status, 200, 'signed after the epoch second');
     } finally {
       // Back to "nothing forgotten", so later tests may sign with old timestamps again.

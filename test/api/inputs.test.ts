@@ -74,7 +74,10 @@ describe('referral lists page by the last item shown', () => {
       const res = await client.post<{ link_id?: string; url: string }>('/api/partner/v1/links', { kind: 'generic', campaign: `c${i}` });
       assert.equal(res.status, 201, res.text);
       made.push(res.body.url);
-      await new Promise((r) => setTimeout(r, 5));
+      // A deliberate pause, so that each link is made at a later time than the one before: the
+      // list is newest first, by creation time.
+      const laterCreationMs = 5;
+      await new Promise((r) => setTimeout(r, laterCreationMs));
     }
     const first = await client.get<{ data: Array<{ url: string }>; next_cursor: string | null }>('/api/partner/v1/links?limit=2');
     assert.deepEqual(first.body.data.map((l) => l.url), [made[2], made[1]]);

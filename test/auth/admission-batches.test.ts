@@ -4,6 +4,7 @@ import { AdmissionBatcher, AdmissionUnavailable, type AdmissionRequest } from '.
 import { openDatabase } from '../../src/db/data-source';
 import { RateLimitBucket } from '../../src/db/entities/admission';
 import { getStack, newPartner } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 const PATH = '/api/partner/v1/availability?domain=academy.com';
 
@@ -68,7 +69,10 @@ describe('admission in batches: one statement per event-loop turn, the same deci
       await holder.startTransaction();
       await holder.manager.getRepository(RateLimitBucket).createQueryBuilder('b').setLock('pessimistic_write').where('b.key_id = :keyId', { keyId }).getOneOrFail();
       const pending = Promise.all([admit(a, n1), admit(a, n2), admit(b, n2)]);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Until both statements (A's batch and B's) wait for a lock inside admission.
+      const waitingInAdmission = async () =>
+        Number(((await s.dataSource.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%admit_requests(%'")) as Array<{ n: string }>)[0].n);
+      await waitFor(waitingInAdmission, (n) => n >= 2, 10_000, 'both batches waiting for a lock inside admission');
       await holder.commitTransaction();
       await holder.release();
       const outcomes = (await pending).map((r) => r.outcome);

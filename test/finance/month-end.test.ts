@@ -10,6 +10,7 @@ import { freshDomain, order, quote } from '../helpers/orders';
 import { completedSale, refundWindowPassed } from '../helpers/money';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { recordHistory } from '../helpers/histories';
+import { waitFor } from '../helpers/wait';
 
 type Settlements = { data: Array<{ period_start: string; status: string; gross_sold_cents: number; commission_retained_cents: number; amount_owed_to_service_cents: number }> };
 type Transactions = { data: Array<{ order_id: string; occurred_at: string; gross_cents: number; commission_cents: number }> };
@@ -42,17 +43,19 @@ describe('month end on the time-skipping server: settlements close at midnight U
    * the time-skipping server jump ahead while an activity runs (to the next timer it knows of).
    */
   async function completed<T>(workflowId: string): Promise<T> {
-    for (const deadline = Date.now() + 90_000; Date.now() < deadline; ) {
+    // A plain client: the environment's own would let time skip while it reads the result.
+    const handle = new Client({ connection: env.connection }).workflow.getHandle(workflowId);
+    const status = async () => {
       try {
-        // A plain client: the environment's own would let time skip while it reads the result.
-        const handle = new Client({ connection: env.connection }).workflow.getHandle(workflowId);
-        if ((await handle.describe()).status.name === 'COMPLETED') return (await handle.result()) as T;
+        return (await handle.describe()).status.name;
       } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        if (err instanceof WorkflowNotFoundError) return 'not found';
+        throw err;
       }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`${workflowId} did not complete`);
+    };
+    // Bounded by wall-clock time, not by a count of polls: under libfaketime everything runs slower.
+    await waitFor(status, (s) => s === 'COMPLETED', 90_000, `${workflowId} completed`);
+    return (await handle.result()) as T;
   }
 
   /**
@@ -71,14 +74,16 @@ describe('month end on the time-skipping server: settlements close at midnight U
     assert.equal(q.status, 201, q.text);
     const o = await order(client, { quote_id: q.body.quote_id, external_payment_ref: `pay_${randomUUID()}`, sale_price_cents: q.body.price_cents });
     assert.equal(o.status, 201, o.text);
-    // Bounded by wall-clock time, not by a count of polls: under libfaketime everything runs slower.
-    for (const deadline = Date.now() + 90_000; Date.now() < deadline; ) {
-      const status = (await client.get<{ status: string }>(`/api/partner/v1/orders/${o.body.public_id}`)).body.status;
-      if (status === 'TRANSFER_COMPLETED') return o.body.public_id;
-      if (status === 'TRANSFER_PENDING') await env.sleep(5_000);
-      else await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`order ${o.body.public_id} did not complete`);
+    // Each read while the transfer is pending moves the fulfilment's polls along 5 seconds of
+    // workflow time. Bounded by wall-clock time, not by a count of polls: under libfaketime
+    // everything runs slower.
+    const status = async () => {
+      const now = (await client.get<{ status: string }>(`/api/partner/v1/orders/${o.body.public_id}`)).body.status;
+      if (now === 'TRANSFER_PENDING') await env.sleep(5_000);
+      return now;
+    };
+    await waitFor(status, (s) => s === 'TRANSFER_COMPLETED', 90_000, `order ${o.body.public_id} completed`);
+    return o.body.public_id;
   }
 
   it('books sales either side of midnight UTC into their own months; the close the Schedule starts on the first closes every earlier month left open (catch-up) and pays what is owed; the next month stays open until its own close', async () => {

@@ -11,6 +11,7 @@ import { affiliatePartner } from '../helpers/referral';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { Registry } from 'prom-client';
 import { watchReconcile } from '../../src/metrics/reconcile';
+import { waitFor } from '../helpers/wait';
 
 /**
  * Reconcile finds what matters (issue: money, round three): each case is planted straight in the
@@ -61,11 +62,7 @@ describe('reconcile names what drifted, from one snapshot', function () {
     try {
       const first = await registry.metrics();
       assert.doesNotMatch(first, /partner_api_reconcile_differences\{/, 'the first scrape only starts a pass');
-      let text = first;
-      for (let i = 0; i < 100 && !/reconcile_last_run_timestamp_seconds [1-9]/.test(text); i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        text = await registry.metrics();
-      }
+      const text = await waitFor(() => registry.metrics(), (scraped) => /reconcile_last_run_timestamp_seconds [1-9]/.test(scraped), 10_000, 'a finished reconcile pass in a scrape');
       const count = Number(/partner_api_reconcile_differences\{environment="sandbox"\} (\d+)/.exec(text)?.[1]);
       assert.ok(count >= 1, text);
     } finally {

@@ -20,6 +20,7 @@ import { findOrCreatePartner } from '../../src/partners/partners';
 import { configuredStarter } from '../../src/temporal/start';
 import { freshDomain } from '../helpers/orders';
 import { getStack, listen, newPartner } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 /** A child that runs until killed (a part, as far as the supervisor can tell). */
 function sleeper(): PartRun & { pid: number } {
@@ -42,6 +43,7 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
     const lines: string[] = [];
     let starts = 0;
     let current: ReturnType<typeof sleeper> | undefined;
+    const maxBackoffMs = 400;
     const supervisor = new Supervisor(
       'the sleeper',
       async () => {
@@ -50,17 +52,16 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
         current = sleeper();
         return { ...current, detail: `pid ${current.pid}` };
       },
-      { log: (m) => lines.push(m), firstBackoffMs: 50, maxBackoffMs: 400 },
+      { log: (m) => lines.push(m), firstBackoffMs: 50, maxBackoffMs },
     );
     await supervisor.run();
     const first = current!.pid;
     process.kill(first, 'SIGKILL');
-    const until = Date.now() + 5_000;
-    while (supervisor.restarts < 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => supervisor.restarts, (n) => n >= 1, 5_000, 'a first restart');
     assert.equal(supervisor.restarts, 1);
     assert.notEqual(current!.pid, first);
     process.kill(current!.pid, 'SIGKILL'); // the next start fails once, then succeeds
-    while (supervisor.restarts < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => supervisor.restarts, (n) => n >= 2, 5_000, 'a second restart');
     assert.equal(supervisor.restarts, 2);
     assert.equal(starts, 4);
     assert.ok(lines.some((l) => /the sleeper exited \(signal SIGKILL\): starting it again in 0\.1 s/.test(l)), lines.join('\n'));
@@ -69,7 +70,10 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
     supervisor.halt();
     const last = current!;
     await last.stop(); // as Ctrl-C reaching the child would
-    await new Promise((r) => setTimeout(r, 300));
+    // A deliberate pause to show that nothing happens: twice the longest back-off, after which a
+    // supervisor that went on would have started the part again (the back-off is at its longest by now).
+    const pastTheNextStartMs = 2 * maxBackoffMs;
+    await new Promise((r) => setTimeout(r, pastTheNextStartMs));
     assert.equal(starts, 4, 'not started again once halted');
     await supervisor.stop();
   });
@@ -106,9 +110,9 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
       const pid = proc.pid!;
       process.kill(pid, 'SIGKILL');
       const seen = new Map<number, number>();
-      const deadline = Date.now() + 60_000;
-      let back = false;
-      while (Date.now() < deadline) {
+      // Each answer while it is down is checked; the last value read, should it never come back,
+      // holds the answers seen and the supervisor's lines.
+      const answer = async () => {
         const res = await client.get(path_);
         seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
         // 401 only as designed: a request signed in the second the replay store came back empty (CONTRACT §1; the client signs again).
@@ -118,13 +122,9 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
           assert.equal(code(res.body), 'service_unavailable');
           assert.ok(Number(res.headers.get('retry-after')) >= 1);
         }
-        if (res.status === 200 && supervisor.restarts >= 1) {
-          back = true;
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.ok(back, `Postgres back and requests served again (${JSON.stringify([...seen])}; ${lines.join(' | ')})`);
+        return { status: res.status, restarts: supervisor.restarts, seen: JSON.stringify([...seen]), lines: lines.join(' | ') };
+      };
+      await waitFor(answer, (a) => a.status === 200 && a.restarts >= 1, 60_000, 'Postgres back and requests served again');
       assert.ok((seen.get(503) ?? 0) >= 1, 'answered 503 while it was down');
       assert.ok(lines.some((l) => /Postgres exited \(signal SIGKILL\): starting it again/.test(l)), lines.join('\n'));
       assert.notEqual(proc.pid, pid);
@@ -171,7 +171,8 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
         const [{ pid }] = (await manager.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
         // Raw SQL: ending one backend is what a Postgres that dies does to its connections.
         await dataSource.query('SELECT pg_terminate_backend($1)', [pid]);
-        await new Promise((r) => setTimeout(r, 200));
+        // Until the client has heard its connection die: TypeORM then releases the transaction's query runner.
+        await waitFor(() => manager.queryRunner!.isReleased, (released) => released, 5_000, "the transaction's query runner released after its connection died");
         for (let i = 0; i < 3; i++) {
           try {
             await manager.query('SELECT 1');

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Stack } from '../../bench/chaos-run';
 import { PartnerClient } from '../../src/client/partner-client';
 import { startReceiver } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 /** One exported span, as the OTLP/JSON body gave it. */
 interface ExportedSpan {
@@ -97,14 +98,13 @@ describe('operators: metrics and traces of npm start, after signed requests and 
     assert.equal((await fetch(`${stack.apiUrl}/metrics`)).status, 404, 'not on the public port');
 
     // The order completes in the sandbox within seconds: the worker's metrics show it.
-    const deadline = Date.now() + 120_000;
-    let worker = '';
-    while (Date.now() < deadline) {
-      worker = await (await fetch(workerMetrics)).text();
-      // Both are counted in the same activity (status, then the sale's posting): wait for the second too.
-      if (/partner_api_fulfilment_outcomes_total\{environment="sandbox",status="TRANSFER_COMPLETED"\} 1/.test(worker) && /partner_api_ledger_postings_total\{kind="sale"\} 1/.test(worker) && /partner_api_reconcile_differences\{/.test(worker)) break;
-      await new Promise((r) => setTimeout(r, 1_000));
-    }
+    // Both are counted in the same activity (status, then the sale's posting): wait for the second too.
+    const worker = await waitFor(
+      async () => (await fetch(workerMetrics)).text(),
+      (text) => /partner_api_fulfilment_outcomes_total\{environment="sandbox",status="TRANSFER_COMPLETED"\} 1/.test(text) && /partner_api_ledger_postings_total\{kind="sale"\} 1/.test(text) && /partner_api_reconcile_differences\{/.test(text),
+      120_000,
+      "the completed order, its sale's posting and a reconcile pass in the worker's metrics",
+    );
     assert.match(worker, /^temporal_\w+/m, 'the SDK metrics');
     assert.match(worker, /temporal_workflow_task_schedule_to_start_latency/);
     assert.match(worker, /partner_api_fulfilment_outcomes_total\{environment="sandbox",status="TRANSFER_COMPLETED"\} 1/);
@@ -123,17 +123,16 @@ describe('operators: metrics and traces of npm start, after signed requests and 
     const requestId = order.headers.get('x-request-id');
     assert.ok(requestId);
 
-    const deadline = Date.now() + 120_000;
     let spans: ExportedSpan[] = [];
-    let start: ExportedSpan | undefined;
-    while (Date.now() < deadline) {
+    const traced = () => {
       spans = spansOf(collector.accepted.filter((r) => r.headers['content-type']?.includes('json')).map((r) => r.body));
       const root = spans.find((s) => s.attributes['partner_api.request_id'] === requestId);
-      start = root && spans.find((s) => s.name === 'StartWorkflow:orderFulfilmentWorkflow' && s.traceId === root.traceId);
-      const trace = start ? spans.filter((s) => s.traceId === start!.traceId) : [];
-      if (trace.some((s) => s.name === 'RunWorkflow:orderFulfilmentWorkflow') && trace.filter((s) => s.name.startsWith('RunActivity:')).length >= 2) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+      const start = root && spans.find((s) => s.name === 'StartWorkflow:orderFulfilmentWorkflow' && s.traceId === root.traceId);
+      const trace = start ? spans.filter((s) => s.traceId === start.traceId) : [];
+      const complete = trace.some((s) => s.name === 'RunWorkflow:orderFulfilmentWorkflow') && trace.filter((s) => s.name.startsWith('RunActivity:')).length >= 2;
+      return { start, complete, spanNames: [...new Set(spans.map((s) => s.name))] };
+    };
+    const { start } = await waitFor(traced, (t) => t.complete, 120_000, "the request's trace with its workflow's run and two activities");
     assert.ok(start, `no StartWorkflow span in the request's trace; got ${[...new Set(spans.map((s) => s.name))].join(', ')}`);
     const trace = spans.filter((s) => s.traceId === start.traceId);
     const byId = new Map(trace.map((s) => [s.spanId, s]));

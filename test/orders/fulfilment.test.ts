@@ -13,12 +13,16 @@ import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 import { workflowStarters } from '../../src/temporal/starters';
 import { buy, count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import { recordHistory } from '../helpers/histories';
+import { waitFor } from '../helpers/wait';
 
 const STEPS = ['PAYMENT_RECORDED', 'DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED'];
 
 async function orderState(client: Awaited<ReturnType<typeof newPartner>>['client'], publicId: string) {
   return (await client.get<OrderBody>(`/api/partner/v1/orders/${publicId}`)).body;
 }
+
+/** How long an order may take to reach TRANSFER_PENDING: its workflow's first steps run in real time. */
+const TRANSFER_PENDING_MS = 15_000;
 
 async function eventTypes(orderPublicId: string): Promise<string[]> {
   const rows = (await getStack().dataSource.query(`SELECT type FROM events WHERE data->>'public_id' = $1 ORDER BY seq`, [orderPublicId])) as Array<{ type: string }>;
@@ -107,7 +111,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     let o!: OrderBody;
     await first.runUntil(async () => {
       o = await buy(client);
-      for (let i = 0; i < 200 && (await orderState(client, o.public_id)).status !== 'TRANSFER_PENDING'; i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => orderState(client, o.public_id), (state) => state.status === 'TRANSFER_PENDING', TRANSFER_PENDING_MS, 'TRANSFER_PENDING');
     });
     assert.equal((await orderState(client, o.public_id)).status, 'TRANSFER_PENDING');
 
@@ -194,7 +198,7 @@ describe('fulfilment and domain transfer (a workflow per order)', () => {
     const s = getStack();
     const { client } = await newPartner();
     const o = await buy(client, 'pay_stall_transfer_retry');
-    for (let i = 0; i < 200 && (await orderState(client, o.public_id)).status !== 'TRANSFER_PENDING'; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => orderState(client, o.public_id), (state) => state.status === 'TRANSFER_PENDING', TRANSFER_PENDING_MS, 'TRANSFER_PENDING');
     const [{ id: orderId }] = (await s.dataSource.query('SELECT id FROM orders WHERE public_id = $1', [o.public_id])) as Array<{ id: string }>;
     const calls: string[] = [];
     const sandbox = new SandboxRegistrar(s.dataSource);

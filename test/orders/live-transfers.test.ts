@@ -10,6 +10,7 @@ import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import { recordHistory } from '../helpers/histories';
 import { admin } from '../helpers/admin';
+import { waitFor } from '../helpers/wait';
 
 
 
@@ -29,14 +30,16 @@ async function liveOrder(client: PartnerClient, externalPaymentRef: string): Pro
   return o.body;
 }
 
+/** How long a workflow's step may take to show: its activities run in real time. */
+const STEP_MS = 10_000;
+
 async function awaitingOperator(client: PartnerClient, publicId: string): Promise<void> {
   const handle = getStack().env.client.workflow.getHandle(orderWorkflowId(publicId));
-  for (let i = 0; i < 200; i++) {
+  const read = async () => {
     const status = (await client.get<OrderBody>(`/api/partner/v1/orders/${publicId}`)).body.status;
-    if (status === 'TRANSFER_PENDING' && (await handle.describe()).typedSearchAttributes.get(BusinessStatus) === 'AWAITING_OPERATOR') return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`order ${publicId} never showed AWAITING_OPERATOR`);
+    return { status, business: status === 'TRANSFER_PENDING' ? (await handle.describe()).typedSearchAttributes.get(BusinessStatus) : undefined };
+  };
+  await waitFor(read, (o) => o.status === 'TRANSFER_PENDING' && o.business === 'AWAITING_OPERATOR', STEP_MS, `order ${publicId} showing AWAITING_OPERATOR`);
 }
 
 describe('live transfers: without a registrar adapter, operators record each outcome (CONTRACT §6, §12)', () => {
@@ -50,12 +53,8 @@ describe('live transfers: without a registrar adapter, operators record each out
     // Two hours pass with nobody acting: the workflow reminds operators and still waits.
     await s.env.sleep('2 hours');
     const handle = s.env.client.workflow.getHandle(orderWorkflowId(o.public_id));
-    let reminders = 0;
-    for (let i = 0; i < 200 && reminders === 0; i++) {
-      const history = await handle.fetchHistory();
-      reminders = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOperators').length;
-      if (reminders === 0) await new Promise((r) => setTimeout(r, 25));
-    }
+    const remindersScheduled = async () => ((await handle.fetchHistory()).events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOperators').length;
+    const reminders = await waitFor(remindersScheduled, (n) => n >= 1, STEP_MS, 'a reminder of the operators scheduled');
     assert.ok(reminders >= 1, 'operators were reminded');
     assert.equal((await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body.status, 'TRANSFER_PENDING');
     assert.equal(await count('SELECT 1 FROM transactions WHERE partner_id = $1', [partnerId]), 0);
@@ -121,7 +120,7 @@ describe('live transfers: without a registrar adapter, operators record each out
     await awaitingOperator(client, o.public_id);
     const refund = client.post<{ status: string; refund_id: string }>('/api/partner/v1/refunds', { order_id: o.public_id, reason: 'buyer cancelled' });
     const handle = s.env.client.workflow.getHandle(orderWorkflowId(o.public_id));
-    for (let i = 0; i < 200 && !(await handle.query<{ refund: unknown }>('state')).refund; i++) await new Promise((r) => setTimeout(r, 25));
+    await waitFor(() => handle.query<{ refund: unknown }>('state'), (state) => Boolean(state.refund), STEP_MS, 'the refund asked');
     await handle.executeUpdate(transferOutcomeUpdate, { args: [{ outcome: 'failed', reason: 'stopped at the buyer\'s request' }] });
     const res = await refund;
     assert.equal(res.status, 201);

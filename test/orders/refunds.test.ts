@@ -7,6 +7,7 @@ import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 import { buy, count, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { recordHistory } from '../helpers/histories';
+import { waitFor } from '../helpers/wait';
 
 type RefundBody = { refund_id: string; order_id: string; status: string; amount_cents: number; currency: string; created_at: string };
 
@@ -14,10 +15,8 @@ async function orderState(client: PartnerClient, publicId: string): Promise<Orde
   return (await client.get<OrderBody>(`/api/partner/v1/orders/${publicId}`)).body;
 }
 
-async function untilStatus(client: PartnerClient, publicId: string, status: string): Promise<void> {
-  for (let i = 0; i < 400 && (await orderState(client, publicId)).status !== status; i++) await new Promise((r) => setTimeout(r, 25));
-  assert.equal((await orderState(client, publicId)).status, status);
-}
+/** How long an order may take to reach TRANSFER_PENDING: its workflow's first steps run in real time. */
+const TRANSFER_PENDING_MS = 15_000;
 
 async function available(client: PartnerClient, domain: string): Promise<boolean> {
   return (await client.get<{ available: boolean }>(`/api/partner/v1/availability?domain=${domain}`)).body.available;
@@ -40,7 +39,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
   it('a transfer in flight is cancelled first: once the registrar confirms, 201, REFUNDED, the name back on sale, no sale booked; asking again answers the same refund with 200', async () => {
     const { client, partnerId } = await newPartner();
     const o = await buy(client, 'pay_stall_transfer_refund');
-    await untilStatus(client, o.public_id, 'TRANSFER_PENDING');
+    await waitFor(() => orderState(client, o.public_id), (state) => state.status === 'TRANSFER_PENDING', TRANSFER_PENDING_MS, 'TRANSFER_PENDING');
     const res = await client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id, reason: 'buyer changed their mind' });
     assert.equal(res.status, 201, res.text);
     assert.match(res.body.refund_id, /^ref_/);
@@ -69,7 +68,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     const { client, partnerId } = await newPartner();
     // Sandbox input complete_on_cancel: the registry holds the transfer and completes it exactly as the cancellation arrives.
     const o = await buy(client, 'pay_complete_on_cancel_1');
-    await untilStatus(client, o.public_id, 'TRANSFER_PENDING');
+    await waitFor(() => orderState(client, o.public_id), (state) => state.status === 'TRANSFER_PENDING', TRANSFER_PENDING_MS, 'TRANSFER_PENDING');
     const res = await client.post<{ error: { code: string; message: string } }>('/api/partner/v1/refunds', { order_id: o.public_id });
     assert.equal(res.status, 422, res.text);
     assert.equal(res.body.error.code, 'refund_not_allowed');
@@ -96,7 +95,10 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     // No worker yet on this queue: the order is recorded and its workflow waits to run.
     const o = await buy(client);
     const refund = client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id });
-    await new Promise((r) => setTimeout(r, 300));
+    // A moment for the refund's Update to reach the server before a worker polls: nothing shows it
+    // (an Update that no worker has taken leaves no trace in the workflow's history or description).
+    const updateOnItsWayMs = 300;
+    await new Promise((r) => setTimeout(r, updateOnItsWayMs));
     const worker = await Worker.create({
       connection: s.env.nativeConnection,
       taskQueue,
@@ -117,7 +119,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
   it('two refund requests racing for one order make one refund: one 201, the other the same refund', async () => {
     const { client, partnerId } = await newPartner();
     const o = await buy(client, 'pay_stall_transfer_double');
-    await untilStatus(client, o.public_id, 'TRANSFER_PENDING');
+    await waitFor(() => orderState(client, o.public_id), (state) => state.status === 'TRANSFER_PENDING', TRANSFER_PENDING_MS, 'TRANSFER_PENDING');
     const [a, b] = await Promise.all([
       client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id }),
       client.post<RefundBody>('/api/partner/v1/refunds', { order_id: o.public_id }),
@@ -151,7 +153,7 @@ describe('refunds, decided by the fulfilment workflow (CONTRACT §6)', () => {
     assert.equal(holder.public_id, resale.body.public_id);
     assert.notEqual((await orderState(second.client, resale.body.public_id)).status, 'REFUNDED');
     // The holder's own refund does put it back on sale.
-    await untilStatus(second.client, resale.body.public_id, 'TRANSFER_PENDING');
+    await waitFor(() => orderState(second.client, resale.body.public_id), (state) => state.status === 'TRANSFER_PENDING', TRANSFER_PENDING_MS, 'TRANSFER_PENDING');
     assert.equal((await second.client.post('/api/partner/v1/refunds', { order_id: resale.body.public_id })).status, 201);
     assert.equal(await available(first.client, failed.domain), true);
   });

@@ -120,7 +120,11 @@ describe('hosted checkout: concurrent submits of one session, and declined cards
         return res.status;
       }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A moment for the 15 submits to arrive, one claiming the session and the others waiting for
+    // it: nothing outside the API shows a submit that waits (it holds no connection), so this is a
+    // named pause rather than a poll.
+    const submitsArriveMs = 300;
+    await new Promise((resolve) => setTimeout(resolve, submitsArriveMs));
     // The slow authorisation holds the session for ~3 s; the other submits wait for it without a
     // connection each (the pool has 10), so a signed request reading Postgres answers meanwhile.
     const list = await client.get('/api/partner/v1/orders');

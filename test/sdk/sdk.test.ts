@@ -125,9 +125,11 @@ const http = require('node:http');
   const quote = await client.POST('/api/partner/v1/quotes', { body: { domain: name } });
   const order = await client.POST('/api/partner/v1/orders', { params: { header: { 'Idempotency-Key': randomUUID() } }, body: { quote_id: quote.data.quote_id, external_payment_ref: 'sdk-installed', sale_price_cents: quote.data.price_cents } });
   const id = order.data.public_id;
+  // The program has only the SDK, not the suite's waitFor: its own poll, which fails by name.
   const deadline = Date.now() + 120000;
   while (!deliveries.some((d) => d.body.includes(id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   const delivery = deliveries.find((d) => d.body.includes(id));
+  if (!delivery) throw new Error('no webhook delivery of order ' + id + ' within 120 s (' + deliveries.length + ' deliveries of other events)');
   const event = verifyWebhook({ secret, headers: delivery.headers, body: delivery.body });
   let tamperedRefused = false;
   try { verifyWebhook({ secret, headers: delivery.headers, body: delivery.body.replace('order.created', 'order.created ') }); } catch { tamperedRefused = true; }

@@ -25,6 +25,7 @@ import { Speller } from '../../src/search/spelling';
 import { ExactIndex, HnswIndex, toInt8, VectorStore } from '../../src/search/vector-index';
 import { byDot, dot, FakeEmbedder, LOOP_BOUND_MS, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
 import { getStack, newPartner } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
 type Client = Awaited<ReturnType<typeof newPartner>>['client'];
@@ -465,12 +466,6 @@ describe('search index: embedding queue', () => {
   const make = (inventory: FakeInventory, embedder: FakeEmbedder) =>
     new InventoryIndex('live', inventory.dataSource, embedder as unknown as Embedder, new EmbeddingCache(), () => undefined, undefined, { annThreshold: 100_000 });
 
-  async function until(condition: () => boolean, ms: number): Promise<boolean> {
-    const end = Date.now() + ms;
-    while (!condition() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-    return condition();
-  }
-
   it('a few new names have their vectors when refresh returns; a released slot is taken by the next new name', async () => {
     const inventory = new FakeInventory();
     inventory.list('alphaorchard.com');
@@ -501,11 +496,11 @@ describe('search index: embedding queue', () => {
     for (let i = 0; i < 300; i++) inventory.list(`bulkname${String(i).padStart(3, '0')}.com`);
     await index.refresh();
     assert.equal(index.size, 301);
-    assert.ok(await until(() => index.pendingVectors === 0, 3000), `${index.pendingVectors} names still wait for their vector`);
+    await waitFor(() => index.pendingVectors, (pending) => pending === 0, 3000, 'every name given its vector (the value read: how many still wait)');
     // And a name listed after the bulk import is embedded like any other.
     inventory.list('latecomer.com');
     await index.refresh();
-    assert.ok(await until(() => index.hasVector(index.slot('latecomer.com')!), 3000), 'a later name gets its vector');
+    await waitFor(() => index.hasVector(index.slot('latecomer.com')!), (has) => has, 3000, 'a later name gets its vector');
   });
 
   it('an import of 20,000 new names is applied in slices: the main thread never runs 100 ms without a turn of the event loop (in one piece: ~1.4 s)', async function () {
@@ -559,12 +554,12 @@ describe('search index: embedding queue', () => {
     const callsBefore = embedder.calls.length;
     inventory.list('firstcomer.com');
     const first = index.refresh();
-    assert.ok(await until(() => embedder.calls.length > callsBefore, 2000), 'the embedder is called');
+    await waitFor(() => embedder.calls.length, (calls) => calls > callsBefore, 2000, 'the embedder is called');
     // …when it is sold and another name is listed, taking its slot.
     inventory.list('firstcomer.com', 'sold');
     inventory.list('secondcomer.com');
     const second = index.refresh();
-    assert.ok(await until(() => index.slot('secondcomer.com') !== undefined, 2000));
+    await waitFor(() => index.slot('secondcomer.com'), (slot) => slot !== undefined, 2000, 'the second name given a slot');
     assert.equal(index.slot('firstcomer.com'), undefined);
     release();
     embedder.gate = undefined;
@@ -576,7 +571,7 @@ describe('search index: embedding queue', () => {
     );
     await index.refresh();
     const slot = index.slot('secondcomer.com')!;
-    assert.ok(await until(() => index.hasVector(slot), 2000));
+    await waitFor(() => index.hasVector(slot), (has) => has, 2000, 'the second name given its vector');
     const mine = FakeEmbedder.vector(index.slots[slot]!.text);
     const stored = index.vectors.get(slot) as Float32Array | undefined;
     assert.ok(stored, 'the new name has a vector in the store');

@@ -39,13 +39,11 @@ async function onMarket(environment: 'sandbox' | 'live'): Promise<string[]> {
 /** Until the OpenSearch engine holds as many names as are on the market (it follows a moment behind). */
 async function caughtUp(environment: 'sandbox' | 'live'): Promise<void> {
   const { client } = await openSearchEngine();
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  const counts = async () => {
     const [status, names] = await Promise.all([client.status(), onMarket(environment)]);
-    if (status.environments[environment].names === names.length) return;
-    if (Date.now() > deadline) assert.fail(`the OpenSearch index holds ${status.environments[environment].names} ${environment} names, the inventory ${names.length}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return { index: status.environments[environment].names, inventory: names.length };
+  };
+  await waitFor(counts, (c) => c.index === c.inventory, 10_000, `the OpenSearch index holding as many ${environment} names as the inventory`);
 }
 
 /** Ends a test's own engine on an alias of its own: saved (its client closed), the index behind the alias deleted. */
@@ -384,8 +382,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       stop = watch.every(100);
       assert.ok(watch.watching);
       await client.indices.updateAliases({ body: { actions: [{ remove: { index: current, alias } }, { add: { index: old, alias } }] } });
-      const deadline = Date.now() + 5_000;
-      while (watch.version !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => watch.version, (version) => version === 1, 5_000, 'the timer seeing the alias moved back');
       assert.equal(watch.version, 1);
       stop();
       assert.ok(!watch.watching);
@@ -463,7 +460,10 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       for (let batch = 0; batch < 3; batch++) {
         await bulkWrite(client, Array.from({ length: 50 }, (_, i) => [{ index: { _index: index, _id: `n${batch}-${i}` } }, { environment: 'sandbox', name: `n${batch}-${i}.com` }]));
         if (batch === 0) {
-          await new Promise((resolve) => setTimeout(resolve, 2_000));
+          // A deliberate pause to show that nothing happens: twice OpenSearch's default refresh
+          // interval (1 s), after which an index that refreshed by itself would show the batch.
+          const twoDefaultRefreshesMs = 2_000;
+          await new Promise((resolve) => setTimeout(resolve, twoDefaultRefreshesMs));
           assert.equal(await count(), 0, 'not searched before a refresh');
         }
         await client.indices.refresh({ index });
@@ -476,7 +476,7 @@ describe('search on OpenSearch: the same answers as the embedded engine', () => 
       assert.equal(await count(), 150);
       assert.match(logged.join('\n'), new RegExp(`${index}: segments merged into 1 a shard`));
       // The suite's engine merges after its first indexing, in the background.
-      for (let waited = 0; waited < 30 && !lines.some((l) => /partner-api-domains: segments merged into 1 a shard/.test(l)); waited++) await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await waitFor(() => lines.find((l) => /partner-api-domains: segments merged into 1 a shard/.test(l)), (line) => line !== undefined, 30_000, "the suite's engine logging its merge");
       assert.ok(lines.some((l) => /partner-api-domains: segments merged into 1 a shard/.test(l)), 'the first indexing merged');
     } finally {
       await client.indices.delete({ index });
