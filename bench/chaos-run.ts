@@ -25,7 +25,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -42,6 +41,7 @@ import { Order } from '../src/db/entities/order';
 import { ReferralClick } from '../src/db/entities/referral';
 import { Supervisor } from '../src/main/supervise';
 import { freePorts } from '../src/main/child-process';
+import { listenOnLoopback } from '../src/main/loopback';
 import { createPartner } from '../src/partners/partners';
 import { setQuotas } from '../src/partners/quotas';
 import { FINAL_ORDER_STATUSES } from '../workflows/messages';
@@ -371,8 +371,7 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
         res.writeHead(fail ? 500 : 200).end();
       });
     });
-    await new Promise<void>((resolve) => receiver!.listen(0, '127.0.0.1', () => resolve()));
-    const receiverUrl = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}`;
+    const receiverUrl = (await listenOnLoopback(receiver)).url;
 
     /** One partner request, retried as a careful partner's client does. */
     let turn = 0;

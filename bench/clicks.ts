@@ -10,12 +10,12 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Koa from 'koa';
 import { createApp } from '../src/api/app';
-import { freePort } from './support';
+import { freePort } from '../src/main/child-process';
+import { listen } from './support';
 import { CredentialService } from '../src/auth/credentials';
 import { SecretBox } from '../src/auth/secret-box';
 import { loadConfig } from '../src/config';
@@ -38,13 +38,6 @@ const settings = {
 };
 const UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36';
 const say = (m: string) => process.stderr.write(`${m}\n`);
-
-async function serve(app: Koa<any>): Promise<{ port: number; close(): void }> {
-  const server = http.createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return { port: (server.address() as AddressInfo).port, close: () => { server.closeAllConnections(); server.close(); } };
-}
 
 /** `concurrency` keep-alive connections asking `path` for `seconds`; only 302 answers count. */
 async function load(port: number, path: string): Promise<{ rps: number; p50: number; p99: number; cpuMsPerRequest: number; count: number }> {
@@ -92,7 +85,7 @@ async function main(): Promise<void> {
     const secretBox = new SecretBox(Buffer.alloc(32, 9));
     const clicks = new ClickRecorder(dataSource);
     const noSearch: DomainSearch = { search: async () => [] };
-    const api = await serve(
+    const api = await listen(
       createApp({
         config: loadConfig({ ...process.env, LOG_LEVEL: 'silent' }),
         dataSource,
@@ -104,14 +97,14 @@ async function main(): Promise<void> {
         logger: createLogger('silent'),
         temporalReady: async () => undefined,
         clickRecorder: clicks,
-      }),
+      }).callback(),
     );
     const bareApp = new Koa();
     bareApp.use((ctx) => {
       ctx.status = 302;
       ctx.redirect('/search?env=sandbox');
     });
-    const bare = await serve(bareApp);
+    const bare = await listen(bareApp.callback());
 
     const results: Record<string, Array<Awaited<ReturnType<typeof load>>>> = { bare: [], link: [] };
     for (let round = 0; round < settings.rounds; round++) {
@@ -122,8 +115,10 @@ async function main(): Promise<void> {
     await clicks.flush();
     const stored = await dataSource.getRepository(ReferralClick).countBy({ linkId: link.id });
     const counted = results.link.reduce((sum, r) => sum + r.count, 0);
-    api.close();
-    bare.close();
+    for (const { server } of [api, bare]) {
+      server.closeAllConnections();
+      server.close();
+    }
     await dataSource.destroy();
 
     const best = (rows: Array<Awaited<ReturnType<typeof load>>>) => rows.reduce((a, b) => (b.rps > a.rps ? b : a));

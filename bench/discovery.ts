@@ -36,7 +36,8 @@ import type { DomainSearch } from '../src/discovery/search';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { startSearchProcess } from '../src/search/search-process';
 import { loadInChild, type LoadJob, type LoadResult } from './load';
-import { discoveryAppDeps, freePort, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
+import { freePort } from '../src/main/child-process';
+import { discoveryAppDeps, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 import type { AdmissionParts } from '../src/main/services';
 import { findRedisServer } from '../src/main/redis-server';
 

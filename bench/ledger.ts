@@ -19,7 +19,6 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -37,7 +36,8 @@ import { advanceOrder } from '../src/orders/fulfilment';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 import { findOrCreatePartner } from '../src/partners/partners';
 import { anyDomainId, loadSales, pendingOrders } from './ledger-load';
-import { freePort } from './support';
+import { freePort } from '../src/main/child-process';
+import { listenOnLoopback } from '../src/main/loopback';
 
 const settings = {
   databaseUrl: process.env.BENCH_DATABASE_URL,
@@ -143,10 +143,10 @@ async function main(): Promise<void> {
       temporalReady: async () => undefined,
     });
     const server = http.createServer(app.callback());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const { url } = await listenOnLoopback(server);
     cleanups.unshift(async () => { server.closeAllConnections(); server.close(); });
     const issued = await credentials.issue({ partnerId: partner.id, environment: 'sandbox', scopes: ['report'], rateLimitPerSecond: 1_000_000 });
-    const client = new PartnerClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { keyId: issued.keyId, secret: issued.secret });
+    const client = new PartnerClient(url, { keyId: issued.keyId, secret: issued.secret });
 
     // Filtered: partner-collected sales of the three whole months that ended two months before the anchor.
     const y = anchor.getUTCFullYear();

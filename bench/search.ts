@@ -44,7 +44,8 @@ import { startLocalOpenSearch, type LocalOpenSearch } from '../src/search/opense
 import type { SearchClient } from '../src/search/search-client';
 import { startSearchProcess } from '../src/search/search-process';
 import { loadInChild } from './load';
-import { discoveryAppDeps, freePorts, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission, threadsCpuSeconds } from './support';
+import { freePorts } from '../src/main/child-process';
+import { discoveryAppDeps, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission, threadsCpuSeconds } from './support';
 
 const settings = {
   requests: Number(process.env.BENCH_REQUESTS ?? 2000),

@@ -1,7 +1,6 @@
 /** What the benchmarks share. */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -9,18 +8,15 @@ import type { AppDeps } from '../src/api/app';
 import { markAdmissionStoreFresh } from '../src/auth/redis-admission';
 import type { SecretBox } from '../src/auth/secret-box';
 import { createLogger } from '../src/logger';
+import { listenOnLoopback } from '../src/main/loopback';
 import { findRedisServer, startRedisServer } from '../src/main/redis-server';
 import { admissionParts, type AdmissionParts } from '../src/main/services';
 import { QuoteTokenSigner } from '../src/orders/quote-token';
 
-/** Free TCP ports on loopback (a benchmark's own Postgres; the ports of a two-node OpenSearch cluster, held until all are found). */
-export { freePort, freePorts } from '../src/main/child-process';
-
-/** Serves `handler` on a free loopback port, keeping idle connections a minute (the load child's are keep-alive). */
-export async function listen(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
+/** Serves `handler` on a free loopback port, keeping idle connections a minute (the load's connections are keep-alive). */
+export async function listen(handler: http.RequestListener): Promise<{ url: string; port: number; server: http.Server }> {
   const server = http.createServer({ keepAliveTimeout: 60_000 }, handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  return { ...(await listenOnLoopback(server)), server };
 }
 
 export interface ProcessCpu {

@@ -6,8 +6,13 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { listenOnLoopback } from './loopback';
 
-/** A TCP port free on loopback now (for a part that must be told its port before it listens). */
+/**
+ * A TCP port free on loopback now, for a process that must be told its port before it listens
+ * (Postgres, a Temporal server, a worker's metrics). A server of this process listens with
+ * listenOnLoopback (src/main/loopback.ts) instead, which leaves no gap for another to take the port.
+ */
 export async function freePort(): Promise<number> {
   return (await freePorts(1))[0];
 }
@@ -18,13 +23,14 @@ export async function freePort(): Promise<number> {
  */
 export async function freePorts(count: number): Promise<number[]> {
   const servers: net.Server[] = [];
+  const ports: number[] = [];
   try {
     for (let i = 0; i < count; i++) {
       const server = net.createServer();
       servers.push(server);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+      ports.push((await listenOnLoopback(server)).port);
     }
-    return servers.map((server) => (server.address() as net.AddressInfo).port);
+    return ports;
   } finally {
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   }

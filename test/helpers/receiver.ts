@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
+import { listenOnLoopback } from '../../src/main/loopback';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -24,10 +25,9 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' = (
       res.writeHead(status).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as { port: number };
+  const { url } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}/hooks`,
+    url: `${url}/hooks`,
     received,
     accepted,
     setAnswer(next: (r: Received) => number | 'hang') {

@@ -33,6 +33,7 @@ import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { startLocalOpenSearch } from '../../src/search/opensearch/local-node';
 import { findOrCreatePartner } from '../../src/partners/partners';
+import { listenOnLoopback } from '../../src/main/loopback';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
 import { installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
@@ -125,7 +126,7 @@ export function ownTemporal(): void {
 /** Starts an HTTP server for a Koa app on a free port; closed after the run. */
 export async function listen(app: Koa<any>): Promise<string> {
   const server = http.createServer(app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { url } = await listenOnLoopback(server);
   cleanups.push(
     () =>
       new Promise<void>((resolve) => {
@@ -133,8 +134,7 @@ export async function listen(app: Koa<any>): Promise<string> {
         server.closeAllConnections();
       }),
   );
-  const address = server.address() as { port: number };
-  return `http://127.0.0.1:${address.port}`;
+  return url;
 }
 
 export async function bootStack(): Promise<Stack> {
