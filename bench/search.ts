@@ -8,7 +8,8 @@
  * concurrency comes from a child process (bench/load.ts: keep-alive connections, each request
  * signed; twice the queries first, not counted), as does bare Koa's (2,000 requests, then 20,000
  * measured); the cold and one-at-a-time searches are sent from this process.
- * Each engine in turn (BENCH_ENGINES, default `embedded,opensearch`): the OpenSearch one on
+ * Each engine in turn (BENCH_ENGINES, default `embedded,opensearch,opensearch-2nodes`; an entry
+ * that names no engine stops the run before any starts): the OpenSearch one on
  * OPENSEARCH_URL, else on a local node of its own, into a fresh alias so that indexing the whole
  * inventory is timed (the embedded engine's ready time reads its embeddings cache instead).
  * `opensearch-2nodes` runs it on a local cluster of two nodes, the index in 2 shards with a replica each.
@@ -174,9 +175,26 @@ function syntheticCost(engine: string): { mainMs: string; workerMs: string } {
   return { mainMs: match[1], workerMs: match[2] };
 }
 
+/** The engines BENCH_ENGINES may name, besides `synthetic:<main thread ms>/<worker ms>`. */
+const ENGINES = ['embedded', 'opensearch', 'opensearch-2nodes'];
+
+/**
+ * BENCH_ENGINES' entries, each trimmed: ` synthetic:1/0.5` (after a comma and a space) ran the
+ * embedded engine before, as anything not starting with `opensearch` or `synthetic` did. An entry
+ * that names no engine, or a synthetic one written otherwise, stops the run before any engine starts.
+ */
+function benchEngines(list: string): string[] {
+  const engines = list.split(',').map((entry) => entry.trim());
+  for (const engine of engines) {
+    if (engine.startsWith('synthetic')) syntheticCost(engine);
+    else if (!ENGINES.includes(engine)) throw new Error(`BENCH_ENGINES: ${JSON.stringify(engine)} is not an engine; name ${ENGINES.join(', ')} or synthetic:<main thread ms>/<worker ms>, separated by commas`);
+  }
+  return engines;
+}
+
 async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
-  const engines = (process.env.BENCH_ENGINES ?? 'embedded,opensearch,opensearch-2nodes').split(',');
+  const engines = benchEngines(process.env.BENCH_ENGINES ?? ENGINES.join(','));
   const { dataSource, postgres } = await openProjectDatabase(config, () => undefined);
   // Our own Postgres (no DATABASE_URL): its processes' CPU is read from /proc.
   const pgDataDir = config.database.url ? undefined : path.join(config.dataDir, 'postgres');
