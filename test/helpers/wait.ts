@@ -19,7 +19,7 @@ export async function waitFor<T>(read: () => T | Promise<T>, ok: (value: T) => b
     const value = await read();
     if (ok(value)) return value;
     const left = deadline - performance.now();
-    if (left <= 0) throw new Error(`waited ${ms} ms for ${what ?? `(${ok.toString()})`}; the last value read: ${inspect(value, { depth: 4, breakLength: Infinity, maxArrayLength: 20, maxStringLength: 1_000 })}`);
+    if (left <= 0) throw new Error(`waited ${Math.round(ms)} ms for ${what ?? `(${ok.toString()})`}; the last value read: ${inspect(value, { depth: 4, breakLength: Infinity, maxArrayLength: 20, maxStringLength: 1_000 })}`);
     await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
     pause = Math.min(LONGEST_PAUSE_MS, Math.round(pause * 1.5));
   }
