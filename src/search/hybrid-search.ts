@@ -445,8 +445,8 @@ export class HybridSearch extends HybridScorer {
 
   status(environment: Environment): EngineStatus {
     const index = this.indexes.get(environment);
-    if (!index) return { names: 0, pendingVectors: 0, vectorIndex: 'exact', building: false, searchesThatRead: 0 };
-    return { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph, searchesThatRead: index.searchesThatRead };
+    if (!index) return { names: 0, pendingVectors: 0, vectorIndex: 'exact', building: false, saving: false, searchesThatRead: 0 };
+    return { names: index.size, pendingVectors: index.pendingVectors, vectorIndex: index.vectorIndexKind, building: index.buildingGraph, saving: index.savingGraph, searchesThatRead: index.searchesThatRead };
   }
 
   /** Saves large environments' HNSW graphs with their changes (on shutdown; in a worker thread). */

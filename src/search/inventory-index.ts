@@ -166,6 +166,11 @@ export class InventoryIndex {
     return this.building !== undefined;
   }
 
+  /** Whether the HNSW graph is being written with its changes and opened again (in worker threads). */
+  get savingGraph(): boolean {
+    return this.saving !== undefined;
+  }
+
   /** Settles when the HNSW graph being built (if any) is swapped in, or its build failed. */
   graphBuilt(): Promise<void> {
     return this.building ?? Promise.resolve();

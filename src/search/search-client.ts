@@ -31,6 +31,8 @@ export interface EngineStatus {
   vectorIndex: 'exact' | 'hnsw' | 'opensearch';
   /** A graph (embedded) or a new index (OpenSearch) is being built. */
   building: boolean;
+  /** The embedded engine: its HNSW graph is being written with its changes and opened again (in worker threads). */
+  saving?: boolean;
   /**
    * Searches that waited for a read of the inventory since start (the embedded engine): while the
    * change feed is heard, only those that came after a change was heard, and before the index

@@ -45,8 +45,9 @@ function describeError(err: NodeJS.ErrnoException & { errors?: NodeJS.ErrnoExcep
 /**
  * One POST of the event. `signal` cuts it short (the worker shutting down past its grace period,
  * or the delivery cancelled): the attempt then fails at once instead of waiting out its 10 s.
+ * `timeoutMs` is the spec's 10 s (DELIVERY_TIMEOUT_MS) unless a test asks for less.
  */
-export function postEvent(url: string, secrets: string | readonly string[], event: EventView, policy: TargetPolicy, signal?: AbortSignal): Promise<AttemptResult> {
+export function postEvent(url: string, secrets: string | readonly string[], event: EventView, policy: TargetPolicy, signal?: AbortSignal, timeoutMs = DELIVERY_TIMEOUT_MS): Promise<AttemptResult> {
   const body = JSON.stringify(event);
   const timestamp = String(Math.floor(Date.now() / 1000));
   const target = new URL(url);
@@ -63,7 +64,7 @@ export function postEvent(url: string, secrets: string | readonly string[], even
         // A fresh connection per attempt: a pooled socket the receiver closed would fail it spuriously.
         agent: false,
         lookup: guardedLookup(policy),
-        timeout: DELIVERY_TIMEOUT_MS,
+        timeout: timeoutMs,
         signal,
         headers: {
           ...webhookHeaders(secrets, event.id, timestamp, body),
@@ -81,8 +82,8 @@ export function postEvent(url: string, secrets: string | readonly string[], even
       },
     );
     // No answer (headers and body) within 10 s in all is a failure, however slowly bytes trickle.
-    const overall = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`), { code: 'ETIMEDOUT' })), DELIVERY_TIMEOUT_MS);
-    req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`), { code: 'ETIMEDOUT' })));
+    const overall = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })), timeoutMs);
+    req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })));
     req.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(overall);
       resolve({ ok: false, error: describeError(err) });

@@ -2,8 +2,9 @@
  * The suite's reporter: mocha's spec reporter, and at the end the 15 slowest test files with
  * their seconds (each file's top-level suites from their first hook to their last), so the next
  * slowdown is seen the day it lands. The root hooks (the shared stack's boot and teardown) are
- * one line of their own. TEST_TIMINGS_FILE=<path> also writes every file's seconds there as JSON
- * (bench/RESULTS.md's per-file table comes from it).
+ * one line of their own. TEST_TIMINGS_FILE=<path> also writes every file's seconds there as JSON,
+ * with the counts of passes and failures (test/lanes.ts reads it; TEST_TIMINGS_QUIET leaves the
+ * printing to it).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -37,9 +38,10 @@ class TimedSpec extends Mocha.reporters.Spec {
       const rows = [...seconds].sort((a, b) => b[1] - a[1]);
       const lines = [`  The ${Math.min(SHOWN, rows.length)} slowest test files (of ${rows.length}; the whole run ${total.toFixed(0)} s, of which root hooks ${(total - inFiles).toFixed(0)} s):`];
       for (const [file, s] of rows.slice(0, SHOWN)) lines.push(`  ${s.toFixed(1).padStart(7)} s  ${file}`);
-      process.stdout.write(`\n${lines.join('\n')}\n\n`);
+      if (!process.env.TEST_TIMINGS_QUIET) process.stdout.write(`\n${lines.join('\n')}\n\n`);
       if (process.env.TEST_TIMINGS_FILE) {
-        writeFileSync(process.env.TEST_TIMINGS_FILE, JSON.stringify({ total, rootHooks: total - inFiles, files: Object.fromEntries(rows) }, null, 2) + '\n');
+        const { passes = 0, failures = 0, pending = 0 } = runner.stats ?? {};
+        writeFileSync(process.env.TEST_TIMINGS_FILE, JSON.stringify({ total, rootHooks: total - inFiles, files: Object.fromEntries(rows), passes, failures, pending }, null, 2) + '\n');
       }
     });
   }

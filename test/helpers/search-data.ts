@@ -13,6 +13,7 @@ import { DIMENSIONS } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { MODEL_ID } from '../../src/search/model-files';
 import { segmentLabel } from '../../src/search/segment';
+import { testSearchDataDir } from './stack';
 
 /**
  * A new data directory (in tmp, starting with `prefix`) holding stand-in live vectors for `names`,
@@ -22,7 +23,7 @@ import { segmentLabel } from '../../src/search/segment';
 export async function searchDataWithStandInVectors(config: Config, prefix: string, names: string[], seed = 12345, each: (i: number, text: string, vector: Float32Array) => void = () => undefined): Promise<{ dir: string; texts: string[] }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
   mkdirSync(path.join(dir, 'embeddings'));
-  const sandboxLog = path.join(config.toolCacheDir, 'test-search-data', 'embeddings', `sandbox-${MODEL_ID}.log`);
+  const sandboxLog = path.join(testSearchDataDir(config), 'embeddings', `sandbox-${MODEL_ID}.log`);
   if (existsSync(sandboxLog)) copyFileSync(sandboxLog, path.join(dir, 'embeddings', `sandbox-${MODEL_ID}.log`));
   const cache = new EmbeddingCache(path.join(dir, 'embeddings', `live-${MODEL_ID}.log`));
   const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);

@@ -43,13 +43,15 @@ export function byDot(slots: Iterable<number>, vectorOf: (slot: number) => Array
 }
 
 /**
- * Longest the main thread may run (besides its garbage collections) without a turn of the event
- * loop while a graph is built in the worker. It tells where the build runs, not how fast: on the
- * loop a build holds it for seconds, while the loop's own turns meanwhile (a sync's page applied
- * in 10 ms slices, each ending after the row under way; new vectors added in 2 ms slices) were
- * 3–13 ms, the most when other processes kept both cores busy.
+ * The main thread's CPU time and the whole process's (every thread's), in ms, from `since` (an
+ * earlier reading) on: a step of the index run on the main thread shows in the first, one run in a
+ * worker only in the second. Their ratio says where the work ran, whatever the machine's speed.
  */
-export const LOOP_BOUND_MS = 50;
+export function cpuSince(since?: { main: number; all: number }): { main: number; all: number } {
+  const usage = process.cpuUsage();
+  const now = { main: mainThreadRanMs(), all: (usage.user + usage.system) / 1000 };
+  return since ? { main: now.main - since.main, all: now.all - since.all } : now;
+}
 
 /** How long this process's main thread has run, in ms (Linux's schedstat: its time on a CPU). */
 export function mainThreadRanMs(): number {
@@ -58,14 +60,15 @@ export function mainThreadRanMs(): number {
 }
 
 /**
- * An unrelated request's wait, seen by a 1 ms timer: the longest gap between its ticks (past its
+ * An unrelated request's wait, seen by a 1 ms timer: how many turns of the loop it saw, the longest gap between its ticks (past its
  * 1 ms); and the longest time the main thread ran within one gap (the gap's length at most),
  * besides its own garbage collections. A gap is also time the thread waited for a CPU, which a
  * busy machine (the suite runs at nice 19 beside other work) makes long whatever runs on the
  * loop; and a collection's pause comes with the whole process's heap (the suite's), whatever the
  * index does. What the thread ran besides is what a step of the index on the loop shows.
  */
-export function loopWatch(): { stop(): void; longest(): number; longestRan(): { ran: number; besidesGc: number; gc: number } } {
+export function loopWatch(): { stop(): void; turns(): number; longest(): number; longestRan(): { ran: number; besidesGc: number; gc: number } } {
+  let turns = 0;
   let last = performance.now();
   let lastRan = mainThreadRanMs();
   let maxGap = 0;
@@ -74,6 +77,7 @@ export function loopWatch(): { stop(): void; longest(): number; longestRan(): { 
   const gcObserver = new PerformanceObserver((list) => list.getEntries().forEach((e) => gcs.push([e.startTime, e.startTime + e.duration])));
   gcObserver.observe({ entryTypes: ['gc'] });
   const tick = () => {
+    turns++;
     const [now, ran] = [performance.now(), mainThreadRanMs()];
     maxGap = Math.max(maxGap, now - last - 1);
     if (ran - lastRan > 1) gaps.push([last, now, Math.min(now - last - 1, ran - lastRan)]);
@@ -86,6 +90,7 @@ export function loopWatch(): { stop(): void; longest(): number; longestRan(): { 
       tick();
       gcObserver.disconnect();
     },
+    turns: () => turns,
     longest: () => maxGap,
     longestRan: () => {
       const gcIn = (a: number, b: number) => gcs.reduce((sum, [c, d]) => sum + Math.max(0, Math.min(b, d) - Math.max(a, c)), 0);

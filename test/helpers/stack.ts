@@ -34,6 +34,7 @@ import { startSearchProcess, type SearchProcess } from '../../src/search/search-
 import { startLocalOpenSearch } from '../../src/search/opensearch/local-node';
 import { findOrCreatePartner } from '../../src/partners/partners';
 import { listenOnLoopback } from '../../src/main/loopback';
+import { freePort } from '../../src/main/child-process';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
 import { installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
@@ -152,8 +153,7 @@ export async function bootStack(): Promise<Stack> {
     postgres = { url: process.env.TEST_DATABASE_URL, stop: async () => undefined };
   } else {
     pgDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-test-pg-'));
-    const port = 20000 + (process.pid % 20000);
-    postgres = await startEmbeddedPostgres(pgDir, port);
+    postgres = await startEmbeddedPostgres(pgDir, await freePort());
   }
   cleanups.push(async () => {
     await postgres.stop();
@@ -173,7 +173,7 @@ export async function bootStack(): Promise<Stack> {
   const searchLines: string[] = [];
   const socketDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-search-'));
   const searchProcess = await startSearchProcess({
-    env: searchProcessEnv(config, postgres.url, `unix:${path.join(socketDir, 'search.sock')}`, path.join(config.toolCacheDir, 'test-search-data')),
+    env: searchProcessEnv(config, postgres.url, `unix:${path.join(socketDir, 'search.sock')}`, testSearchDataDir(config)),
     output: (line) => searchLines.push(line),
   }).catch((err: Error) => {
     process.stderr.write(searchLines.join('\n') + '\n');
@@ -247,6 +247,39 @@ export async function suiteWorker(
   });
 }
 
+/**
+ * A database of its own on the suite's Postgres server, migrated and empty, for a test whose
+ * tens of thousands of names must not reach the stack's search processes (each would embed or
+ * index them all in the background, slowing every file after it). Dropped with `drop()`.
+ */
+export async function scratchDatabase(prefix = 'scratch'): Promise<{ url: string; dataSource: DataSource; drop: () => Promise<void> }> {
+  const s = getStack();
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  // Raw SQL: creating and dropping a database is the server's, not an entity's.
+  await s.dataSource.query(`CREATE DATABASE ${name}`);
+  const url = new URL(s.databaseUrl);
+  url.pathname = `/${name}`;
+  const dataSource = await openDatabase(url.toString());
+  return {
+    url: url.toString(),
+    dataSource,
+    drop: async () => {
+      await dataSource.destroy();
+      await s.dataSource.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}
+
+/**
+ * The data directory (embeddings) of the suite's search processes, in the tool cache so that only
+ * the first run on a machine embeds the inventory: one for each lane of test/lanes.ts (TEST_LANE),
+ * since two lanes' processes appending to one embedding log at once could tear its records.
+ */
+export function testSearchDataDir(config: Config): string {
+  const lane = Number(process.env.TEST_LANE ?? 0);
+  return path.join(config.toolCacheDir, lane > 0 ? `test-search-data-lane${lane}` : 'test-search-data');
+}
+
 /** The environment of a search process for the tests: this database, this socket, that data directory, quiet logs. */
 export function searchProcessEnv(config: Config, databaseUrl: string, searchUrl: string, dataDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...process.env, DATABASE_URL: databaseUrl, SEARCH_URL: searchUrl, DATA_DIR: dataDir, TOOL_CACHE_DIR: config.toolCacheDir, LOG_LEVEL: 'warn', ...extra };
@@ -316,7 +349,7 @@ export function openSearchEngine(): Promise<{ client: SearchClient; url: string;
     });
     const lines: string[] = [];
     const searchProcess = await startSearchProcess({
-      env: searchProcessEnv(config, databaseUrl, `unix:${path.join(dir, 'search.sock')}`, path.join(config.toolCacheDir, 'test-search-data'), { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: node.url, LOG_LEVEL: 'info' }),
+      env: searchProcessEnv(config, databaseUrl, `unix:${path.join(dir, 'search.sock')}`, testSearchDataDir(config), { SEARCH_ENGINE: 'opensearch', OPENSEARCH_URL: node.url, LOG_LEVEL: 'info' }),
       output: (line) => lines.push(line),
     }).catch((err: Error) => {
       process.stderr.write(lines.join('\n') + '\n');

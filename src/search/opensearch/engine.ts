@@ -474,7 +474,7 @@ const BULK_OPERATIONS = 400;
  */
 const BULK_IN_FLIGHT = 2;
 /** Waits before an indexing request the cluster pushed back (429: a full write queue, or a memory breaker tripped) is sent again. */
-const PUSHED_BACK_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
+export const PUSHED_BACK_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
 
 type BulkItem = Record<string, { _id: string; status: number; result?: string; error?: { reason?: string } }>;
 

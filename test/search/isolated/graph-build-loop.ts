@@ -12,10 +12,10 @@ import { EmbeddingCache } from '../../../src/search/embedding-cache';
 import { graphFileName, InventoryIndex } from '../../../src/search/inventory-index';
 import { MODEL_ID } from '../../../src/search/model-files';
 import { HnswIndex, VectorStore } from '../../../src/search/vector-index';
-import { FakeEmbedder, LOOP_BOUND_MS, loopWatch } from '../../helpers/search-fakes';
+import { cpuSince, FakeEmbedder } from '../../helpers/search-fakes';
 
 describe('search index: an HNSW graph built off the event loop', () => {
-  it(`an HNSW graph is built off the event loop: the exact index answers meanwhile, the main thread never runs ${LOOP_BOUND_MS} ms (besides GC) without a turn of the loop (on the loop: seconds), changes made during the build are in the graph`, async function () {
+  it('an HNSW graph is built off the event loop: the exact index answers meanwhile, the main thread runs under half of the process\'s CPU during the build (on the loop: all of it), changes made during the build are in the graph', async function () {
     this.timeout(180_000);
     // A stand-in inventory that, after the first read, answers only with the rows changed since
     // the previous sync (as the xid horizon does), so the syncs during the build are small.
@@ -43,13 +43,9 @@ describe('search index: an HNSW graph built off the event loop', () => {
       rows.set(name, status);
       changed.add(name);
     };
-    // Large enough that building its graph on the event loop blocks it for seconds (3.2 s on our
-    // 2-core machine). With the build in the worker, the loop runs the build's start (references
-    // copied, the worker started), a turn per chunk of 2,000 vectors (1–2 ms), mapping the graph
-    // (~1 ms) and this test's own syncs and searches: 2.8–4.9 ms at most besides GC in six runs,
-    // two of them beside a busy-looping process (the code that took every vector and name in the
-    // build's first turn: 8.6 ms here, 100–120 ms at 1M names). The loop's wall-clock gaps were
-    // 7–34 ms, and 107 s once while other work stopped this process: not what the index does.
+    // Large enough that building its graph takes seconds of CPU (3.2 s on the loop of our 2-core
+    // machine). With the build in the worker, the main thread runs only the build's start, a turn
+    // per chunk of 2,000 vectors, mapping the graph and this test's own syncs and searches.
     const N = 12_000;
     for (let i = 0; i < N; i++) list(`${label(i)}.com`);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'graph-build-'));
@@ -64,7 +60,8 @@ describe('search index: an HNSW graph built off the event loop', () => {
       assert.equal(index.vectorIndexKind, 'exact');
 
       // One more name takes it over the threshold: the build starts when its vector is in.
-      const watch = loopWatch();
+      // No 1 ms loop watch here: its own ticks would be most of the main thread's CPU.
+      const cpuBefore = cpuSince();
       list('graphfirstover.com');
       await index.refresh();
       assert.equal(index.pendingVectors, 0);
@@ -87,11 +84,12 @@ describe('search index: an HNSW graph built off the event loop', () => {
       assert.ok(!(await index.nearest(soldVector, 10)).includes(sold));
 
       await building;
-      watch.stop();
-      const [maxGap, { ran, besidesGc, gc }] = [watch.longest(), watch.longestRan()];
-      const loop = `longest run of the main thread without a turn of the loop ${ran.toFixed(1)} ms, ${besidesGc.toFixed(1)} ms besides its GC (longest GC ${gc.toFixed(1)} ms); longest wait of the loop ${maxGap.toFixed(1)} ms`;
+      const cpu = cpuSince(cpuBefore);
+      const loop = `CPU ${cpu.main.toFixed(0)} ms on the main thread of ${cpu.all.toFixed(0)} ms in all`;
       assert.equal(index.vectorIndexKind, 'hnsw', logs.join('\n'));
-      assert.ok(besidesGc < LOOP_BOUND_MS, `during the build: ${loop}`);
+      // Where the build ran, whatever the machine's speed: in the worker, the main thread's share
+      // of the process's CPU is its own turns and this test's (a tenth or less); on the loop, all.
+      assert.ok(cpu.main < cpu.all / 2, `during the build: ${loop}`);
 
       // The graph holds the changes made while it was built.
       assert.equal(index.size, N + 2);
