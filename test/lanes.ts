@@ -15,7 +15,7 @@
  * per core of the machines this runs on); files named on the command line run instead of all.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, globSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, globSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -83,9 +83,20 @@ export function deal(files: string[], seconds: Record<string, number>, lanes: nu
   return out.map((l) => l.files).filter((l) => l.length > 0);
 }
 
-function runLane(lane: number, files: string[], live: boolean, timingsFile: string): Promise<LaneResult> {
+/**
+ * Mocha's options for a lane: the project's .mocharc.json (hooks, timeout, reporter) without its
+ * `spec`, which mocha would run beside the files named (it adds them, it does not replace them).
+ */
+function laneConfig(dir: string): string {
+  const { spec: _all, ...options } = JSON.parse(readFileSync(path.join(root, '.mocharc.json'), 'utf8')) as Record<string, unknown>;
+  const file = path.join(dir, 'mocharc.json');
+  writeFileSync(file, JSON.stringify(options));
+  return file;
+}
+
+function runLane(lane: number, files: string[], live: boolean, config: string, timingsFile: string): Promise<LaneResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [require.resolve('mocha/bin/mocha.js'), ...files], {
+    const child = spawn(process.execPath, [require.resolve('mocha/bin/mocha.js'), '--config', config, ...files], {
       cwd: root,
       env: { ...process.env, TEST_LANE: String(lane), TEST_TIMINGS_FILE: timingsFile, TEST_TIMINGS_QUIET: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -113,11 +124,12 @@ async function main(): Promise<void> {
   const seconds = existsSync(secondsFile) ? (JSON.parse(readFileSync(secondsFile, 'utf8')) as Record<string, number>) : {};
   const dealt = deal(files, seconds, lanes);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-lanes-'));
+  const config = laneConfig(dir);
   const started = performance.now();
   process.stdout.write(`${files.length} test files in ${dealt.length} lane(s)${quick ? ' (quick: no npm start stacks, no browser, no search load)' : ''}; lane 1 prints as it goes, the others when each ends.\n`);
   const results = await Promise.all(
     dealt.map(async (laneFiles, i) => {
-      const result = await runLane(i, laneFiles, i === 0, path.join(dir, `lane-${i}.json`));
+      const result = await runLane(i, laneFiles, i === 0, config, path.join(dir, `lane-${i}.json`));
       if (i > 0) process.stdout.write(`\n===== lane ${i + 1} (${laneFiles.length} files) =====\n${result.output}\n`);
       return result;
     }),
@@ -130,7 +142,6 @@ async function main(): Promise<void> {
   for (const [file, s] of rows.slice(0, 15)) lines.push(`${s.toFixed(1).padStart(7)} s  ${file}`);
   process.stdout.write(`\n${lines.join('\n')}\n`);
   if (process.env.TEST_TIMINGS_FILE) {
-    const { writeFileSync } = await import('node:fs');
     writeFileSync(process.env.TEST_TIMINGS_FILE, `${JSON.stringify(Object.fromEntries(rows.map(([f, s]) => [f, Math.round(s * 10) / 10])), null, 2)}\n`);
   }
   const passed = results.reduce((n, r) => n + (r.timings?.passes ?? 0), 0);
