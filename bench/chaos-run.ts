@@ -23,7 +23,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,6 +45,7 @@ import { listenOnLoopback } from '../src/main/loopback';
 import { createPartner } from '../src/partners/partners';
 import { setQuotas } from '../src/partners/quotas';
 import { FINAL_ORDER_STATUSES } from '../workflows/messages';
+import { freshPrebuiltBundle } from '../src/temporal/worker';
 
 export const PARTS = ['Postgres', 'Redis', 'Temporal server', 'search process', 'worker', 'second API'] as const;
 export type Part = (typeof PARTS)[number];
@@ -59,6 +60,8 @@ export interface ChaosSettings {
   /** How long to wait, after the load, for every event to reach the receiver. */
   deliveryWaitMs: number;
   log: (message: string) => void;
+  /** A search data directory whose sandbox embeddings the stack starts with (Stack's seedEmbeddings). */
+  seedEmbeddings?: string;
 }
 
 export interface KillRecord {
@@ -126,10 +129,15 @@ export class Stack {
   private exited!: Promise<number | null>;
   readonly ports = { api: 0, pg: 0, temporal: 0, ui: 0, metrics: 0, workerMetrics: 0 };
 
-  /** `env`: added to the stack's environment (tracing's OTEL_ variables, say). */
+  /**
+   * `env`: added to the stack's environment (tracing's OTEL_ variables, say). `seedEmbeddings`: a
+   * search data directory whose sandbox embeddings are copied in first, so that the stack's
+   * search process does not embed the sandbox inventory again (the tests' own, on this machine).
+   */
   constructor(
     readonly dataDir: string,
     readonly env: Record<string, string> = {},
+    readonly options: { seedEmbeddings?: string } = {},
   ) {}
 
   get pid(): number {
@@ -141,6 +149,16 @@ export class Stack {
     const ports = await freePorts(keys.length);
     keys.forEach((key, i) => (this.ports[key] = ports[i]));
     const config = loadConfig();
+    if (this.options.seedEmbeddings) {
+      for (const file of existsSync(path.join(this.options.seedEmbeddings, 'embeddings')) ? readdirSync(path.join(this.options.seedEmbeddings, 'embeddings')) : []) {
+        if (!file.startsWith('sandbox-') || !file.endsWith('.log')) continue;
+        mkdirSync(path.join(this.dataDir, 'embeddings'), { recursive: true });
+        copyFileSync(path.join(this.options.seedEmbeddings, 'embeddings', file), path.join(this.dataDir, 'embeddings', file));
+      }
+    }
+    // The workflow bundle `npm test`'s pretest built, when it is current: the worker then starts
+    // (and starts again after a kill) without bundling.
+    const bundle = freshPrebuiltBundle();
     // Its own parts only: nothing named by this shell's environment.
     const inherited = { ...process.env };
     for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'REDIS_URL', 'SEARCH_URL', 'PUBLIC_BASE_URL', 'MASTER_KEY', 'QUOTE_SIGNING_KEY']) delete inherited[name];
@@ -157,6 +175,7 @@ export class Stack {
         METRICS_PORT: String(this.ports.metrics),
         WORKER_METRICS_PORT: String(this.ports.workerMetrics),
         LOG_LEVEL: 'error',
+        ...(bundle ? { WORKFLOW_BUNDLE: bundle } : {}),
         ...this.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -259,7 +278,7 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
   const internalErrors: string[] = [];
   const orderTimes: number[] = [];
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-chaos-'));
-  const stack = new Stack(dataDir);
+  const stack = new Stack(dataDir, {}, { seedEmbeddings: settings.seedEmbeddings });
   let secondApi: Supervisor | undefined;
   let receiver: http.Server | undefined;
   let db: DataSource | undefined;

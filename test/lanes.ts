@@ -94,11 +94,20 @@ function laneConfig(dir: string): string {
   return file;
 }
 
+/**
+ * Node's on-disk cache of compiled modules, for every Node process of the run (mocha, the
+ * command-line tools and `npm start` stacks the tests spawn): a process after the first loads its
+ * modules without compiling them again. In the tool cache, unless NODE_COMPILE_CACHE names one.
+ */
+function compileCache(): string {
+  return process.env.NODE_COMPILE_CACHE ?? path.join(process.env.TOOL_CACHE_DIR ?? path.join(root, '.tools'), 'node-compile-cache');
+}
+
 function runLane(lane: number, files: string[], live: boolean, config: string, timingsFile: string): Promise<LaneResult> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [require.resolve('mocha/bin/mocha.js'), '--config', config, ...files], {
       cwd: root,
-      env: { ...process.env, TEST_LANE: String(lane), TEST_TIMINGS_FILE: timingsFile, TEST_TIMINGS_QUIET: '1' },
+      env: { ...process.env, NODE_COMPILE_CACHE: compileCache(), TEST_LANE: String(lane), TEST_TIMINGS_FILE: timingsFile, TEST_TIMINGS_QUIET: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const chunks: string[] = [];

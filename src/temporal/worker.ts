@@ -1,3 +1,5 @@
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type { MasterKeyring } from '../auth/secret-box';
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap, NativeConnection, Runtime, Worker, type LogLevel, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
 import type { Logger as PinoLogger } from 'pino';
@@ -10,6 +12,22 @@ import { ensureMaintenanceWorkflows } from './maintenance';
 import { serviceWorkerInterceptors, serviceWorkflowInterceptorModules, WORKFLOWS_PATH } from './request-context';
 import type { Config } from '../config';
 import { tracingWorkflowModules } from './tracing';
+
+/** Where `tools-cli bundle` writes the bundle for the image and for `npm test` (dist/workflow-bundle.js). */
+export const PREBUILT_BUNDLE = path.resolve(__dirname, '..', '..', 'workflow-bundle.js');
+
+/**
+ * The prebuilt bundle's path when it is newer than every compiled workflow module (everything a
+ * bundle holds of the service's is under dist/workflows), so a build since leaves none stale;
+ * otherwise undefined, and the caller bundles.
+ */
+export function freshPrebuiltBundle(file = PREBUILT_BUNDLE): string | undefined {
+  if (!existsSync(file)) return undefined;
+  const built = statSync(file).mtimeMs;
+  const workflows = path.dirname(WORKFLOWS_PATH);
+  const newest = Math.max(...readdirSync(workflows, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js')).map((f) => statSync(path.join(workflows, f)).mtimeMs));
+  return newest <= built ? file : undefined;
+}
 
 /** The workflows with the service's workflow interceptors (webpack + swc): the one bundle production and the tests run. */
 export function serviceWorkflowBundle(logger: SdkLogger = new DefaultLogger('WARN')): Promise<WorkflowBundleWithSourceMap> {

@@ -13,6 +13,8 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' = (
   const received: Received[] = [];
   const accepted: Received[] = [];
   let decide = answer;
+  /** Requests left hanging, with how to answer each at last (answerHung). */
+  const hung: Array<{ r: Received; res: http.ServerResponse }> = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -20,7 +22,10 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' = (
       const r = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(r);
       const status = decide(r);
-      if (status === 'hang') return;
+      if (status === 'hang') {
+        hung.push({ r, res });
+        return;
+      }
       if (status >= 200 && status < 300) accepted.push(r);
       res.writeHead(status).end();
     });
@@ -32,6 +37,15 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' = (
     accepted,
     setAnswer(next: (r: Received) => number | 'hang') {
       decide = next;
+    },
+    /** Answers every request left hanging so far with `status`, as an endpoint that recovers would. */
+    answerHung(status: number) {
+      for (const { r, res } of hung.splice(0)) {
+        // One the sender already gave up on is gone: neither answered nor accepted.
+        if (res.writableEnded || res.destroyed) continue;
+        if (status >= 200 && status < 300) accepted.push(r);
+        res.writeHead(status).end();
+      }
     },
     close: () =>
       new Promise<void>((resolve) => {

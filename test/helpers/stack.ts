@@ -7,12 +7,12 @@
  * workflow a file leaves running stalls no other file's clock.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities';
 import { QuoteTokenSigner } from '../../src/orders/quote-token';
 import type { DataSource } from 'typeorm';
@@ -37,7 +37,7 @@ import { listenOnLoopback } from '../../src/main/loopback';
 import { freePort } from '../../src/main/child-process';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureTestServer } from '../../src/temporal/tools';
-import { installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
+import { freshPrebuiltBundle, installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
 import { recordAnswer, recordingExamples } from './examples';
 import { serviceClientInterceptors, serviceWorkerInterceptors } from '../../src/temporal/request-context';
 import { registerSearchAttributes } from '../../src/temporal/search-attributes';
@@ -56,7 +56,8 @@ export interface Stack {
   readonly env: TestWorkflowEnvironment;
   /** The time-skipping server's launcher (src/temporal/tools.ts). */
   testServer: string;
-  workflowBundle: WorkflowBundleWithSourceMap;
+  /** The workflow bundle `pretest` built (dist/workflow-bundle.js), or one made here when that is missing or stale. */
+  workflowBundle: { code: string };
   baseUrl: string;
   /** Everything the API wrote to its log during the run (one JSON object per line). */
   logLines: string[];
@@ -102,9 +103,7 @@ export function ownTemporal(): void {
   let env: TestWorkflowEnvironment | undefined;
   before(async function () {
     this.timeout(60_000);
-    const s = getStack();
-    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: s.testServer } }, client: { interceptors: serviceClientInterceptors() } });
-    await registerSearchAttributes(env.connection, 'default');
+    env = await takeTimeSkippingServer();
     const taskQueue = `partner-api-test-${randomBytes(4).toString('hex')}`;
     const worker = await suiteWorker(taskQueue, { workflows: { client: env.client, taskQueue } }, env);
     running = worker.runUntil(new Promise<void>((resolve) => (finish = resolve)));
@@ -122,6 +121,28 @@ export function ownTemporal(): void {
       await env?.teardown();
     }
   });
+}
+
+/** A time-skipping server started ahead for the next file that asks (takeTimeSkippingServer). */
+let spareServer: Promise<TestWorkflowEnvironment> | undefined;
+
+async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
+  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: getStack().testServer } }, client: { interceptors: serviceClientInterceptors() } });
+  await registerSearchAttributes(env.connection, 'default');
+  return env;
+}
+
+/**
+ * A fresh time-skipping server for a file: the one started ahead while the previous file ran
+ * (its JVM's start, about a second, is then no file's wait), and the next one started ahead.
+ * A spare's clock is its own from its start, like any fresh server's.
+ */
+function takeTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
+  const taken = spareServer ?? startTimeSkippingServer();
+  spareServer = startTimeSkippingServer();
+  // A spare that failed to start is found by the file that takes it.
+  spareServer.catch(() => undefined);
+  return taken;
 }
 
 /** Starts an HTTP server for a Koa app on a free port; closed after the run. */
@@ -165,7 +186,8 @@ export async function bootStack(): Promise<Stack> {
 
   installTemporalRuntime('error');
   const testServer = await ensureTestServer(config.toolCacheDir);
-  const workflowBundle = await serviceWorkflowBundle(quietBundlerLogger);
+  const prebuilt = freshPrebuiltBundle();
+  const workflowBundle = prebuilt ? { code: readFileSync(prebuilt, 'utf8') } : await serviceWorkflowBundle(quietBundlerLogger);
   const quoteSigner = QuoteTokenSigner.fromPem(QuoteTokenSigner.generatePem());
   // The search process, with its data directory (embeddings) in the tool cache so that only the
   // first run on a machine embeds the inventory, and its socket in a fresh directory.
@@ -286,6 +308,9 @@ export function searchProcessEnv(config: Config, databaseUrl: string, searchUrl:
 }
 
 export async function teardownStack(): Promise<void> {
+  const spare = spareServer;
+  spareServer = undefined;
+  await spare?.then((env) => env.teardown()).catch(() => undefined);
   for (const cleanup of cleanups.reverse()) {
     try {
       await cleanup();

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Stack } from '../../bench/chaos-run';
 import { PartnerClient } from '../../src/client/partner-client';
 import { startReceiver } from '../helpers/receiver';
+import { getStack, testSearchDataDir } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
 
 /** One exported span, as the OTLP/JSON body gave it. */
@@ -66,7 +67,7 @@ describe('operators: metrics and traces of npm start, after signed requests and 
   before(async function () {
     this.timeout(10 * 60_000);
     collector = await startReceiver(() => 200);
-    stack = new Stack(dir, { OTEL_EXPORTER_OTLP_ENDPOINT: new URL(collector.url).origin, OTEL_BSP_SCHEDULE_DELAY: '200' });
+    stack = new Stack(dir, { OTEL_EXPORTER_OTLP_ENDPOINT: new URL(collector.url).origin, OTEL_BSP_SCHEDULE_DELAY: '200' }, { seedEmbeddings: testSearchDataDir(getStack().config) });
     await stack.start(() => undefined);
   });
 

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Stack } from '../../bench/chaos-run';
 import { createClient } from '../../sdk/src';
-import { getStack, newPartner, ownTemporal } from '../helpers/stack';
+import { getStack, newPartner, ownTemporal, testSearchDataDir } from '../helpers/stack';
+import { loadConfig } from '../../src/config';
 import { freshDomain } from '../helpers/orders';
 
 const run = promisify(execFile);
@@ -74,7 +75,7 @@ describe('the partner SDK (sdk/)', function () {
 
   describe('packed and installed alone, against npm start', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'partner-sdk-'));
-    const stack = new Stack(path.join(dir, 'data'));
+    const stack = new Stack(path.join(dir, 'data'), {}, { seedEmbeddings: testSearchDataDir(loadConfig()) });
     const project = path.join(dir, 'project');
 
     before(async function () {
