@@ -11,7 +11,8 @@
  *   node dist/test/lanes.js [--quick] [--lanes N] [files…]
  *
  * --quick: the inner loop: the files that boot no `npm start` stack, open no browser and run no
- * search or chaos load (QUICK_SKIPS says which and why). TEST_LANES sets the lanes (default 2, one
+ * search or chaos load (QUICK_SKIPS says which and why), and none that took over
+ * QUICK_FILE_SECONDS in the last full run (test/file-seconds.json): those run in `npm test`. TEST_LANES sets the lanes (default 2, one
  * per core of the machines this runs on); files named on the command line run instead of all.
  */
 import { spawn } from 'node:child_process';
@@ -46,6 +47,9 @@ const QUICK_SKIPS: Record<string, string> = {
   'test/search/index-sync.test.ts': 'graphs built over thousands of vectors',
   'test/search/hybrid-search.test.ts': 'the search quality set through the model',
 };
+
+/** A file slower than this in the last full run is left to `npm test`, so that the inner loop stays within two minutes. */
+const QUICK_FILE_SECONDS = 12;
 
 interface LaneResult {
   lane: number;
@@ -128,14 +132,14 @@ function runLane(lane: number, files: string[], live: boolean, config: string, t
 async function main(): Promise<void> {
   const { quick, lanes, files: named } = args();
   const all = named.length ? named.map((f) => path.resolve(f)) : globSync('dist/test/**/*.test.js', { cwd: root }).map((f) => path.join(root, f));
-  const files = quick ? all.filter((f) => !(sourceOf(f) in QUICK_SKIPS)) : all;
   const secondsFile = path.join(root, 'test/file-seconds.json');
   const seconds = existsSync(secondsFile) ? (JSON.parse(readFileSync(secondsFile, 'utf8')) as Record<string, number>) : {};
+  const files = quick ? all.filter((f) => !(sourceOf(f) in QUICK_SKIPS) && (seconds[sourceOf(f)] ?? 0) <= QUICK_FILE_SECONDS) : all;
   const dealt = deal(files, seconds, lanes);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-lanes-'));
   const config = laneConfig(dir);
   const started = performance.now();
-  process.stdout.write(`${files.length} test files in ${dealt.length} lane(s)${quick ? ' (quick: no npm start stacks, no browser, no search load)' : ''}; lane 1 prints as it goes, the others when each ends.\n`);
+  process.stdout.write(`${files.length} test files in ${dealt.length} lane(s)${quick ? ` (quick: no npm start stacks, no browser, no search load, none over ${QUICK_FILE_SECONDS} s in the last full run)` : ''}; lane 1 prints as it goes, the others when each ends.\n`);
   const results = await Promise.all(
     dealt.map(async (laneFiles, i) => {
       const result = await runLane(i, laneFiles, i === 0, config, path.join(dir, `lane-${i}.json`));

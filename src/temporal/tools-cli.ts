@@ -15,8 +15,13 @@ async function main(): Promise<void> {
     // The worker's workflow bundle, built ahead (the image's build): WORKFLOW_BUNDLE points the worker at it.
     const file = process.argv[3];
     if (!file) throw new Error('usage: tools-cli bundle <file.js>');
-    const { serviceWorkflowBundle } = await import('./worker.js');
-    writeFileSync(file, (await serviceWorkflowBundle()).code);
+    const { freshPrebuiltBundle, serviceWorkflowBundle, workflowSourcesDigest } = await import('./worker.js');
+    // Made again only when the compiled workflows changed (npm test's pretest runs this each time).
+    if (!freshPrebuiltBundle(file)) {
+      const digest = workflowSourcesDigest();
+      writeFileSync(file, (await serviceWorkflowBundle()).code);
+      writeFileSync(`${file}.digest`, `${digest}\n`);
+    }
     process.stdout.write(`${file}\n`);
   } else if (what === 'cli') {
     const cli = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);

@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { MasterKeyring } from '../auth/secret-box';
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap, NativeConnection, Runtime, Worker, type LogLevel, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
@@ -17,16 +18,24 @@ import { tracingWorkflowModules } from './tracing';
 export const PREBUILT_BUNDLE = path.resolve(__dirname, '..', '..', 'workflow-bundle.js');
 
 /**
- * The prebuilt bundle's path when it is newer than every compiled workflow module (everything a
- * bundle holds of the service's is under dist/workflows), so a build since leaves none stale;
+ * A digest of what a bundle holds of the service's: every compiled workflow module (the
+ * interceptor modules live there too), by path and content.
+ */
+export function workflowSourcesDigest(): string {
+  const workflows = path.dirname(WORKFLOWS_PATH);
+  const hash = createHash('sha256');
+  for (const file of readdirSync(workflows, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js')).sort()) hash.update(`${file}\0`).update(readFileSync(path.join(workflows, file))).update('\0');
+  return hash.digest('hex');
+}
+
+/**
+ * The prebuilt bundle's path when it was made from the compiled workflow modules as they are
+ * now (the digest written beside it, `<file>.digest`), so that a change since never runs stale;
  * otherwise undefined, and the caller bundles.
  */
 export function freshPrebuiltBundle(file = PREBUILT_BUNDLE): string | undefined {
-  if (!existsSync(file)) return undefined;
-  const built = statSync(file).mtimeMs;
-  const workflows = path.dirname(WORKFLOWS_PATH);
-  const newest = Math.max(...readdirSync(workflows, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js')).map((f) => statSync(path.join(workflows, f)).mtimeMs));
-  return newest <= built ? file : undefined;
+  if (!existsSync(file) || !existsSync(`${file}.digest`)) return undefined;
+  return readFileSync(`${file}.digest`, 'utf8').trim() === workflowSourcesDigest() ? file : undefined;
 }
 
 /** The workflows with the service's workflow interceptors (webpack + swc): the one bundle production and the tests run. */
