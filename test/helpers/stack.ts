@@ -7,7 +7,7 @@
  * workflow a file leaves running stalls no other file's clock.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,7 +28,7 @@ import { loadConfig, type Config, type Environment } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded-postgres';
 import { importSandboxInventory } from '../../src/discovery/inventory';
-import { ensureModelFiles } from '../../src/search/model-files';
+import { ensureModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { startLocalOpenSearch } from '../../src/search/opensearch/local-node';
@@ -36,7 +36,7 @@ import { findOrCreatePartner } from '../../src/partners/partners';
 import { listenOnLoopback } from '../../src/main/loopback';
 import { freePort } from '../../src/main/child-process';
 import { temporalReadiness } from '../../src/main/services';
-import { ensureTestServer } from '../../src/temporal/tools';
+import { ensureTestServer, machineToolCache } from '../../src/temporal/tools';
 import { freshPrebuiltBundle, installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
 import { recordAnswer, recordingExamples } from './examples';
 import { serviceClientInterceptors, serviceWorkerInterceptors } from '../../src/temporal/request-context';
@@ -192,6 +192,14 @@ export async function bootStack(): Promise<Stack> {
   // The search process, with its data directory (embeddings) in the tool cache so that only the
   // first run on a machine embeds the inventory, and its socket in a fresh directory.
   await ensureModelFiles(config.toolCacheDir);
+  const sandboxLog = path.join(testSearchDataDir(config), 'embeddings', `sandbox-${MODEL_ID}.log`);
+  const machineLog = path.join(machineToolCache(), 'test-search-data', `sandbox-${MODEL_ID}.log`);
+  // A fresh clone's lane starts with this machine's embeddings of the sandbox inventory, if an
+  // earlier run left them (each lane would otherwise spend half a minute embedding it again).
+  if (!existsSync(sandboxLog) && existsSync(machineLog)) {
+    mkdirSync(path.dirname(sandboxLog), { recursive: true });
+    copyFileSync(machineLog, sandboxLog);
+  }
   const searchLines: string[] = [];
   const socketDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-search-'));
   const searchProcess = await startSearchProcess({
@@ -201,6 +209,17 @@ export async function bootStack(): Promise<Stack> {
     process.stderr.write(searchLines.join('\n') + '\n');
     throw err;
   });
+  // Kept for this machine's next fresh clone (the first lane to get here writes it whole, then renames).
+  if (existsSync(sandboxLog) && !existsSync(machineLog)) {
+    try {
+      mkdirSync(path.dirname(machineLog), { recursive: true });
+      const partial = `${machineLog}.${process.pid}.partial`;
+      copyFileSync(sandboxLog, partial);
+      renameSync(partial, machineLog);
+    } catch {
+      // Only a cache: the next fresh clone embeds the inventory again.
+    }
+  }
   cleanups.push(async () => {
     await searchProcess.stop();
     rmSync(socketDir, { recursive: true, force: true });
