@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { admin } from '../helpers/admin';
 import { brokerableName } from '../helpers/brokerage';
-import { freshDomain, quote } from '../helpers/orders';
+import { freshDomain, freshDomains, quote } from '../helpers/orders';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
 type Err = { error: { code: string; message: string } };
@@ -30,7 +30,8 @@ describe('quotas: active quotes and open brokerage cases per partner and environ
     const { client } = await newPartner({ name });
     assert.equal((await admin('partner', 'quota', '--partner', name, '--env', 'sandbox', '--active-quotes', '3', '--json')).code, 0);
     // Five quotes at once for a quota of three: exactly three pass (the partner's row lock).
-    const names = await Promise.all(Array.from({ length: 6 }, () => freshDomain()));
+    // Six different names (six separate picks at random may draw one twice: a refused quote's name then reads taken).
+    const names = await freshDomains(6);
     const raced = await Promise.all(names.slice(0, 5).map((d) => quote(client, d.name)));
     assert.deepEqual(raced.map((r) => r.status).sort(), [201, 201, 201, 429, 429], raced.map((r) => r.text).join('\n'));
     const refused = raced.find((r) => r.status === 429)!;

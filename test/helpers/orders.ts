@@ -17,15 +17,20 @@ const READ_TEST_NAMES = ['academy.com'];
 
 /** A sandbox name nobody has touched yet (each call takes a different one). */
 export async function freshDomain(): Promise<ListedDomain> {
-  const [row] = (await getStack().dataSource.query(
+  return (await freshDomains(1))[0]!;
+}
+
+/** `count` different fresh names at once (separate freshDomain calls may pick one name twice). */
+export async function freshDomains(count: number): Promise<ListedDomain[]> {
+  const rows = (await getStack().dataSource.query(
     `SELECT name, buy_now_price_cents FROM domains d
      WHERE environment = 'sandbox' AND status = 'listed' AND NOT EXISTS (SELECT 1 FROM quotes q WHERE q.domain_id = d.id)
        AND NOT EXISTS (SELECT 1 FROM checkout_sessions c WHERE c.domain_id = d.id)
        AND name <> ALL($1)
-     ORDER BY random() LIMIT 1`,
-    [[...SEARCH_TEST_NAMES, ...READ_TEST_NAMES]],
+     ORDER BY random() LIMIT $2`,
+    [[...SEARCH_TEST_NAMES, ...READ_TEST_NAMES], count],
   )) as Array<{ name: string; buy_now_price_cents: string }>;
-  return { name: row.name, price: Number(row.buy_now_price_cents) };
+  return rows.map((row) => ({ name: row.name, price: Number(row.buy_now_price_cents) }));
 }
 
 export interface QuoteBody {

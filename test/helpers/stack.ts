@@ -314,7 +314,7 @@ export async function scratchDatabase(prefix = 'scratch'): Promise<{ url: string
 /**
  * The data directory (embeddings) of the suite's search processes, in the tool cache so that only
  * the first run on a machine embeds the inventory: one for each lane of test/lanes.ts (TEST_LANE),
- * since two lanes' processes appending to one embedding log at once could tear its records.
+ * since two processes appending to one embedding log at once could tear its records.
  */
 export function testSearchDataDir(config: Config): string {
   const lane = Number(process.env.TEST_LANE ?? 0);
