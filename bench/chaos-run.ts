@@ -62,6 +62,8 @@ export interface ChaosSettings {
   log: (message: string) => void;
   /** A search data directory whose sandbox embeddings the stack starts with (Stack's seedEmbeddings). */
   seedEmbeddings?: string;
+  /** The worker loads `npm test`'s prebuilt workflow bundle (Stack's prebuiltBundle): the tests only. */
+  prebuiltBundle?: boolean;
 }
 
 export interface KillRecord {
@@ -133,11 +135,13 @@ export class Stack {
    * `env`: added to the stack's environment (tracing's OTEL_ variables, say). `seedEmbeddings`: a
    * search data directory whose sandbox embeddings are copied in first, so that the stack's
    * search process does not embed the sandbox inventory again (the tests' own, on this machine).
+   * `prebuiltBundle`: the worker loads the workflow bundle `npm test`'s pretest built, when it is
+   * current, instead of bundling at each start (the tests'; the benchmark measures a real start).
    */
   constructor(
     readonly dataDir: string,
     readonly env: Record<string, string> = {},
-    readonly options: { seedEmbeddings?: string } = {},
+    readonly options: { seedEmbeddings?: string; prebuiltBundle?: boolean } = {},
   ) {}
 
   get pid(): number {
@@ -158,7 +162,7 @@ export class Stack {
     }
     // The workflow bundle `npm test`'s pretest built, when it is current: the worker then starts
     // (and starts again after a kill) without bundling.
-    const bundle = freshPrebuiltBundle();
+    const bundle = this.options.prebuiltBundle ? freshPrebuiltBundle() : undefined;
     // Its own parts only: nothing named by this shell's environment.
     const inherited = { ...process.env };
     for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'REDIS_URL', 'SEARCH_URL', 'PUBLIC_BASE_URL', 'MASTER_KEY', 'QUOTE_SIGNING_KEY']) delete inherited[name];
@@ -278,7 +282,7 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
   const internalErrors: string[] = [];
   const orderTimes: number[] = [];
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-chaos-'));
-  const stack = new Stack(dataDir, {}, { seedEmbeddings: settings.seedEmbeddings });
+  const stack = new Stack(dataDir, {}, { seedEmbeddings: settings.seedEmbeddings, prebuiltBundle: settings.prebuiltBundle });
   let secondApi: Supervisor | undefined;
   let receiver: http.Server | undefined;
   let db: DataSource | undefined;

@@ -76,6 +76,8 @@ function args(): { quick: boolean; lanes: number; files: string[] } {
     else if (argv[i] === '--lanes') lanes = Number(argv[++i]);
     else files.push(argv[i]!);
   }
+  // The reference's examples are written by the run's one process (each lane would write its own answers only).
+  if (process.env.EXAMPLES_WRITE === '1') lanes = 1;
   if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`lanes: --lanes (or TEST_LANES) must be a whole number of at least 1, not ${lanes}`);
   return { quick, lanes, files };
 }
@@ -130,7 +132,8 @@ function runLane(lane: number, files: string[], live: boolean, config: string, t
         else chunks.push(chunk);
       });
     }
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': the child's output may still be arriving when it exits.
+    child.once('close', (code, signal) => {
       const timings = existsSync(timingsFile) ? (JSON.parse(readFileSync(timingsFile, 'utf8')) as LaneResult['timings']) : undefined;
       resolve({ lane, code: code ?? (signal ? 1 : 0), output: chunks.join(''), timings });
     });
@@ -163,7 +166,11 @@ async function main(): Promise<void> {
   for (const [file, s] of rows.slice(0, 15)) lines.push(`${s.toFixed(1).padStart(7)} s  ${file}`);
   process.stdout.write(`\n${lines.join('\n')}\n`);
   if (process.env.TEST_TIMINGS_FILE) {
-    writeFileSync(process.env.TEST_TIMINGS_FILE, `${JSON.stringify(Object.fromEntries(rows.map(([f, s]) => [f, Math.round(s * 10) / 10])), null, 2)}\n`);
+    // Merged into what the file holds: a quick run, or a lane that crashed, leaves the other files' seconds as they were.
+    const file = process.env.TEST_TIMINGS_FILE;
+    const kept = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>) : {};
+    const merged = { ...kept, ...Object.fromEntries(rows.map(([f, s]) => [f, Math.round(s * 10) / 10])) };
+    writeFileSync(file, `${JSON.stringify(Object.fromEntries(Object.entries(merged).sort((a, b) => b[1] - a[1])), null, 2)}\n`);
   }
   const passed = results.reduce((n, r) => n + (r.timings?.passes ?? 0), 0);
   const failed = results.reduce((n, r) => n + (r.timings?.failures ?? 0), 0);

@@ -1,5 +1,6 @@
 /** `node dist/src/temporal/tools-cli.js cli|test-server|model|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
-import { writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { loadConfig } from '../config';
 import { ensureModelFiles } from '../search/model-files';
 import { ensureTemporalCli, ensureTestServer } from './tools';
@@ -18,17 +19,27 @@ async function main(): Promise<void> {
     const { freshPrebuiltBundle, serviceWorkflowBundle, workflowSourcesDigest } = await import('./worker.js');
     // Made again only when the compiled workflows changed (npm test's pretest runs this each time).
     if (!freshPrebuiltBundle(file)) {
+      // The old digest goes first and each file is written whole before it takes its name: a run
+      // cut short in between leaves no digest, so no bundle passes for current that is not.
+      rmSync(`${file}.digest`, { force: true });
       const digest = workflowSourcesDigest();
-      writeFileSync(file, (await serviceWorkflowBundle()).code);
-      writeFileSync(`${file}.digest`, `${digest}\n`);
+      writeFileSync(`${file}.${process.pid}.partial`, (await serviceWorkflowBundle()).code);
+      renameSync(`${file}.${process.pid}.partial`, file);
+      writeFileSync(`${file}.digest.${process.pid}.partial`, `${digest}\n`);
+      renameSync(`${file}.digest.${process.pid}.partial`, `${file}.digest`);
     }
     process.stdout.write(`${file}\n`);
+  } else if (what === 'opensearch') {
+    // The local OpenSearch node's jars and launcher, set up ahead (npm test's pretest): the test
+    // lanes would otherwise set it up at once, each in the same directory.
+    const { ensureOpenSearch } = await import('../search/opensearch/local-node.js');
+    process.stdout.write(`${path.dirname((await ensureOpenSearch(config.toolCacheDir)).log4jConfig)}\n`);
   } else if (what === 'cli') {
     const cli = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);
     if (!cli) throw new Error('no Temporal CLI found and no Go toolchain to build one');
     process.stdout.write(`${cli}\n`);
   } else {
-    throw new Error('usage: tools-cli cli|test-server|model|bundle <file.js>');
+    throw new Error('usage: tools-cli cli|test-server|model|opensearch|bundle <file.js>');
   }
 }
 

@@ -94,8 +94,10 @@ export async function ensureTemporalCli(cacheDir: string, explicitPath?: string)
   const machineCopy = path.join(machineToolCache(), TEMPORAL_CLI_MODULE.replace(/[^A-Za-z0-9.@-]+/g, '_'), 'temporal');
   if (isExecutable(machineCopy)) {
     mkdirSync(binDir, { recursive: true });
-    copyFileSync(machineCopy, cached);
-    chmodSync(cached, 0o755);
+    // Whole before it takes its name: a copy cut short is never taken for the CLI.
+    copyFileSync(machineCopy, `${cached}.${process.pid}.partial`);
+    chmodSync(`${cached}.${process.pid}.partial`, 0o755);
+    renameSync(`${cached}.${process.pid}.partial`, cached);
     progress(`Temporal CLI ready at ${cached} (this machine's build of ${TEMPORAL_CLI_MODULE})`);
     return cached;
   }
@@ -111,8 +113,8 @@ export async function ensureTemporalCli(cacheDir: string, explicitPath?: string)
   progress(`Temporal CLI ready at ${cached}`);
   try {
     mkdirSync(path.dirname(machineCopy), { recursive: true });
-    copyFileSync(cached, `${machineCopy}.partial`);
-    renameSync(`${machineCopy}.partial`, machineCopy);
+    copyFileSync(cached, `${machineCopy}.${process.pid}.partial`);
+    renameSync(`${machineCopy}.${process.pid}.partial`, machineCopy);
   } catch (err) {
     progress(`could not keep a copy for this machine's other clones in ${machineCopy}: ${(err as Error).message}`);
   }

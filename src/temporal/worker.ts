@@ -18,13 +18,17 @@ import { tracingWorkflowModules } from './tracing';
 export const PREBUILT_BUNDLE = path.resolve(__dirname, '..', '..', 'workflow-bundle.js');
 
 /**
- * A digest of what a bundle holds of the service's: every compiled workflow module (the
- * interceptor modules live there too), by path and content.
+ * A digest of what goes into a bundle: every compiled workflow module (by path and content), the
+ * interceptor modules bundled with them (tracing's too, when it is on) and the versions of the
+ * Temporal packages whose workflow runtime is bundled in, so that neither a change of the code nor
+ * an upgrade of the SDK runs an old bundle.
  */
 export function workflowSourcesDigest(): string {
   const workflows = path.dirname(WORKFLOWS_PATH);
   const hash = createHash('sha256');
   for (const file of readdirSync(workflows, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js')).sort()) hash.update(`${file}\0`).update(readFileSync(path.join(workflows, file))).update('\0');
+  for (const module of serviceWorkflowInterceptorModules()) hash.update(`${module}\0`).update(existsSync(module) ? readFileSync(module) : '').update('\0');
+  for (const pkg of ['@temporalio/workflow', '@temporalio/common', '@temporalio/worker']) hash.update(`${pkg}@${(JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), 'utf8')) as { version: string }).version}\0`);
   return hash.digest('hex');
 }
 

@@ -323,14 +323,15 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     // A heartbeat that never arrives, as through a pooler that drops notifications.
     const options = s.dataSource.options as { url: string };
     const deaf = new ChangeFeed({ connectionString: options.url }, async () => undefined, undefined, timing);
-    // Each reset of the deaf feed, with whether it was then live: it comes back within its retryMs,
-    // so its moment of being lost is seen where it happens rather than by a poll that could miss it.
+    // Each reset of the deaf feed once it listens, with whether it was then live: it comes back
+    // within its retryMs, so its moment of being lost is seen where it happens rather than by a
+    // poll that could miss it. (Its first connect resets too, before it is live: not counted.)
     const deafResets: boolean[] = [];
-    deaf.onReset(() => deafResets.push(deaf.live));
     try {
       await heard.start();
       await deaf.start();
       assert.ok(deaf.live && heard.live);
+      deaf.onReset(() => deafResets.push(deaf.live));
       await waitFor(() => deafResets, (resets) => resets.includes(false), 2_000, 'the deaf feed counted as lost');
       await waitFor(() => deaf.live, (live) => live, 2_000, 'the deaf feed listening again');
       // A deliberate pause to show that nothing happens: three heartbeat timeouts, in which a feed

@@ -12,7 +12,7 @@ import { testSearchDataDir } from '../helpers/stack';
 describe('chaos: every part killed once under load, nothing lost', () => {
   it('orders, checkouts, refunds, brokerage moves, clicks and webhooks ride through Postgres, Redis, Temporal, search, worker and API kills', async function () {
     this.timeout(30 * 60_000);
-    const report = await runChaos({ orders: 30, killsPerPart: 1, concurrency: 4, partners: 12, deliveryWaitMs: 8 * 60_000, seedEmbeddings: testSearchDataDir(loadConfig()), log: (m) => console.log(`      ${m}`) });
+    const report = await runChaos({ orders: 30, killsPerPart: 1, concurrency: 4, partners: 12, deliveryWaitMs: 8 * 60_000, seedEmbeddings: testSearchDataDir(loadConfig()), prebuiltBundle: true, log: (m) => console.log(`      ${m}`) });
     console.log(restartTable(report.kills).replace(/^/gm, '      '));
     assert.deepEqual(report.problems, []);
     for (const part of PARTS) assert.equal(report.kills.filter((k) => k.part === part && k.backAt).length, 1, `${part} killed once and back`);

@@ -42,7 +42,7 @@ export async function startReceiver(answer: (r: Received) => number | 'hang' = (
     answerHung(status: number) {
       for (const { r, res } of hung.splice(0)) {
         // One the sender already gave up on is gone: neither answered nor accepted.
-        if (res.writableEnded || res.destroyed) continue;
+        if (res.writableEnded || res.destroyed || res.socket?.destroyed !== false) continue;
         if (status >= 200 && status < 300) accepted.push(r);
         res.writeHead(status).end();
       }

@@ -67,7 +67,7 @@ describe('operators: metrics and traces of npm start, after signed requests and 
   before(async function () {
     this.timeout(10 * 60_000);
     collector = await startReceiver(() => 200);
-    stack = new Stack(dir, { OTEL_EXPORTER_OTLP_ENDPOINT: new URL(collector.url).origin, OTEL_BSP_SCHEDULE_DELAY: '200' }, { seedEmbeddings: testSearchDataDir(getStack().config) });
+    stack = new Stack(dir, { OTEL_EXPORTER_OTLP_ENDPOINT: new URL(collector.url).origin, OTEL_BSP_SCHEDULE_DELAY: '200' }, { seedEmbeddings: testSearchDataDir(getStack().config), prebuiltBundle: true });
     await stack.start(() => undefined);
   });
 

@@ -75,7 +75,7 @@ describe('the partner SDK (sdk/)', function () {
 
   describe('packed and installed alone, against npm start', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'partner-sdk-'));
-    const stack = new Stack(path.join(dir, 'data'), {}, { seedEmbeddings: testSearchDataDir(loadConfig()) });
+    const stack = new Stack(path.join(dir, 'data'), {}, { seedEmbeddings: testSearchDataDir(loadConfig()), prebuiltBundle: true });
     const project = path.join(dir, 'project');
 
     before(async function () {

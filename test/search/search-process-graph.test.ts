@@ -3,8 +3,8 @@
  * opens the graph it saved: the build worker saves it and a search worker maps it, so the loop
  * keeps answering. Over a saved graph of 30,000 names it opens at start, the test asks the search
  * process for /status one request after another while names are added and the graph saved, and
- * counts the answers that say the save is under way: a save (or its opening of the new graph) run
- * on the event loop would answer none of them until it was done. What it asserts is where the
+ * counts the answers that say the save is under way (writing the graph, then opening it): a
+ * write run on the event loop would answer none of them until it was done. What it asserts is where the
  * work runs, never how fast: the longest its main thread ran during one /status (from Linux's
  * schedstat, less its garbage collection) is printed, as a measurement, not a bound.
  * (Building a graph and opening it in a running index: test/search/index-sync.test.ts.)
