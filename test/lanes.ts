@@ -40,7 +40,6 @@ const QUICK_SKIPS: Record<string, string> = {
   'test/pages/docs.test.ts': 'Chromium',
   'test/pages/limits.test.ts': 'Chromium',
   'test/pages/referral.test.ts': 'Chromium',
-  'test/docs/links.test.ts': 'Chromium',
   'test/search/opensearch.test.ts': 'a local OpenSearch node',
   'test/search/search-process-graph.test.ts': 'a graph of 30,000 names saved in a search process',
   'test/search/search-process.test.ts': 'a graph of 12,000 names built in a search process',
