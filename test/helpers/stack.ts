@@ -126,10 +126,23 @@ export function ownTemporal(): void {
 /** A time-skipping server started ahead for the next file that asks (takeTimeSkippingServer). */
 let spareServer: Promise<TestWorkflowEnvironment> | undefined;
 
+/**
+ * The SDK waits a fixed 5 s for the test server's JVM to listen, and a JVM starting while three
+ * lanes keep both cores busy once took longer (2026-12-02). The wait cannot be set, so a start
+ * that ran out of it is made again, up to three times in all: a slow start, not a test, is what
+ * is given another go.
+ */
 async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
-  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: getStack().testServer } }, client: { interceptors: serviceClientInterceptors() } });
-  await registerSearchAttributes(env.connection, 'default');
-  return env;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: getStack().testServer } }, client: { interceptors: serviceClientInterceptors() } });
+      await registerSearchAttributes(env.connection, 'default');
+      return env;
+    } catch (err) {
+      if (attempt >= 3 || !/did not start within/.test((err as Error).message)) throw err;
+      process.stderr.write(`      (the time-skipping server's JVM did not listen within the SDK's 5 s; starting it again, attempt ${attempt + 1})\n`);
+    }
+  }
 }
 
 /**
