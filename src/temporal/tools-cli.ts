@@ -1,9 +1,9 @@
 /** `node dist/src/temporal/tools-cli.js cli|test-server|model|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config';
 import { ensureModelFiles } from '../search/model-files';
-import { ensureTemporalCli, ensureTestServer } from './tools';
+import { ensureTemporalCli, ensureTestServer, writeWhole } from './tools';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -23,10 +23,9 @@ async function main(): Promise<void> {
       // cut short in between leaves no digest, so no bundle passes for current that is not.
       rmSync(`${file}.digest`, { force: true });
       const digest = workflowSourcesDigest();
-      writeFileSync(`${file}.${process.pid}.partial`, (await serviceWorkflowBundle()).code);
-      renameSync(`${file}.${process.pid}.partial`, file);
-      writeFileSync(`${file}.digest.${process.pid}.partial`, `${digest}\n`);
-      renameSync(`${file}.digest.${process.pid}.partial`, `${file}.digest`);
+      const { code } = await serviceWorkflowBundle();
+      writeWhole(file, (partial) => writeFileSync(partial, code));
+      writeWhole(`${file}.digest`, (partial) => writeFileSync(partial, `${digest}\n`));
     }
     process.stdout.write(`${file}\n`);
   } else if (what === 'opensearch') {

@@ -65,6 +65,13 @@ export function run(command: string, args: string[], options: { cwd?: string; en
   });
 }
 
+/** Writes `to` whole before it takes its name (a temp file of this process, renamed): a write cut short never passes for the file. */
+export function writeWhole(to: string, write: (partial: string) => void): void {
+  const partial = `${to}.${process.pid}.partial`;
+  write(partial);
+  renameSync(partial, to);
+}
+
 /**
  * This machine's copies of tools built here, shared by every clone (a fresh clone's tool cache is
  * empty; CI runs in one on the same machine): PARTNER_API_MACHINE_CACHE, else ~/.cache/domain-partner-api.
@@ -95,9 +102,10 @@ export async function ensureTemporalCli(cacheDir: string, explicitPath?: string)
   if (isExecutable(machineCopy)) {
     mkdirSync(binDir, { recursive: true });
     // Whole before it takes its name: a copy cut short is never taken for the CLI.
-    copyFileSync(machineCopy, `${cached}.${process.pid}.partial`);
-    chmodSync(`${cached}.${process.pid}.partial`, 0o755);
-    renameSync(`${cached}.${process.pid}.partial`, cached);
+    writeWhole(cached, (partial) => {
+      copyFileSync(machineCopy, partial);
+      chmodSync(partial, 0o755);
+    });
     progress(`Temporal CLI ready at ${cached} (this machine's build of ${TEMPORAL_CLI_MODULE})`);
     return cached;
   }
@@ -113,8 +121,7 @@ export async function ensureTemporalCli(cacheDir: string, explicitPath?: string)
   progress(`Temporal CLI ready at ${cached}`);
   try {
     mkdirSync(path.dirname(machineCopy), { recursive: true });
-    copyFileSync(cached, `${machineCopy}.${process.pid}.partial`);
-    renameSync(`${machineCopy}.${process.pid}.partial`, machineCopy);
+    writeWhole(machineCopy, (partial) => copyFileSync(cached, partial));
   } catch (err) {
     progress(`could not keep a copy for this machine's other clones in ${machineCopy}: ${(err as Error).message}`);
   }

@@ -7,7 +7,7 @@
  * workflow a file leaves running stalls no other file's clock.
  */
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,7 +36,7 @@ import { findOrCreatePartner } from '../../src/partners/partners';
 import { listenOnLoopback } from '../../src/main/loopback';
 import { freePort } from '../../src/main/child-process';
 import { temporalReadiness } from '../../src/main/services';
-import { ensureTestServer, machineToolCache } from '../../src/temporal/tools';
+import { ensureTestServer, machineToolCache, writeWhole } from '../../src/temporal/tools';
 import { freshPrebuiltBundle, installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
 import { recordAnswer, recordingExamples } from './examples';
 import { serviceClientInterceptors, serviceWorkerInterceptors } from '../../src/temporal/request-context';
@@ -226,9 +226,7 @@ export async function bootStack(): Promise<Stack> {
   if (existsSync(sandboxLog) && !existsSync(machineLog)) {
     try {
       mkdirSync(path.dirname(machineLog), { recursive: true });
-      const partial = `${machineLog}.${process.pid}.partial`;
-      copyFileSync(sandboxLog, partial);
-      renameSync(partial, machineLog);
+      writeWhole(machineLog, (partial) => copyFileSync(sandboxLog, partial));
     } catch {
       // Only a cache: the next fresh clone embeds the inventory again.
     }
