@@ -27,6 +27,9 @@ export const FINAL_ORDER_STATUSES: readonly OrderStatus[] = ['TRANSFER_COMPLETED
 /** How long a card payment may stay out with the processor before the recovery sweep asks about it. */
 export const STALLED_PAYMENT_SECONDS = 120;
 
+/** The month-end close runs this long after midnight UTC, so the last minute's bookings commit into their month first. */
+export const CLOSE_GRACE_MS = 5 * 60 * 1000;
+
 export const quoteWorkflowId = (quotePublicId: string) => `quote:${quotePublicId}`;
 export const orderWorkflowId = (orderPublicId: string) => `order:${orderPublicId}`;
 

@@ -17,8 +17,8 @@ import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import type { MonthCloseResult, PayoutRunInput, PayoutRunResult } from './messages';
 
-export { MONTH_END_WORKFLOW_ID } from './messages';
-export const CLOSE_GRACE_MS = 5 * 60 * 1000;
+export { MONTH_END_WORKFLOW_ID, CLOSE_GRACE_MS } from './messages';
+import { CLOSE_GRACE_MS } from './messages';
 export const monthCloseWorkflowId = (before: string) => `finance:month-close:${before}`;
 
 const finance = proxyActivities<Activities>({

@@ -132,6 +132,8 @@ export function createDataSource(url: string, options: { poolSize?: number } = {
     migrations,
     migrationsRun: false,
     synchronize: false,
+    // Each where() and andWhere() in its own brackets: an OR in one never spills into the next.
+    isolateWhereStatements: true,
     logging: ['error'],
     // Word-similarity matches (typo tolerance in search) start at 0.45 rather than pg_trgm's 0.6.
     // A connection is waited for at most 10 s (pool full, or Postgres not answering), never forever.

@@ -97,7 +97,7 @@ async function reconcileIn(manager: EntityManager, environment?: Environment): P
       .leftJoin(SaleTransaction, 't', 't.order_id = o.id')
       .select(['o.public_id AS public_id', 'o.status AS status', 'o.sale_price_cents AS price', 'o.commission_bps AS bps', 'o.currency AS currency'])
       .addSelect(['t.public_id AS txn', 't.gross_cents AS gross', 't.commission_cents AS commission', 't.currency AS txn_currency', 't.status AS txn_status'])
-      .where("o.status IN ('TRANSFER_COMPLETED', 'REFUNDED') OR t.id IS NOT NULL"),
+      .where("(o.status IN ('TRANSFER_COMPLETED', 'REFUNDED') OR t.id IS NOT NULL)"),
     'o',
   ).getRawMany<{ public_id: string; status: string; price: string; bps: number; currency: string; txn: string | null; gross: string | null; commission: string | null; txn_currency: string | null; txn_status: string | null }>();
   for (const o of orders) {

@@ -10,6 +10,7 @@ import { Settlement } from '../db/entities/settlement';
 import { ACCOUNT } from './ledger';
 import { periodStartOf } from './periods';
 import { databaseNow } from '../db/clock';
+import { CLOSE_GRACE_MS } from '../../workflows/messages';
 
 export interface SettlementFigures {
   gross_sold_cents: number;
@@ -64,18 +65,15 @@ function snapshot(s: Settlement): SettlementFigures {
   return { gross_sold_cents: s.grossSoldCents!, commission_retained_cents: s.commissionRetainedCents!, amount_owed_to_service_cents: s.amountOwedToServiceCents! };
 }
 
-/** The first day of the current month on the database's clock (UTC). */
-export async function currentPeriodStart(manager: EntityManager): Promise<string> {
-  return periodStartOf(await databaseNow(manager));
-}
-
 /**
- * A partner's months that have ended are closed before they are listed, so /settlements never
- * shows a past month as `open` (the month-end close runs a few minutes after midnight; a sale
- * booked after this close lands in the next open month, as after the scheduled one).
+ * A partner's months that have ended are closed before they are listed, with the month-end
+ * close's own grace (CLOSE_GRACE_MS after midnight UTC): a sale of the last minute before midnight
+ * whose booking commits a few minutes after it still lands in its own month, whether the partner
+ * polls /settlements then or not. Within that grace the ended month still shows `open`.
  */
-export async function closeEndedMonthsOf(dataSource: DataSource, partnerId: string, environment: Environment): Promise<number> {
-  const endedBefore = await currentPeriodStart(dataSource.manager);
+export async function closeEndedMonthsOf(dataSource: DataSource, partnerId: string, environment: Environment, now?: Date): Promise<number> {
+  const at = now ?? (await databaseNow(dataSource.manager));
+  const endedBefore = periodStartOf(new Date(at.getTime() - CLOSE_GRACE_MS));
   const pending = await dataSource.getRepository(Settlement).existsBy({ partnerId, environment, status: 'open', periodStart: LessThan(endedBefore) });
   return pending ? closeSettlements(dataSource, endedBefore, undefined, { partnerId, environment }) : 0;
 }

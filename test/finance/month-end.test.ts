@@ -11,6 +11,9 @@ import { completedSale, refundWindowPassed } from '../helpers/money';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { recordHistory } from '../helpers/histories';
 import { waitFor } from '../helpers/wait';
+import { Settlement } from '../../src/db/entities/settlement';
+import { closeEndedMonthsOf } from '../../src/finance/settlements';
+import { CLOSE_GRACE_MS } from '../../workflows/messages';
 
 type Settlements = { data: Array<{ period_start: string; status: string; gross_sold_cents: number; commission_retained_cents: number; amount_owed_to_service_cents: number }> };
 type Transactions = { data: Array<{ order_id: string; occurred_at: string; gross_cents: number; commission_cents: number }> };
@@ -147,5 +150,21 @@ describe('month end on the time-skipping server: settlements close at midnight U
     const run = await env.client.workflow.start(payoutRunWorkflow, { workflowId: `finance:payouts:sandbox:${randomUUID()}`, taskQueue, args: [{ environment: 'sandbox' }] });
     assert.ok(Array.isArray((await completed<{ payouts: unknown[] }>(run.workflowId)).payouts));
     await recordHistory(run.workflowId, 'payout-run', { client: env.client });
+  });
+  it('GET /settlements closes an ended month only after the close\'s grace: a poll a minute after midnight leaves the month open for the last minute\'s bookings', async () => {
+    const { partnerId } = await newPartner({ baseUrl });
+    const s = getStack();
+    // A month of this server's clock that has not begun yet, so no close has run over it.
+    const month = nextPeriodStart(nextPeriodStart(periodStartOf(new Date(await env.currentTimeMs()))));
+    const midnight = Date.parse(`${nextPeriodStart(month)}T00:00:00Z`);
+    await completedSale(partnerId, new Date(midnight - 60_000).toISOString());
+    const status = async () => (await s.dataSource.getRepository(Settlement).findOneByOrFail({ partnerId, periodStart: month })).status;
+    assert.equal(await closeEndedMonthsOf(s.dataSource, partnerId, 'sandbox', new Date(midnight + 60_000)), 0, 'a poll one minute after midnight closes nothing');
+    assert.equal(await status(), 'open');
+    // A booking committed in those minutes (the sale of 23:59:30) still lands in its own month.
+    await completedSale(partnerId, new Date(midnight - 30_000).toISOString());
+    assert.equal(await closeEndedMonthsOf(s.dataSource, partnerId, 'sandbox', new Date(midnight + CLOSE_GRACE_MS + 1_000)), 1, 'once the grace has passed, the poll closes it');
+    const closed = await s.dataSource.getRepository(Settlement).findOneByOrFail({ partnerId, periodStart: month });
+    assert.deepEqual([closed.status, closed.grossSoldCents], ['closed', 200_000]);
   });
 });

@@ -53,6 +53,28 @@ describe('reconcile names what drifted, from one snapshot', function () {
     );
   });
 
+  it('--env: each environment’s report and gauge hold that environment’s differences only (one planted in live is not sandbox’s)', async () => {
+    const { partnerId } = await newPartner();
+    const order = await completedSale(partnerId, new Date().toISOString(), { paymentModel: 'service_collected', environment: 'live' });
+    const inEnv = async (environment: 'sandbox' | 'live') => (await reconcile(getStack().dataSource, environment)).differences.filter((d) => d.id === order.publicId).map((d) => d.field);
+    await orders().update({ id: order.id }, { status: 'REFUNDED' });
+    try {
+      assert.deepEqual(await inEnv('live'), ['refunded sale reversed']);
+      assert.deepEqual(await inEnv('sandbox'), [], 'a live order is no difference of sandbox');
+      const registry = new Registry();
+      watchReconcile(getStack().dataSource, registry);
+      await registry.metrics();
+      const text = await waitFor(() => registry.metrics(), (scraped) => /reconcile_last_run_timestamp_seconds [1-9]/.test(scraped), 10_000, 'a finished reconcile pass in a scrape');
+      const gauge = (environment: string) => Number(new RegExp(`partner_api_reconcile_differences\\{environment="${environment}"\\} (\\d+)`).exec(text)?.[1]);
+      const sandboxNow = (await reconcile(getStack().dataSource, 'sandbox')).differences.length;
+      assert.ok(gauge('live') >= 1, text);
+      assert.equal(gauge('sandbox'), sandboxNow, 'the sandbox gauge counts sandbox’s differences only');
+    } finally {
+      await orders().update({ id: order.id }, { status: 'TRANSFER_COMPLETED' });
+    }
+    assert.deepEqual(await inEnv('live'), []);
+  });
+
   it('the worker’s gauge serves the count (the LedgerDoesNotReconcile alert reads it), computed in the background, not in the scrape', async () => {
     const { partnerId } = await newPartner();
     const order = await completedSale(partnerId, new Date().toISOString(), { paymentModel: 'service_collected' });

@@ -7,7 +7,7 @@ import { makeCommissionPayable } from '../../src/finance/sales';
 import { getStack } from './stack';
 
 /** An order waiting at TRANSFER_PENDING (no workflow), as fulfilment leaves it before completion. */
-export async function pendingOrder(partnerId: string, options: { paymentModel?: PaymentModel; priceCents?: number; commissionBps?: number; currency?: string } = {}): Promise<Order> {
+export async function pendingOrder(partnerId: string, options: { paymentModel?: PaymentModel; priceCents?: number; commissionBps?: number; currency?: string; environment?: Order['environment'] } = {}): Promise<Order> {
   const s = getStack();
   const domain = await s.dataSource.getRepository(Domain).findOneByOrFail({ environment: 'sandbox', name: 'academy.com' });
   const orders = s.dataSource.getRepository(Order);
@@ -15,7 +15,7 @@ export async function pendingOrder(partnerId: string, options: { paymentModel?: 
     orders.create({
       publicId: `ord_fixture${randomUUID().replace(/-/g, '').slice(0, 16)}`,
       partnerId,
-      environment: 'sandbox',
+      environment: options.environment ?? 'sandbox',
       quoteId: null,
       domainId: domain.id,
       domain: `fixture-${randomUUID().slice(0, 8)}.com`,
