@@ -8,6 +8,7 @@ import { markWorkflowStarted } from '../src/orders/orders';
 import { relistSandboxNames } from '../src/discovery/sandbox-relist';
 import { settleStalledPayment, stalledPayments } from '../src/checkout/sessions';
 import { SandboxCardProcessor } from '../src/checkout/payments';
+import { refundBuyerCard, unrefundedBuyers } from '../src/checkout/card-refunds';
 import { lateDeliveries } from '../src/webhooks/notify';
 import type { ActivityDeps } from './deps';
 import { heartbeatOrStop } from './heartbeat';
@@ -35,16 +36,24 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
   const payments = deps.payments ?? { sandbox: new SandboxCardProcessor(deps.dataSource) };
   return {
     /**
-     * Payments a crash left out with the processor (approved or not, never recorded): each is
-     * recorded as its sale, given back, or its charge voided; returns how many were settled.
+     * The card money a crash (or a slow processor) left unsettled, each kind a step of its own
+     * whose rows fail independently: payments left out with the processor (each recorded as its
+     * sale, given back, or its charge voided), and buyers of refunded or failed sales whose card
+     * was not refunded yet. Returns how many were settled. (One activity, as the recovery
+     * workflow has always called it, so that its runs in flight replay unchanged.)
      */
     async settleStalledPayments(input: { olderThanSeconds: number }): Promise<number> {
-      return eachOrLog(await stalledPayments(deps.dataSource, input.olderThanSeconds), 'could not settle a payment', (s) => ({ session_id: s.publicId }), async (session) => {
+      const settled = await eachOrLog(await stalledPayments(deps.dataSource, input.olderThanSeconds), 'could not settle a payment', (s) => ({ session_id: s.publicId }), async (session) => {
         const outcome = await settleStalledPayment({ dataSource: deps.dataSource, payments }, session);
         // Its workflow learns of the payment now (its refund window starts); the sweep starts the fulfilment.
         if (outcome === 'recorded') await deps.starters?.checkoutPaid(session.publicId);
         log.info('recovery sweep: a stalled payment settled', { session_id: session.publicId, outcome });
       });
+      const refunded = await eachOrLog(await unrefundedBuyers(deps.dataSource), "could not refund a buyer's card", (orderId) => ({ order_id: orderId }), async (orderId) => {
+        await refundBuyerCard({ dataSource: deps.dataSource, payments }, orderId);
+        log.info("recovery sweep: a buyer's card refunded after a crash", { order_id: orderId });
+      });
+      return settled + refunded;
     },
 
     /** Lists again the sandbox names whose transfer completed before `completedBefore`; returns how many. */

@@ -3,8 +3,9 @@
  * any order recorded more than 30 s ago whose workflow was never started (the API process died
  * between committing the order and starting it, and the partner did not retry), and wakes the
  * webhook delivery of any endpoint that is behind its events, and starts the 30-day window of any
- * referred sale whose workflow was never started, and settles card payments a crash left out
- * with the processor (recorded as their sale, or voided). Continues as new every 180 rounds
+ * referred sale whose workflow was never started, and settles the card money a crash left
+ * unsettled (payments left out with the processor, recorded as their sale or voided; buyers of
+ * refunded or failed sales whose card was not refunded yet). Continues as new every 180 rounds
  * (three hours), or sooner when the server suggests it.
  *
  * The three steps fail independently: each is tried a few times, then given up until the next

@@ -3,13 +3,17 @@
  * service refunds a service-collected sale, or its transfer fails, the processor refunds the
  * payment and the ledger books it (`card_refund`: `buyer_payments` +A, `service_cash` −A, after
  * the `card_payment` the checkout booked). Called after the refund or failure is committed, never
- * inside a transaction; idempotent, keyed by the order: a retry refunds and books once.
+ * inside a transaction; idempotent, keyed by the order: a retry refunds and books once. The
+ * committed order is its own outbox: a crash between the commit and the card's refund leaves an
+ * order REFUNDED or TRANSFER_FAILED with no `card_refund`, which the recovery sweep finds
+ * (unrefundedBuyers) and refunds within a minute.
  */
-import type { DataSource, EntityManager } from 'typeorm';
+import { In, type DataSource, type EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { CheckoutPayment } from '../db/entities/checkout-session';
 import { Order } from '../db/entities/order';
 import { ACCOUNT, post } from '../finance/ledger';
+import { LedgerPosting } from '../db/entities/ledger-posting';
 import { SandboxCardProcessor, type PaymentPort } from './payments';
 
 export interface CardRefundDeps {
@@ -28,11 +32,33 @@ export async function refundBuyerCard(deps: CardRefundDeps, orderId: string): Pr
   const payments = deps.payments ?? { sandbox: new SandboxCardProcessor(deps.dataSource) };
   const processor = payments[order.environment];
   if (!processor) throw new Error(`no card processor for ${order.environment}: the buyer of ${order.publicId} cannot be refunded`);
-  await processor.refund(payment.paymentRef, payment.amountCents, `refund:${order.id}`);
+  // A sale at price 0 charged nothing: there is nothing to give back (a processor refuses a refund
+  // of 0), and the reversal is still booked so that the order reads refunded.
+  if (payment.amountCents > 0) await processor.refund(payment.paymentRef, payment.amountCents, `refund:${order.id}`);
   await deps.dataSource.transaction((tx) =>
     bookCardMoney(tx, 'card_refund', { partnerId: order.partnerId, environment: order.environment, paymentRef: payment.paymentRef, amountCents: payment.amountCents, currency: payment.currency }),
   );
   return 'refunded';
+}
+
+/**
+ * Refunded or failed hosted-checkout sales whose buyer's card refund is not booked (the process
+ * died between committing the order's status and refunding the card): their order ids, oldest
+ * first, at most `limit`.
+ */
+export async function unrefundedBuyers(dataSource: DataSource, limit = 100): Promise<string[]> {
+  const rows = await dataSource
+    .getRepository(Order)
+    .createQueryBuilder('o')
+    .innerJoin(CheckoutPayment, 'cp', 'cp.session_id = o.checkout_session_id')
+    .leftJoin(LedgerPosting, 'back', "back.idempotency_key = 'card:' || cp.payment_ref || ':refunded'")
+    .select('o.id', 'id')
+    .where({ paymentModel: 'service_collected', status: In(['REFUNDED', 'TRANSFER_FAILED']) })
+    .andWhere('back.id IS NULL')
+    .orderBy('o.created_at', 'ASC')
+    .limit(limit)
+    .getRawMany<{ id: string }>();
+  return rows.map((r) => r.id);
 }
 
 /**

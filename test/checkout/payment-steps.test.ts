@@ -6,7 +6,10 @@ import { CheckoutPayment, CheckoutSession } from '../../src/db/entities/checkout
 import { Domain } from '../../src/db/entities/domain';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { Order } from '../../src/db/entities/order';
-import { SandboxCharge } from '../../src/db/entities/sandbox-charge';
+import { SandboxCharge, SandboxRefund } from '../../src/db/entities/sandbox-charge';
+import { randomUUID } from 'node:crypto';
+import { importInventory } from '../../src/discovery/inventory';
+import { refundCompletedSale } from '../../src/orders/refunds';
 import { payForSession, paymentKey } from '../../src/checkout/sessions';
 import { SANDBOX_CARDS, SandboxCardProcessor, type Authorization, type CardPayment, type PaymentPort } from '../../src/checkout/payments';
 import { reconcile } from '../../src/finance/reconcile';
@@ -202,5 +205,63 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
 
     const report = await reconcile(s.dataSource, 'sandbox');
     assert.deepEqual(report.differences.filter((d) => [failed.order.publicId, sold.order.publicId].includes(d.id)), []);
+  });
+  describe('the buyer\'s card back, whatever stops on the way', () => {
+    const s = () => getStack();
+    const processor = () => new SandboxCardProcessor(getStack().dataSource);
+    // Orders whose steps these tests run themselves: their fulfilment is started on a queue no worker serves.
+    const deps = () => checkoutDeps({ ...s().appDeps, workflows: { client: s().env.client, taskQueue: 'no-worker-serves-this' }, payments: { sandbox: processor() } });
+    const steps = async (orderId: string, ...to: string[]) => {
+      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey, payments: { sandbox: processor() } });
+      for (const status of to) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId, to: status as never, at: new Date().toISOString() });
+    };
+    const COMPLETE = ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED'];
+    const paidOrder = async (sessionId: string) => {
+      const outcome = await payForSession(deps(), sessionId, card(SANDBOX_CARDS.approved), BUYER);
+      assert.equal(outcome.kind, 'paid', JSON.stringify(outcome));
+      return s().dataSource.getRepository(Order).findOneByOrFail({ publicId: outcome.kind === 'paid' ? outcome.orderPublicId : '' });
+    };
+    const cardDifferences = async (publicId: string) => (await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.id === publicId).map((d) => d.field);
+    const refundsBooked = (ref: string) => s().dataSource.getRepository(LedgerPosting).countBy({ idempotencyKey: `card:${ref}:refunded` });
+
+    it('a zero-price sale (the inventory allows price 0): paid, then refunded by the service after completion, or after a failed transfer, with no refund of 0 asked of the processor; reconcile stays clean', async () => {
+      const { client } = await newPartner();
+      const zeroSession = async () => {
+        const name = `zero-${randomUUID().slice(0, 8)}.com`;
+        await importInventory(s().dataSource, 'sandbox', [{ name, category: 'business', buy_now_price_cents: 0, floor_price_cents: 0, currency: 'USD', status: 'listed', active_site: false }]);
+        const res = await client.post<{ session_id: string; price_cents: number }>('/api/partner/v1/checkout-session', { domain: name });
+        assert.deepEqual([res.status, res.body.price_cents], [201, 0], res.text);
+        return res.body.session_id;
+      };
+      const refundDeps = { dataSource: s().dataSource, workflows: s().appDeps.workflows, payments: { sandbox: processor() } };
+      const sold = await paidOrder(await zeroSession());
+      await steps(sold.id, ...COMPLETE);
+      const refunded = await refundOrder(refundDeps, await s().dataSource.getRepository(Order).findOneByOrFail({ id: sold.id }), 'buyer asked', 'service');
+      assert.deepEqual([refunded.status, refunded.refund.amount_cents], [201, 0]);
+      const failed = await paidOrder(await zeroSession());
+      await steps(failed.id, 'DOMAIN_LOCKED', 'TRANSFER_FAILED');
+      for (const order of [sold, failed]) {
+        assert.equal(await refundsBooked(order.externalPaymentRef), 1, 'the card refund booked (of nothing)');
+        assert.equal(await s().dataSource.getRepository(SandboxRefund).countBy({ idempotencyKey: `refund:${order.id}` }), 0, 'the processor was asked for no refund of 0');
+        assert.deepEqual(await cardDifferences(order.publicId), []);
+      }
+    });
+
+    it('an operator\'s refund whose process dies after the reversal commits: the recovery sweep refunds the buyer\'s card within its next round, once', async () => {
+      const { sessionId } = await openSession();
+      const sold = await paidOrder(sessionId);
+      await steps(sold.id, ...COMPLETE);
+      const charge = await s().dataSource.getRepository(SandboxCharge).findOneByOrFail({ paymentRef: sold.externalPaymentRef });
+      // What `admin order refund` commits first; the process dies before the card is refunded.
+      await refundCompletedSale(s().dataSource, sold.id, 'buyer asked', new Date());
+      assert.equal((await s().dataSource.getRepository(SandboxCharge).findOneByOrFail({ id: charge.id })).refundedCents, 0);
+      assert.deepEqual(await cardDifferences(sold.publicId), ["buyer's card refunded (order REFUNDED)"], 'until the sweep: a difference');
+      assert.ok((await sweep(processor())) >= 1);
+      assert.equal((await s().dataSource.getRepository(SandboxCharge).findOneByOrFail({ id: charge.id })).refundedCents, charge.amountCents);
+      assert.equal(await refundsBooked(charge.paymentRef), 1);
+      await sweep(processor());
+      assert.deepEqual([(await s().dataSource.getRepository(SandboxCharge).findOneByOrFail({ id: charge.id })).refundedCents, await refundsBooked(charge.paymentRef)], [charge.amountCents, 1], 'once');
+      assert.deepEqual(await cardDifferences(sold.publicId), []);
+    });
   });
 });
