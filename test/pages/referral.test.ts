@@ -12,6 +12,8 @@ import { getStack, openWorkflowsReport, ownTemporal } from '../helpers/stack';
 import { freshDomain, fulfilmentResult } from '../helpers/orders';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { admin } from '../helpers/admin';
+import { CheckoutSession } from '../../src/db/entities/checkout-session';
+import { ReferralCheckout, ReferralLink } from '../../src/db/entities/referral';
 
 
 type Line = { line_id: string; kind: string; amount_cents: number; balance_cents: number; sale_id?: string; payout_id?: string };
@@ -189,6 +191,11 @@ describe('referral end to end in Chromium: click, landing page, Buy now, checkou
     await payWithTestCard(page, 'Own Buyer', 'own@example.com');
     const paid = (await client.get<{ status: string; order_id: string }>(`/api/partner/v1/checkout-session/${session.body.session_id}`)).body;
     assert.equal(paid.status, 'complete');
+    // The link's cookie did reach the checkout (its page counted this session as the link's), so
+    // "no referred sale" below is the self-referral rule at work, not an attribution that broke.
+    const internal = await s.dataSource.getRepository(CheckoutSession).findOneByOrFail({ publicId: session.body.session_id });
+    const started = await s.dataSource.getRepository(ReferralCheckout).findOneBy({ sessionId: internal.id });
+    assert.equal(started?.linkId, (await s.dataSource.getRepository(ReferralLink).findOneByOrFail({ code: new URL(link.url).pathname.split('/').pop()! })).id, 'the checkout was started by the link\'s cookie');
     assert.deepEqual((await client.get<{ data: Sale[] }>('/api/partner/v1/me/sales')).body.data, [], 'no referred sale');
     assert.equal((await commissions(client)).data.length, 0, 'no commission line');
     const [{ n }] = (await s.dataSource.query('SELECT count(*)::int AS n FROM referral_sales s JOIN orders o ON o.id = s.order_id WHERE o.public_id = $1', [paid.order_id])) as Array<{ n: number }>;
