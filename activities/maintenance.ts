@@ -6,9 +6,10 @@ import { RequestNonce } from '../src/db/entities/admission';
 import { ReferralSale } from '../src/db/entities/referral';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { relistSandboxNames } from '../src/discovery/sandbox-relist';
-import { settleStalledPayment, stalledPayments } from '../src/checkout/sessions';
+import { settleStalledPayment, stalledPayments, unsignalledPaidSessions } from '../src/checkout/sessions';
 import { SandboxCardProcessor } from '../src/checkout/payments';
 import { refundBuyerCard, unrefundedBuyers } from '../src/checkout/card-refunds';
+import { makeCommissionPayable, pendingCommissionsPastWindow } from '../src/finance/sales';
 import { lateDeliveries } from '../src/webhooks/notify';
 import type { ActivityDeps } from './deps';
 import { heartbeatOrStop } from './heartbeat';
@@ -38,8 +39,10 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
     /**
      * The card money a crash (or a slow processor) left unsettled, each kind a step of its own
      * whose rows fail independently: payments left out with the processor (each recorded as its
-     * sale, given back, or its charge voided), and buyers of refunded or failed sales whose card
-     * was not refunded yet. Returns how many were settled. (One activity, as the recovery
+     * sale, given back, or its charge voided), buyers of refunded or failed sales whose card was
+     * not refunded yet, paid sessions whose workflow was never told (a lost paid signal), and
+     * commissions still pending after their sale's 30-day window (a session workflow that never
+     * reached that step: ended before it existed, or pinned to a build without it). Returns how many were settled. (One activity, as the recovery
      * workflow has always called it, so that its runs in flight replay unchanged.)
      */
     async settleStalledPayments(input: { olderThanSeconds: number }): Promise<number> {
@@ -53,7 +56,18 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         await refundBuyerCard({ dataSource: deps.dataSource, payments }, orderId);
         log.info("recovery sweep: a buyer's card refunded after a crash", { order_id: orderId });
       });
-      return settled + refunded;
+      const starters = deps.starters;
+      const signalled = starters
+        ? await eachOrLog(await unsignalledPaidSessions(deps.dataSource, input.olderThanSeconds), 'could not tell a checkout workflow of its payment', (s) => ({ session_id: s.publicId }), async (session) => {
+            await starters.checkoutPaid(session.publicId);
+            log.info('recovery sweep: a lost paid signal sent again', { session_id: session.publicId });
+          })
+        : 0;
+      const payable = await eachOrLog(await pendingCommissionsPastWindow(deps.dataSource), 'could not make a commission payable', (orderId) => ({ order_id: orderId }), async (orderId) => {
+        const outcome = await makeCommissionPayable(deps.dataSource, orderId, new Date());
+        log.info('recovery sweep: a commission past its refund window made payable', { order_id: orderId, outcome });
+      });
+      return settled + refunded + signalled + payable;
     },
 
     /** Lists again the sandbox names whose transfer completed before `completedBefore`; returns how many. */

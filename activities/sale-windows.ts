@@ -1,7 +1,7 @@
 /** The timers after a sale: a checkout session's 7 days and its sale's 30-day refund window, a referred sale's. */
 import { CheckoutSession } from '../src/db/entities/checkout-session';
 import { expireSession } from '../src/checkout/sessions';
-import { makeCommissionPayable } from '../src/finance/sales';
+import { makeCommissionPayable, serviceRefundWindow } from '../src/finance/sales';
 import { accrueCommission } from '../src/referral/commissions';
 import type { ActivityDeps } from './deps';
 
@@ -12,10 +12,11 @@ export function createSaleWindowActivities(deps: ActivityDeps) {
       return expireSession(deps.dataSource, input.sessionPublicId);
     },
 
-    /** The order a paid session recorded; null when it was not paid. */
-    async checkoutSaleOf(input: { sessionPublicId: string }): Promise<{ orderId: string } | null> {
+    /** The order a paid session recorded and how long ago it was paid (the database's clock); null when it was not paid. */
+    async checkoutSaleOf(input: { sessionPublicId: string }): Promise<{ orderId: string; paidAgoMs: number } | null> {
       const session = await deps.dataSource.getRepository(CheckoutSession).findOneBy({ publicId: input.sessionPublicId });
-      return session?.orderId ? { orderId: session.orderId } : null;
+      if (!session?.orderId) return null;
+      return { orderId: session.orderId, paidAgoMs: (await serviceRefundWindow(deps.dataSource.manager, session.orderId)).paidAgoMs };
     },
 
     /** A hosted-checkout sale's refund window passed: its commission becomes payable (or the sale was undone). */

@@ -53,18 +53,20 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
 }
 
 /**
- * The sale's 30-day refund window, on this workflow's clock from when it learned of the payment
- * (its paid signal, sent by whoever recorded it); then its commission becomes payable.
+ * The sale's 30-day refund window, counted from the payment's recorded time: how long ago the
+ * database says it was paid, when this workflow learns of it (its paid signal, delivered until it
+ * arrives, or its 7 days' end), so a late or lost signal never moves the window's end (runs
+ * recorded before that was answered: from when the signal came). Then its commission becomes
+ * payable. A sale whose transfer is still under way then is made payable when it is booked
+ * (src/finance/sales.ts), so this workflow ends either way.
  */
-async function refundWindow(sessionPublicId: string, paidAt: number): Promise<void> {
+async function refundWindow(sessionPublicId: string, signalledAt: number): Promise<void> {
   const sale = await checkoutSaleOf({ sessionPublicId });
   if (!sale) return;
   showBusinessStatus('refund_window');
+  const paidAt = typeof sale.paidAgoMs === 'number' ? Date.now() - sale.paidAgoMs : signalledAt;
   await sleep(Math.max(1, paidAt + SERVICE_REFUND_WINDOW_MS - Date.now()), { summary: 'the 30-day refund window' });
-  // A sale is booked when its transfer completes; one still under way (an operator's) is waited for.
-  while ((await makeServiceCommissionPayable({ orderId: sale.orderId, at: new Date().toISOString() })) === 'not_booked') {
-    await sleep('1 day', { summary: 'the transfer is still under way: the sale is not booked yet' });
-  }
+  await makeServiceCommissionPayable({ orderId: sale.orderId, at: new Date().toISOString() });
   showBusinessStatus('complete');
 }
 

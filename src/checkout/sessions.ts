@@ -4,7 +4,8 @@
  * name must still be listed at the price the session showed, the session must be open, and the
  * payment is taken once per session (its row lock, then a unique payment row).
  */
-import { LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
+import { IsNull, LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
 import { CheckoutPayment, CheckoutSession, type PayingDetails } from '../db/entities/checkout-session';
@@ -404,9 +405,32 @@ async function recordPaidSession(dataSource: DataSource, sessionPublicId: string
   });
 }
 
-/** Tells the session's workflow it was paid (its 30-day refund window starts); one that has ended needs nothing. */
-export async function signalCheckoutPaid(w: WorkflowStarter, sessionPublicId: string): Promise<void> {
-  await w.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal).catch(() => undefined);
+/**
+ * Tells the session's workflow it was paid (it stops waiting out the 7 days and holds the sale's
+ * refund window, counted from the payment's recorded time), then marks the session told. A
+ * workflow that has ended needs nothing: marked too. Any other failure leaves the session
+ * unmarked and is thrown; the recovery sweep signals it again (unsignalledPaidSessions), so the
+ * signal is delivered however often it is lost.
+ */
+export async function signalCheckoutPaid(w: WorkflowStarter, dataSource: DataSource, sessionPublicId: string): Promise<void> {
+  try {
+    await w.client.workflow.getHandle(checkoutWorkflowId(sessionPublicId)).signal(checkoutPaidSignal);
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  await dataSource.getRepository(CheckoutSession).update({ publicId: sessionPublicId, paidSignalledAt: IsNull() }, { paidSignalledAt: () => 'now()' });
+}
+
+/** Paid sessions whose workflow has not been told for `olderThanSeconds` (a lost signal), oldest first, at most 100. */
+export async function unsignalledPaidSessions(dataSource: DataSource, olderThanSeconds: number): Promise<CheckoutSession[]> {
+  return dataSource
+    .getRepository(CheckoutSession)
+    .createQueryBuilder('s')
+    .where("s.status = 'complete' AND s.paid_signalled_at IS NULL")
+    .andWhere('s.closed_at < now() - make_interval(secs => :olderThanSeconds)', { olderThanSeconds })
+    .orderBy('s.closed_at', 'ASC')
+    .limit(100)
+    .getMany();
 }
 
 /** After the record commits, idempotently (the recovery sweep starts whatever a crash left unstarted). */
@@ -417,7 +441,8 @@ async function afterPaid(deps: CheckoutDeps, recorded: Extract<Recorded, { kind:
     await startOrderFulfilment(deps.workflows, { orderId: order.id, orderPublicId: order.publicId, partnerId: order.partnerId, environment: order.environment, domain: order.domain, serviceCollected: true });
     await markWorkflowStarted(deps.dataSource, order.id);
   }
-  await signalCheckoutPaid(deps.workflows, recorded.session.publicId);
+  // A signal lost here is sent again by the recovery sweep; the buyer's payment stands either way.
+  await signalCheckoutPaid(deps.workflows, deps.dataSource, recorded.session.publicId).catch(() => undefined);
   await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
 }
 

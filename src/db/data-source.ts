@@ -52,6 +52,7 @@ import { OperatorActions1795002400000 } from './migrations/1795002400000-operato
 import { EventRequestId1795002500000 } from './migrations/1795002500000-event-request-id';
 import { WebhookSecretRotation1795002600000 } from './migrations/1795002600000-webhook-secret-rotation';
 import { AdmissionRateLimitState1795002700000 } from './migrations/1795002700000-admission-rate-limit-state';
+import { PaidSignal1795002800000 } from './migrations/1795002800000-paid-signal';
 import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
@@ -121,6 +122,7 @@ export const migrations = [
   EventRequestId1795002500000,
   WebhookSecretRotation1795002600000,
   AdmissionRateLimitState1795002700000,
+  PaidSignal1795002800000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -39,7 +39,7 @@ export interface ReconcileReport {
   differences: Difference[];
 }
 
-/** A referred sale's window is 30 days; its workflow's timer may run this much late before a missing line is a difference. */
+/** A sale's refund window is 30 days (a referred one's too); its workflow's timer may run this much late before a missing posting is a difference. */
 const REFERRAL_WINDOW_GRACE = "interval '31 days'";
 
 export async function reconcile(dataSource: DataSource, environment?: Environment): Promise<ReconcileReport> {
@@ -218,6 +218,22 @@ async function reconcileIn(manager: EntityManager, environment?: Environment): P
     if (!c.booked) differences.push({ kind: 'order', id: c.order_id, field: 'card payment booked', stored: 'missing', from_ledger: 'card_payment' });
     if ((c.status === 'REFUNDED' || c.status === 'TRANSFER_FAILED') && !c.refunded) differences.push({ kind: 'order', id: c.order_id, field: `buyer's card refunded (order ${c.status})`, stored: 'missing', from_ledger: 'card_refund' });
   }
+
+  // 7. Each hosted-checkout sale still standing 31 days after its payment has its commission
+  //    payable (its session workflow's timer, or the recovery sweep for one that never will).
+  const pendingTooLong = await inEnv(
+    manager
+      .getRepository(SaleTransaction)
+      .createQueryBuilder('t')
+      .innerJoin(Order, 'o', 'o.id = t.order_id')
+      .leftJoin(CheckoutPayment, 'cp', 'cp.session_id = o.checkout_session_id')
+      .leftJoin(LedgerPosting, 'p', "p.idempotency_key = 'transaction:' || t.id || ':payable'")
+      .select('t.public_id', 'txn')
+      .where("t.payment_model = 'service_collected' AND t.status = 'completed' AND p.id IS NULL")
+      .andWhere(`coalesce(cp.created_at, o.created_at) < now() - ${REFERRAL_WINDOW_GRACE}`),
+    't',
+  ).getRawMany<{ txn: string }>();
+  for (const t of pendingTooLong) differences.push({ kind: 'transaction', id: t.txn, field: 'commission after its 30-day refund window', stored: 'pending', from_ledger: 'payable' });
 
   return {
     ok: differences.length === 0,

@@ -14,6 +14,8 @@ import { commissionCents } from '../money';
 import { ACCOUNT, brokerageEntries, commissionPayableEntries, post, saleEntries, type Account } from './ledger';
 import type { DataSource } from 'typeorm';
 import { Order as OrderRow } from '../db/entities/order';
+import { CheckoutPayment } from '../db/entities/checkout-session';
+import { SERVICE_REFUND_WINDOW_MS } from '../../workflows/messages';
 
 /** Books the completed order at the rate fixed on it; a retry finds the sale booked and does nothing. */
 export async function bookSale(tx: EntityManager, order: Order, at: Date): Promise<void> {
@@ -51,6 +53,30 @@ export async function bookSale(tx: EntityManager, order: Order, at: Date): Promi
     currency: order.currency,
     entries: saleEntries(order.paymentModel, gross, commission),
   });
+  // A hosted-checkout sale completing after its 30-day refund window (a slow transfer) cannot be
+  // refunded any more: its commission is payable at once. Under the order's row lock, which the
+  // window's end takes first too (makeCommissionPayable), so one of the two always sees the other.
+  if (order.paymentModel === 'service_collected' && (await serviceRefundWindow(tx, order.id)).passed) {
+    await postPayable(tx, { id: txn.id, partnerId: order.partnerId, environment: order.environment, paymentModel: order.paymentModel, currency: order.currency, commissionCents: commission }, at);
+  }
+}
+
+/**
+ * A service-collected sale's 30-day refund window (CONTRACT §11), counted from the payment's
+ * recorded time (its checkout payment's; the order's for a sale without one) on the database's
+ * clock at this statement (clock_timestamp(): after any lock its transaction waited for).
+ */
+export async function serviceRefundWindow(manager: EntityManager, orderId: string): Promise<{ paidAgoMs: number; passed: boolean }> {
+  const row = await manager
+    .getRepository(OrderRow)
+    .createQueryBuilder('o')
+    .leftJoin(CheckoutPayment, 'cp', 'cp.session_id = o.checkout_session_id')
+    .select('floor(extract(epoch FROM clock_timestamp() - coalesce(cp.created_at, o.created_at)) * 1000)::float8', 'paid_ago_ms')
+    .where('o.id = :orderId', { orderId })
+    .getRawOne<{ paid_ago_ms: number }>();
+  if (!row) throw new Error(`no order ${orderId}`);
+  const paidAgoMs = Number(row.paid_ago_ms);
+  return { paidAgoMs, passed: paidAgoMs >= SERVICE_REFUND_WINDOW_MS };
 }
 
 /**
@@ -129,30 +155,57 @@ export const payableKey = (transactionId: string) => `transaction:${transactionI
 
 /**
  * A service-collected sale's 30-day refund window has passed (the checkout session's workflow
- * timer): its commission becomes payable, once, unless the sale was undone meanwhile. Under the
- * transaction's row lock, which a refund of the sale takes too, so the two never both happen.
- * `not_booked` while the order's transfer is still under way (the sale is booked when it completes).
+ * timer, or the recovery sweep for a sale whose workflow never will): its commission becomes
+ * payable, once, unless the sale was undone meanwhile. Under the order's row lock, then the
+ * transaction's, which a refund of the sale takes too, so the two never both happen.
+ * `not_booked` while the order's transfer is still under way: its booking then makes the
+ * commission payable at once (bookSale), as the order's lock orders the two.
  */
 export async function makeCommissionPayable(dataSource: DataSource, orderId: string, at: Date): Promise<'payable' | 'reversed' | 'not_booked' | 'never'> {
   return dataSource.transaction(async (tx) => {
+    const order = await tx.getRepository(OrderRow).createQueryBuilder('o').setLock('pessimistic_write').where('o.id = :orderId', { orderId }).getOneOrFail();
     const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('pessimistic_write').where('t.order_id = :orderId', { orderId }).getOne();
-    if (!txn) {
-      const order = await tx.getRepository(OrderRow).findOneByOrFail({ id: orderId });
-      return order.status === 'REFUNDED' || order.status === 'TRANSFER_FAILED' ? 'never' : 'not_booked';
-    }
+    if (!txn) return order.status === 'REFUNDED' || order.status === 'TRANSFER_FAILED' ? 'never' : 'not_booked';
     if (txn.status === 'reversed') return 'reversed';
-    await post(tx, {
-      idempotencyKey: payableKey(txn.id),
-      partnerId: txn.partnerId,
-      environment: txn.environment,
-      kind: 'commission_payable',
-      paymentModel: txn.paymentModel,
-      transactionId: txn.id,
-      occurredAt: at,
-      currency: txn.currency,
-      settled: false,
-      entries: commissionPayableEntries(txn.commissionCents),
-    });
+    await postPayable(tx, txn, at);
     return 'payable';
   });
+}
+
+/** The posting that makes a sale's commission payable, once (payableKey). */
+async function postPayable(tx: EntityManager, txn: Pick<SaleTransaction, 'id' | 'partnerId' | 'environment' | 'paymentModel' | 'currency' | 'commissionCents'>, at: Date): Promise<void> {
+  await post(tx, {
+    idempotencyKey: payableKey(txn.id),
+    partnerId: txn.partnerId,
+    environment: txn.environment,
+    kind: 'commission_payable',
+    paymentModel: txn.paymentModel,
+    transactionId: txn.id,
+    occurredAt: at,
+    currency: txn.currency,
+    settled: false,
+    entries: commissionPayableEntries(txn.commissionCents),
+  });
+}
+
+/**
+ * Hosted-checkout sales past their 30-day window whose commission is still pending: sales whose
+ * session workflow will never make it payable (runs that ended before that step existed, or are
+ * pinned to a build without it), or whose window ended while the sale was not yet booked. The
+ * recovery sweep makes each payable. Order ids, oldest first, at most `limit`.
+ */
+export async function pendingCommissionsPastWindow(dataSource: DataSource, limit = 100): Promise<string[]> {
+  const rows = await dataSource
+    .getRepository(SaleTransaction)
+    .createQueryBuilder('t')
+    .innerJoin(OrderRow, 'o', 'o.id = t.order_id')
+    .leftJoin(CheckoutPayment, 'cp', 'cp.session_id = o.checkout_session_id')
+    .leftJoin(LedgerPosting, 'p', "p.idempotency_key = 'transaction:' || t.id || ':payable'")
+    .select('t.order_id', 'order_id')
+    .where("t.payment_model = 'service_collected' AND t.status = 'completed' AND p.id IS NULL")
+    .andWhere('coalesce(cp.created_at, o.created_at) <= clock_timestamp() - make_interval(secs => :windowSeconds)', { windowSeconds: SERVICE_REFUND_WINDOW_MS / 1000 })
+    .orderBy('t.occurred_at', 'ASC')
+    .limit(limit)
+    .getRawMany<{ order_id: string }>();
+  return rows.map((r) => r.order_id);
 }

@@ -11,7 +11,7 @@ import { Refund } from '../db/entities/refund';
 import { appendEvent } from '../events/outbox';
 import { LedgerPosting } from '../db/entities/ledger-posting';
 import { SaleTransaction } from '../db/entities/sale-transaction';
-import { payableKey, reverseSale } from '../finance/sales';
+import { payableKey, reverseSale, serviceRefundWindow } from '../finance/sales';
 import { reverseCommissionOfOrder } from '../referral/commissions';
 import { publicId } from '../ids';
 import { loadOrderForUpdate, releaseName, writeStatus } from './fulfilment';
@@ -124,10 +124,12 @@ export async function refundCompletedSale(dataSource: DataSource, orderId: strin
     if (order.paymentModel !== 'service_collected' || order.status !== 'TRANSFER_COMPLETED') {
       throw new RefundNotAllowed(`order ${order.publicId} is not a completed service-collected sale`);
     }
-    // The window is the checkout session workflow's timer: once it has fired, the commission is
-    // payable and the sale can no longer be refunded. The transaction's row lock orders the two.
+    // The window is 30 days from the payment's recorded time, whatever became of the checkout
+    // session workflow's timer (a lost signal, a run that never reached it); once the timer has
+    // fired, the commission is payable and the sale can no longer be refunded either. The
+    // transaction's row lock orders the two.
     const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('pessimistic_write').where('t.order_id = :orderId', { orderId: order.id }).getOneOrFail();
-    if (await tx.getRepository(LedgerPosting).existsBy({ idempotencyKey: payableKey(txn.id) })) {
+    if ((await serviceRefundWindow(tx, order.id)).passed || (await tx.getRepository(LedgerPosting).existsBy({ idempotencyKey: payableKey(txn.id) }))) {
       throw new RefundNotAllowed(`order ${order.publicId} was paid more than ${SERVICE_REFUND_WINDOW_DAYS} days ago; its refund window has closed`);
     }
     const view = await refundOrderRow(tx, order, publicId('ref'), reason, at, async () => {

@@ -14,7 +14,7 @@ import type { WorkflowStarter } from './start';
 export interface Starters {
   /** An order's fulfilment workflow (once per order). */
   orderFulfilment(order: { orderId: string; orderPublicId: string; partnerId: string; environment: Environment; domain: string; serviceCollected?: boolean }): Promise<void>;
-  /** Tells a checkout session's workflow that the session was paid (its refund window starts). */
+  /** Tells a checkout session's workflow that the session was paid (its refund window starts), and marks it told. */
   checkoutPaid(sessionPublicId: string): Promise<void>;
   /** A referred sale's commission window (once per sale). */
   referralCommission(sale: { publicId: string; partnerId: string; domain: string; environment: Environment }): Promise<void>;
@@ -30,6 +30,6 @@ export function workflowStarters(workflows: WorkflowStarter, dataSource: DataSou
     referralCommission: (sale) => startReferralCommission(workflows, dataSource, sale.publicId, sale.partnerId, sale.domain, sale.environment),
     wakeDelivery: (partnerId, environment, idle) => wakeDelivery(workflows, partnerId, environment, idle),
     eventsAppended: (partnerId, environment) => notifyEventsAppended(dataSource, workflows, partnerId, environment),
-    checkoutPaid: (sessionPublicId) => signalCheckoutPaid(workflows, sessionPublicId),
+    checkoutPaid: (sessionPublicId) => signalCheckoutPaid(workflows, dataSource, sessionPublicId),
   };
 }

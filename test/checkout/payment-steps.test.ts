@@ -19,7 +19,11 @@ import { admin } from '../helpers/admin';
 import { recordHistory } from '../helpers/histories';
 import { runPayouts } from '../../src/finance/payouts';
 import { SaleTransaction } from '../../src/db/entities/sale-transaction';
-import { checkoutWorkflowId } from '../../workflows/messages';
+import { checkoutWorkflowId, orderWorkflowId } from '../../workflows/messages';
+import { workflowStarters } from '../../src/temporal/starters';
+import type { WorkflowStarter } from '../../src/temporal/start';
+import { completedSale } from '../helpers/money';
+import { waitFor } from '../helpers/wait';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
 const BUYER = { name: 'Jane Buyer', email: 'jane@example.com', registrant: {} };
@@ -54,6 +58,17 @@ class ProcessorWith implements PaymentPort {
 describe('hosted checkout: a payment in three steps, settled after a crash, refunded through the processor', function () {
   ownTemporal();
   this.timeout(60_000);
+
+  /**
+   * Orders whose steps a test runs itself have their fulfilment started on a queue no worker
+   * serves. Each is ended after its test: a workflow task left waiting there would stop the
+   * time-skipping server from skipping time for the tests after it.
+   */
+  const unservedOrders: string[] = [];
+  const unserved = (): WorkflowStarter => ({ client: getStack().env.client, taskQueue: 'no-worker-serves-this' });
+  afterEach(async () => {
+    for (const id of unservedOrders.splice(0)) await getStack().env.client.workflow.getHandle(orderWorkflowId(id)).terminate('its steps were run by the test').catch(() => undefined);
+  });
 
   async function openSession(): Promise<{ sessionId: string; domain: string; partnerId: string }> {
     const { client, partnerId } = await newPartner();
@@ -170,47 +185,111 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
     assert.equal((await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ id: txn.id })).status, 'completed');
   });
 
-  it('the service\'s refund of a completed sale and a failed transfer give the buyer\'s money back through the processor, once, and the ledger shows it', async () => {
-    const s = getStack();
-    const processor = new SandboxCardProcessor(s.dataSource);
-    // Orders whose steps this test runs itself: their fulfilment is started on a queue no worker serves.
-    const deps = checkoutDeps({ ...s.appDeps, workflows: { client: s.env.client, taskQueue: 'no-worker-serves-this' }, payments: { sandbox: processor } });
-    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, payments: { sandbox: processor } });
-    const run = (to: string, orderId: string) => new MockActivityEnvironment().run(activities.advanceOrder, { orderId, to: to as never, at: new Date().toISOString() });
-    const paidOrder = async () => {
-      const { sessionId } = await openSession();
-      const outcome = await payForSession(deps, sessionId, card(SANDBOX_CARDS.approved), BUYER);
-      assert.equal(outcome.kind, 'paid');
-      const order = await s.dataSource.getRepository(Order).findOneByOrFail({ publicId: outcome.kind === 'paid' ? outcome.orderPublicId : '' });
-      return { order, charge: await s.dataSource.getRepository(SandboxCharge).findOneByOrFail({ paymentRef: order.externalPaymentRef }) };
+  describe('the 30-day window is one clock: from the payment\'s recorded time, whatever signal is lost', () => {
+    const s = () => getStack();
+    const DAY = 24 * 60 * 60 * 1000;
+    /**
+     * The suite's client with something lost on the way: every signal (the frontend unreachable
+     * at that moment), or the start of an order's fulfilment (a sale whose transfer never moves
+     * until the test moves it).
+     */
+    const losing = (lost: 'signals' | 'fulfilment'): WorkflowStarter => {
+      const { client, taskQueue } = s().appDeps.workflows;
+      const bound = <T extends object>(target: T, swap: (prop: PropertyKey) => unknown) =>
+        new Proxy(target, {
+          get(t, prop) {
+            const swapped = swap(prop);
+            if (swapped !== undefined) return swapped;
+            const value = Reflect.get(t, prop, t) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+          },
+        });
+      const workflow = bound(client.workflow, (prop) => {
+        if (lost === 'signals' && prop === 'getHandle') {
+          return (...args: Parameters<typeof client.workflow.getHandle>) => bound(client.workflow.getHandle(...args), (p) => (p === 'signal' ? () => Promise.reject(new Error('the signal was lost')) : undefined));
+        }
+        if (lost === 'fulfilment' && prop === 'start') {
+          return (type: string, options: Parameters<typeof client.workflow.start>[1]) => (type === 'orderFulfilmentWorkflow' ? Promise.resolve(undefined) : client.workflow.start(type, options));
+        }
+        return undefined;
+      });
+      return { client: bound(client, (prop) => (prop === 'workflow' ? workflow : undefined)), taskQueue };
     };
-    const refundedCents = async (id: string) => (await s.dataSource.getRepository(SandboxCharge).findOneByOrFail({ id })).refundedCents;
-    const booked = (ref: string) => s.dataSource.getRepository(LedgerPosting).countBy({ idempotencyKey: `card:${ref}:refunded` });
+    const sweepWithStarters = async () => {
+      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey, payments: { sandbox: new SandboxCardProcessor(s().dataSource) }, starters: workflowStarters(s().appDeps.workflows, s().dataSource) });
+      return (await new MockActivityEnvironment().run(activities.settleStalledPayments, { olderThanSeconds: 0 })) as number;
+    };
+    /** Moves the sale's recorded payment `days` into the past on the database's clock (which the time-skipping server does not move). */
+    const paidDaysAgo = (sessionId: string, days: number) =>
+      s().dataSource.getRepository(CheckoutPayment).update({ sessionId }, { createdAt: () => `now() - make_interval(days => ${days})` });
+    const payable = async (orderId: string) => {
+      const txn = await s().dataSource.getRepository(SaleTransaction).findOneBy({ orderId });
+      return txn ? s().dataSource.getRepository(LedgerPosting).countBy({ idempotencyKey: `transaction:${txn.id}:payable` }) : 0;
+    };
 
-    // A transfer that fails: the activity that records it refunds the card (twice run, once refunded).
-    const failed = await paidOrder();
-    await run('DOMAIN_LOCKED', failed.order.id);
-    await run('TRANSFER_FAILED', failed.order.id);
-    await run('TRANSFER_FAILED', failed.order.id);
-    assert.deepEqual([await refundedCents(failed.charge.id), await booked(failed.charge.paymentRef)], [failed.charge.amountCents, 1]);
+    it('a paid signal lost for 6 days is delivered by the recovery sweep, and the window still ends 30 days after the payment (day 30, not day 36)', async () => {
+      const { sessionId } = await openSession();
+      const outcome = await payForSession(checkoutDeps({ ...s().appDeps, workflows: losing('signals') }), sessionId, card(SANDBOX_CARDS.approved), BUYER);
+      assert.equal(outcome.kind, 'paid');
+      const paid = await session(sessionId);
+      assert.equal(paid.paidSignalledAt, null, 'the session knows its workflow was not told');
+      const order = await s().dataSource.getRepository(Order).findOneByOrFail({ id: paid.orderId! });
+      assert.equal((await fulfilmentStepwise(order.publicId)).status, 'TRANSFER_COMPLETED');
+      // Six days pass on both clocks before the sweep gets the signal through.
+      await s().env.sleep('6 days');
+      await paidDaysAgo(paid.id, 6);
+      assert.ok((await sweepWithStarters()) >= 1);
+      assert.ok((await session(sessionId)).paidSignalledAt, 'marked told');
+      const checkout = s().env.client.workflow.getHandle(checkoutWorkflowId(sessionId));
+      await waitFor(async () => (await checkout.describe()).searchAttributes.BusinessStatus, (status) => JSON.stringify(status) === '["refund_window"]', 30_000, 'the window held');
+      await s().env.sleep(23 * DAY);
+      assert.equal(await payable(order.id), 0, 'day 29: still refundable');
+      await s().env.sleep(2 * DAY);
+      assert.equal(await checkout.result(), 'complete');
+      assert.equal(await payable(order.id), 1, 'day 31 after the payment: payable');
+      assert.equal(await sweepWithStarters(), 0, 'nothing left for the sweep');
+    });
 
-    // A completed sale refunded by the service (admin order refund), asked twice.
-    const sold = await paidOrder();
-    for (const to of ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED']) await run(to, sold.order.id);
-    const refundDeps = { dataSource: s.dataSource, workflows: s.appDeps.workflows, payments: { sandbox: processor } };
-    const first = await refundOrder(refundDeps, await s.dataSource.getRepository(Order).findOneByOrFail({ id: sold.order.id }), 'buyer asked', 'service');
-    const second = await refundOrder(refundDeps, await s.dataSource.getRepository(Order).findOneByOrFail({ id: sold.order.id }), 'buyer asked', 'service');
-    assert.deepEqual([first.status, second.status], [201, 200]);
-    assert.deepEqual([await refundedCents(sold.charge.id), await booked(sold.charge.paymentRef)], [sold.charge.amountCents, 1]);
+    it('a sale whose transfer is still under way when the window ends: the session workflow ends, and the booking makes the commission payable at once', async () => {
+      const { sessionId } = await openSession();
+      // Its fulfilment never starts: the transfer stays under way until this test moves it.
+      const outcome = await payForSession(checkoutDeps({ ...s().appDeps, workflows: losing('fulfilment') }), sessionId, card(SANDBOX_CARDS.approved), BUYER);
+      assert.equal(outcome.kind, 'paid');
+      const paid = await session(sessionId);
+      const checkout = s().env.client.workflow.getHandle(checkoutWorkflowId(sessionId));
+      assert.equal(await checkout.result(), 'complete', 'the workflow ends: no daily loop waits for the booking');
+      assert.equal(await payable(paid.orderId!), 0, 'not booked yet');
+      // The transfer completes on day 31 (the database's clock moved with it).
+      await paidDaysAgo(paid.id, 31);
+      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey });
+      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: paid.orderId!, to: to as never, at: new Date().toISOString() });
+      assert.equal(await payable(paid.orderId!), 1, 'payable at once');
+      const refused = await admin('order', 'refund', (await s().dataSource.getRepository(Order).findOneByOrFail({ id: paid.orderId! })).publicId, '--json');
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /refund window has closed/);
+    });
 
-    const report = await reconcile(s.dataSource, 'sandbox');
-    assert.deepEqual(report.differences.filter((d) => [failed.order.publicId, sold.order.publicId].includes(d.id)), []);
+    it('the refund path itself refuses a sale paid more than 30 days ago, payable posting or not; the sweep makes such a pending commission payable, and reconcile names it until then', async () => {
+      const { partnerId } = await newPartner();
+      const order = await completedSale(partnerId, new Date().toISOString(), { paymentModel: 'service_collected' });
+      const txn = await s().dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: order.id });
+      // A sale of 32 days ago whose session workflow never made it payable (ended before that step existed).
+      await s().dataSource.getRepository(Order).update({ id: order.id }, { createdAt: () => "now() - interval '32 days'" });
+      assert.equal(await payable(order.id), 0);
+      await assert.rejects(refundOrder({ dataSource: s().dataSource, workflows: s().appDeps.workflows }, await s().dataSource.getRepository(Order).findOneByOrFail({ id: order.id }), 'too late', 'service'), /refund window has closed/);
+      assert.equal((await s().dataSource.getRepository(Order).findOneByOrFail({ id: order.id })).status, 'TRANSFER_COMPLETED', 'nothing changed');
+      const about = async () => (await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.id === txn.publicId).map((d) => d.field);
+      assert.deepEqual(await about(), ['commission after its 30-day refund window']);
+      assert.ok((await sweepWithStarters()) >= 1);
+      assert.equal(await payable(order.id), 1);
+      assert.deepEqual(await about(), []);
+    });
   });
   describe('the buyer\'s card back, whatever stops on the way', () => {
     const s = () => getStack();
     const processor = () => new SandboxCardProcessor(getStack().dataSource);
     // Orders whose steps these tests run themselves: their fulfilment is started on a queue no worker serves.
-    const deps = () => checkoutDeps({ ...s().appDeps, workflows: { client: s().env.client, taskQueue: 'no-worker-serves-this' }, payments: { sandbox: processor() } });
+    const deps = () => checkoutDeps({ ...s().appDeps, workflows: unserved(), payments: { sandbox: processor() } });
     const steps = async (orderId: string, ...to: string[]) => {
       const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey, payments: { sandbox: processor() } });
       for (const status of to) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId, to: status as never, at: new Date().toISOString() });
@@ -219,10 +298,49 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
     const paidOrder = async (sessionId: string) => {
       const outcome = await payForSession(deps(), sessionId, card(SANDBOX_CARDS.approved), BUYER);
       assert.equal(outcome.kind, 'paid', JSON.stringify(outcome));
+      if (outcome.kind === 'paid') unservedOrders.push(outcome.orderPublicId);
       return s().dataSource.getRepository(Order).findOneByOrFail({ publicId: outcome.kind === 'paid' ? outcome.orderPublicId : '' });
     };
     const cardDifferences = async (publicId: string) => (await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.id === publicId).map((d) => d.field);
     const refundsBooked = (ref: string) => s().dataSource.getRepository(LedgerPosting).countBy({ idempotencyKey: `card:${ref}:refunded` });
+
+    it('the service\'s refund of a completed sale and a failed transfer give the buyer\'s money back through the processor, once, and the ledger shows it', async () => {
+      const s = getStack();
+      const processor = new SandboxCardProcessor(s.dataSource);
+      // Orders whose steps this test runs itself: their fulfilment is started on a queue no worker serves.
+      const deps = checkoutDeps({ ...s.appDeps, workflows: unserved(), payments: { sandbox: processor } });
+      const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, payments: { sandbox: processor } });
+      const run = (to: string, orderId: string) => new MockActivityEnvironment().run(activities.advanceOrder, { orderId, to: to as never, at: new Date().toISOString() });
+      const paidOrder = async () => {
+        const { sessionId } = await openSession();
+        const outcome = await payForSession(deps, sessionId, card(SANDBOX_CARDS.approved), BUYER);
+        assert.equal(outcome.kind, 'paid');
+        const order = await s.dataSource.getRepository(Order).findOneByOrFail({ publicId: outcome.kind === 'paid' ? outcome.orderPublicId : '' });
+        unservedOrders.push(order.publicId);
+        return { order, charge: await s.dataSource.getRepository(SandboxCharge).findOneByOrFail({ paymentRef: order.externalPaymentRef }) };
+      };
+      const refundedCents = async (id: string) => (await s.dataSource.getRepository(SandboxCharge).findOneByOrFail({ id })).refundedCents;
+      const booked = (ref: string) => s.dataSource.getRepository(LedgerPosting).countBy({ idempotencyKey: `card:${ref}:refunded` });
+
+      // A transfer that fails: the activity that records it refunds the card (twice run, once refunded).
+      const failed = await paidOrder();
+      await run('DOMAIN_LOCKED', failed.order.id);
+      await run('TRANSFER_FAILED', failed.order.id);
+      await run('TRANSFER_FAILED', failed.order.id);
+      assert.deepEqual([await refundedCents(failed.charge.id), await booked(failed.charge.paymentRef)], [failed.charge.amountCents, 1]);
+
+      // A completed sale refunded by the service (admin order refund), asked twice.
+      const sold = await paidOrder();
+      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED']) await run(to, sold.order.id);
+      const refundDeps = { dataSource: s.dataSource, workflows: s.appDeps.workflows, payments: { sandbox: processor } };
+      const first = await refundOrder(refundDeps, await s.dataSource.getRepository(Order).findOneByOrFail({ id: sold.order.id }), 'buyer asked', 'service');
+      const second = await refundOrder(refundDeps, await s.dataSource.getRepository(Order).findOneByOrFail({ id: sold.order.id }), 'buyer asked', 'service');
+      assert.deepEqual([first.status, second.status], [201, 200]);
+      assert.deepEqual([await refundedCents(sold.charge.id), await booked(sold.charge.paymentRef)], [sold.charge.amountCents, 1]);
+
+      const report = await reconcile(s.dataSource, 'sandbox');
+      assert.deepEqual(report.differences.filter((d) => [failed.order.publicId, sold.order.publicId].includes(d.id)), []);
+    });
 
     it('a zero-price sale (the inventory allows price 0): paid, then refunded by the service after completion, or after a failed transfer, with no refund of 0 asked of the processor; reconcile stays clean', async () => {
       const { client } = await newPartner();

@@ -74,6 +74,10 @@ export class CheckoutSession {
   /** What the payment out records once approved: the buyer, the card's last digits, the referral link. */
   @Column({ name: 'paying_details', type: 'jsonb', nullable: true })
   payingDetails: PayingDetails | null;
+
+  /** When the session's workflow was told of the payment (its paid signal); null until then, and the recovery sweep signals again. */
+  @Column({ name: 'paid_signalled_at', type: 'timestamptz', nullable: true })
+  paidSignalledAt: Date | null;
 }
 
 export interface PayingDetails {
