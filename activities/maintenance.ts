@@ -6,7 +6,7 @@ import { RequestNonce } from '../src/db/entities/admission';
 import { ReferralSale } from '../src/db/entities/referral';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { relistSandboxNames } from '../src/discovery/sandbox-relist';
-import { settleStalledPayment, stalledPayments, unsignalledPaidSessions } from '../src/checkout/sessions';
+import { checkCardAttempts, settleStalledPayment, stalledPayments, unsignalledPaidSessions } from '../src/checkout/sessions';
 import { SandboxCardProcessor } from '../src/checkout/payments';
 import { refundBuyerCard, unrefundedBuyers } from '../src/checkout/card-refunds';
 import { makeCommissionPayable, pendingCommissionsPastWindow } from '../src/finance/sales';
@@ -52,6 +52,11 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         if (outcome === 'recorded') await deps.starters?.checkoutPaid(session.publicId);
         log.info('recovery sweep: a stalled payment settled', { session_id: session.publicId, outcome });
       });
+      // Attempts given up before the processor answered are asked again (an approval for one is voided).
+      const checked = await checkCardAttempts({ dataSource: deps.dataSource, payments }, heartbeatOrStop).catch((err: Error) => {
+        log.warn('recovery sweep: could not ask about card attempts given up', { error: err.message });
+        return 0;
+      });
       const refunded = await eachOrLog(await unrefundedBuyers(deps.dataSource), "could not refund a buyer's card", (orderId) => ({ order_id: orderId }), async (orderId) => {
         await refundBuyerCard({ dataSource: deps.dataSource, payments }, orderId);
         log.info("recovery sweep: a buyer's card refunded after a crash", { order_id: orderId });
@@ -67,7 +72,7 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         const outcome = await makeCommissionPayable(deps.dataSource, orderId, new Date());
         log.info('recovery sweep: a commission past its refund window made payable', { order_id: orderId, outcome });
       });
-      return settled + refunded + signalled + payable;
+      return settled + checked + refunded + signalled + payable;
     },
 
     /** Lists again the sandbox names whose transfer completed before `completedBefore`; returns how many. */

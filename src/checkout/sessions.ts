@@ -8,7 +8,7 @@ import { IsNull, LessThan, MoreThan, type DataSource, type EntityManager } from 
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Environment } from '../config';
 import { ApiError } from '../api/errors';
-import { CheckoutPayment, CheckoutSession, type PayingDetails } from '../db/entities/checkout-session';
+import { CardAttemptCheck, CheckoutPayment, CheckoutSession, type CardAttemptOutcome, type PayingDetails } from '../db/entities/checkout-session';
 import { Domain } from '../db/entities/domain';
 import { Order } from '../db/entities/order';
 import { LOCK_TAKEN, whenUnlocked } from '../db/when-unlocked';
@@ -49,7 +49,24 @@ export interface CheckoutDeps {
   pageToken: CheckoutPageToken;
   /** Card processors per environment; live has none until one is configured. */
   payments: Partial<Record<Environment, PaymentPort>>;
+  /** How long a submit waits for the processor's answer (AUTHORIZE_DEADLINE_MS unless given). */
+  authorizeDeadlineMs?: number;
 }
+
+/**
+ * How long a submit waits for the card processor's answer before the buyer is told the payment is
+ * being confirmed. Well under the sweep's STALLED_PAYMENT_SECONDS, so that the sweep never asks
+ * about an attempt whose payer is still waiting; the answer, whenever it comes, is settled all the
+ * same (by the submit's process, else by the sweep).
+ */
+export const AUTHORIZE_DEADLINE_MS = 30_000;
+
+/**
+ * A processor that still has no record of an attempt this long after it was given up never will
+ * (no request is in flight for a day; processors keep idempotency keys about as long): the
+ * recovery sweep stops asking and settles it as never seen.
+ */
+export const CARD_ATTEMPT_NEVER_SEEN_MS = 24 * 60 * 60 * 1000;
 
 export function checkoutUrl(baseUrl: string, token: string): string {
   return `${baseUrl.replace(/\/$/, '')}/checkout?pt=${encodeURIComponent(token)}`;
@@ -170,6 +187,8 @@ export interface BuyerDetails {
   name: string;
   email: string;
   registrant: Record<string, string>;
+  /** The paying browser session's digest (browserDigest): the receipt is shown to it alone. */
+  browser: string;
 }
 
 export type PayOutcome =
@@ -182,7 +201,11 @@ export type PayOutcome =
   /** Another payment of the session held it for longer than a buyer should wait (LOCK_WAIT_MS). */
   | { kind: 'busy' }
   /** MAX_DECLINED_ATTEMPTS cards were declined on this session: it takes no more. */
-  | { kind: 'too_many_declines' };
+  | { kind: 'too_many_declines' }
+  /** The processor did not answer within the deadline: the attempt stays out and is settled when it answers. */
+  | { kind: 'pending'; session: CheckoutSession }
+  /** The processor approved only after the attempt was given up: the charge is voided (`confirmed`: done; else the sweep does it). */
+  | { kind: 'voided'; confirmed: boolean };
 
 /** Declined cards after which a session takes no more (so it cannot serve to test stolen cards). */
 export const MAX_DECLINED_ATTEMPTS = 5;
@@ -220,7 +243,7 @@ export async function payForSession(
   // A "Buy now" session's workflow starts with its first submit (a no-op for every other session).
   const opened = await sessionWithTimeLeft(deps.dataSource, sessionPublicId);
   if (opened?.session.status === 'open') await startSessionWorkflow(deps, opened.session, 'once', { expiresAt: opened.session.expiresAt, lifetimeMs: opened.leftMs });
-  const details: PayingDetails = { buyerName: buyer.name, buyerEmail: buyer.email, registrant: buyer.registrant, cardLast4: card.cardNumber.slice(-4), linkCode: referral?.linkCode ?? null };
+  const details: PayingDetails = { buyerName: buyer.name, buyerEmail: buyer.email, registrant: buyer.registrant, cardLast4: card.cardNumber.slice(-4), linkCode: referral?.linkCode ?? null, browser: buyer.browser };
   let claim: Claim | undefined;
   for (const giveUp = Date.now() + LOCK_WAIT_MS; !claim || claim.kind === 'in_progress'; ) {
     if (claim && Date.now() > giveUp) return { kind: 'busy' };
@@ -230,21 +253,112 @@ export async function payForSession(
   if (claim.kind !== 'claimed') return claim;
 
   const { session, attempt, processor } = claim;
-  const auth = await processor.authorize({ ...card, idempotencyKey: paymentKey(session.publicId, attempt), amountCents: session.priceCents, currency: session.currency });
+  const authorizing = processor.authorize({ ...card, idempotencyKey: paymentKey(session.publicId, attempt), amountCents: session.priceCents, currency: session.currency });
+  let deadline: NodeJS.Timeout | undefined;
+  const answer = await Promise.race([
+    authorizing,
+    new Promise<'no_answer'>((resolve) => {
+      deadline = setTimeout(() => resolve('no_answer'), deps.authorizeDeadlineMs ?? AUTHORIZE_DEADLINE_MS);
+    }),
+  ]).finally(() => clearTimeout(deadline));
+  if (answer === 'no_answer') {
+    // The attempt stays out, the name held: its answer, whenever it comes, is settled here (or by
+    // the recovery sweep, should this process be gone by then). The buyer is told to wait.
+    authorizing.then((late) => settleAnswer(deps, session, attempt, late, buyer.browser)).catch(() => undefined);
+    return { kind: 'pending', session };
+  }
+  return settleAnswer(deps, session, attempt, answer, buyer.browser);
+}
+
+/**
+ * The processor's answer to one attempt, recorded: a decline gives the name back; an approval
+ * becomes the sale, unless the attempt was given up meanwhile (the sweep found it out too long),
+ * when it is that sale only if the sweep recorded this very charge, and is otherwise voided at once.
+ */
+async function settleAnswer(deps: CheckoutDeps, session: CheckoutSession, attempt: number, auth: Authorization, browser: string): Promise<PayOutcome> {
   if (!auth.approved) {
     await releaseClaim(deps.dataSource, session.publicId, attempt, 'declined');
     return { kind: 'declined', reason: auth.reason };
   }
   const recorded = await recordPaidSession(deps.dataSource, session.publicId, attempt, auth);
-  if (recorded.kind !== 'paid') {
-    // Resolved meanwhile by the sweep (which found this attempt stalled): what it decided stands.
-    const now = await findSession(deps.dataSource, session.publicId);
-    if (now?.status !== 'complete') return { kind: 'unavailable', reason: `The payment for ${session.domain} could not be completed; your card has not been charged.` };
+  if (recorded.kind === 'paid') {
+    await afterPaid(deps, recorded);
+    return { kind: 'paid', session: recorded.session, orderPublicId: recorded.orderPublicId };
+  }
+  const paid = await deps.dataSource.getRepository(CheckoutPayment).findOneBy({ paymentRef: auth.paymentRef });
+  if (paid) {
+    // The sweep recorded this attempt's charge from the processor's answer: it is this buyer's order.
+    const now = await deps.dataSource.getRepository(CheckoutSession).findOneByOrFail({ id: paid.sessionId });
     const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: now.orderId! });
     return { kind: 'paid', session: now, orderPublicId: order.publicId };
   }
-  await afterPaid(deps, recorded);
-  return { kind: 'paid', session: recorded.session, orderPublicId: recorded.orderPublicId };
+  return { kind: 'voided', confirmed: await voidUnrecorded(deps, session, attempt, auth.paymentRef, browser) };
+}
+
+/**
+ * Voids an approval that no sale records (its attempt was given up), and settles the attempt's
+ * check; when the void fails, the attempt is left for the recovery sweep to ask about and void.
+ * Answers whether the charge is voided now.
+ */
+async function voidUnrecorded(deps: Pick<CheckoutDeps, 'dataSource' | 'payments'>, session: Pick<CheckoutSession, 'id' | 'publicId' | 'environment'>, attempt: number, paymentRef: string, browser: string | null): Promise<boolean> {
+  const key = paymentKey(session.publicId, attempt);
+  await followUpAttempt(deps.dataSource.manager, session, key, browser);
+  try {
+    await deps.payments[session.environment]!.void(paymentRef);
+  } catch {
+    return false;
+  }
+  await settleAttemptCheck(deps.dataSource, key, 'voided');
+  return true;
+}
+
+/** Keeps an attempt given up before its answer was known, to be asked again (once per attempt). */
+async function followUpAttempt(manager: EntityManager, session: Pick<CheckoutSession, 'id' | 'environment'>, idempotencyKey: string, browser: string | null | undefined): Promise<void> {
+  await manager.getRepository(CardAttemptCheck).createQueryBuilder().insert().values({ sessionId: session.id, environment: session.environment, idempotencyKey, browser: browser ?? null }).orIgnore().execute();
+}
+
+async function settleAttemptCheck(dataSource: DataSource, idempotencyKey: string, outcome: CardAttemptOutcome): Promise<void> {
+  await dataSource.getRepository(CardAttemptCheck).update({ idempotencyKey, resolvedAt: IsNull() }, { resolvedAt: () => 'now()', outcome });
+}
+
+/**
+ * The sweep's second look at attempts given up before the processor answered: each is asked
+ * again; a decline or a void settles it, an approval that no sale records is voided, an
+ * approval that one does is that sale's, and a processor that still has no record of it after
+ * CARD_ATTEMPT_NEVER_SEEN_MS never charged it. Answers how many were settled this round.
+ */
+export async function checkCardAttempts(deps: Pick<CheckoutDeps, 'dataSource' | 'payments'>, onEach: () => void = () => undefined): Promise<number> {
+  const checks = await deps.dataSource.getRepository(CardAttemptCheck).find({ where: { resolvedAt: IsNull() }, order: { releasedAt: 'ASC' }, take: 100 });
+  let settled = 0;
+  for (const check of checks) {
+    onEach();
+    const processor = deps.payments[check.environment];
+    if (!processor) continue;
+    const auth = await processor.retrieve(check.idempotencyKey);
+    let outcome: CardAttemptOutcome | undefined;
+    if (!auth) {
+      const { raw } = await deps.dataSource
+        .getRepository(CardAttemptCheck)
+        .createQueryBuilder()
+        .update()
+        .set({ asks: () => 'asks + 1', lastAskedAt: () => 'now()' })
+        .where('id = :id', { id: check.id })
+        .returning(`released_at < now() - make_interval(secs => ${CARD_ATTEMPT_NEVER_SEEN_MS / 1000}) AS never_seen`)
+        .execute();
+      if ((raw as Array<{ never_seen: boolean }>)[0]?.never_seen) outcome = 'never_seen';
+    } else if (!auth.approved) outcome = 'declined';
+    else if (auth.voided) outcome = 'voided';
+    else if (await deps.dataSource.getRepository(CheckoutPayment).existsBy({ paymentRef: auth.paymentRef })) outcome = 'recorded';
+    else {
+      await processor.void(auth.paymentRef);
+      outcome = 'voided';
+    }
+    if (outcome) {
+      await settleAttemptCheck(deps.dataSource, check.idempotencyKey, outcome);
+      settled++;
+    }
+  }
+  return settled;
 }
 
 /** A session and the milliseconds it has left by the database's clock (which decides lateness). */
@@ -302,10 +416,11 @@ async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublic
   const session = entities[0];
   if (!session) return { kind: 'not_found' };
   if (session.status === 'complete') {
-    // The same buyer submitting again (a double click, another tab) sees its receipt; anyone
-    // else who opened the same link (a shared "Buy now" session) is told the name is gone.
+    // The same browser submitting again (a double click, another tab) sees its receipt; anyone
+    // else who opened the same link (a shared "Buy now" session), even knowing the buyer's email
+    // and card digits, is told the name is gone.
     const paid = await tx.getRepository(CheckoutPayment).findOneBy({ sessionId: session.id });
-    const sameBuyer = paid?.buyerEmail.toLowerCase() === details.buyerEmail.toLowerCase() && paid.cardLast4 === details.cardLast4;
+    const sameBuyer = !!paid?.payerBrowser && paid.payerBrowser === details.browser;
     if (!sameBuyer) return { kind: 'unavailable', reason: `${session.domain} has just been bought by another buyer.` };
     const order = await tx.getRepository(Order).findOneByOrFail({ id: session.orderId! });
     return { kind: 'paid', session, orderPublicId: order.publicId };
@@ -325,8 +440,12 @@ async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublic
   return { kind: 'claimed', session: { ...session, paymentAttempt: attempt }, attempt, processor };
 }
 
-/** A payment attempt that did not go through: the name is listed again and the session open (a decline is counted). */
-async function releaseClaim(dataSource: DataSource, sessionPublicId: string, attempt: number, why: 'declined' | 'not_charged'): Promise<boolean> {
+/**
+ * A payment attempt that did not go through: the name is listed again and the session open (a
+ * decline is counted). `no_answer`: the processor had not answered; the attempt is kept to be
+ * asked again (checkCardAttempts), so this release is never final about the card.
+ */
+async function releaseClaim(dataSource: DataSource, sessionPublicId: string, attempt: number, why: 'declined' | 'not_charged' | 'no_answer'): Promise<boolean> {
   return dataSource.transaction(async (tx) => {
     const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('pessimistic_write').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session?.payingSince || session.paymentAttempt !== attempt) return false;
@@ -348,6 +467,7 @@ async function releaseClaim(dataSource: DataSource, sessionPublicId: string, att
         ...(why === 'declined' ? { declinedAttempts: () => 'declined_attempts + 1' } : {}),
       },
     );
+    if (why === 'no_answer') await followUpAttempt(tx, session, paymentKey(session.publicId, attempt), session.payingDetails?.browser);
     return true;
   });
 }
@@ -375,6 +495,7 @@ async function recordPaidSession(dataSource: DataSource, sessionPublicId: string
       buyerName: details.buyerName,
       buyerEmail: details.buyerEmail,
       registrant: details.registrant,
+      payerBrowser: details.browser ?? null,
     });
     const sale = await recordSale(tx, {
       partnerId: session.partnerId,
@@ -459,9 +580,11 @@ export async function stalledPayments(dataSource: DataSource, olderThanSeconds: 
 }
 
 /**
- * The sweep's step for a payment a crash left out: asks the processor about the attempt and
- * records the sale (approved), or gives the name back (declined, or never sent); an approval that
- * can no longer be recorded is voided, so no buyer is charged without an order.
+ * The sweep's step for a payment left out (a crash between authorising and recording, or a
+ * processor slower than the submit's deadline and the sweep's threshold): asks the processor
+ * about the attempt and records the sale (approved), or gives the name back (declined, voided,
+ * or no answer yet, when the attempt is kept to be asked again until the processor answers); an
+ * approval that can no longer be recorded is voided, so no buyer is charged without an order.
  */
 export async function settleStalledPayment(deps: Pick<CheckoutDeps, 'dataSource' | 'payments'>, session: CheckoutSession): Promise<'recorded' | 'released' | 'voided' | 'resolved'> {
   const processor = deps.payments[session.environment];
@@ -469,7 +592,8 @@ export async function settleStalledPayment(deps: Pick<CheckoutDeps, 'dataSource'
   const attempt = session.paymentAttempt;
   const auth = await processor.retrieve(paymentKey(session.publicId, attempt));
   if (!auth || !auth.approved || auth.voided) {
-    return (await releaseClaim(deps.dataSource, session.publicId, attempt, auth && !auth.approved ? 'declined' : 'not_charged')) ? 'released' : 'resolved';
+    const why = !auth ? 'no_answer' : !auth.approved ? 'declined' : 'not_charged';
+    return (await releaseClaim(deps.dataSource, session.publicId, attempt, why)) ? 'released' : 'resolved';
   }
   const recorded = await recordPaidSession(deps.dataSource, session.publicId, attempt, auth);
   if (recorded.kind === 'paid') return 'recorded';
@@ -477,7 +601,7 @@ export async function settleStalledPayment(deps: Pick<CheckoutDeps, 'dataSource'
   // given back, when this approval is no sale's and is voided.
   const paid = await deps.dataSource.getRepository(CheckoutPayment).findOneBy({ paymentRef: auth.paymentRef });
   if (paid) return 'resolved';
-  await processor.void(auth.paymentRef);
+  if (!(await voidUnrecorded(deps, session, attempt, auth.paymentRef, session.payingDetails?.browser ?? null))) throw new Error(`checkout ${session.publicId}: the approval ${auth.paymentRef} could not be voided yet; it is asked about again`);
   return 'voided';
 }
 

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { BrokerageCase, BrokerageTimelineEntry } from './entities/brokerage-case';
 import { AdmissionEpoch, AdmissionStore, RateLimitBucket, RequestNonce } from './entities/admission';
-import { CheckoutPayment, CheckoutSession } from './entities/checkout-session';
+import { CardAttemptCheck, CheckoutPayment, CheckoutSession } from './entities/checkout-session';
 import { Credential } from './entities/credential';
 import { Domain } from './entities/domain';
 import { IdempotencyKey } from './entities/idempotency-key';
@@ -53,6 +53,7 @@ import { EventRequestId1795002500000 } from './migrations/1795002500000-event-re
 import { WebhookSecretRotation1795002600000 } from './migrations/1795002600000-webhook-secret-rotation';
 import { AdmissionRateLimitState1795002700000 } from './migrations/1795002700000-admission-rate-limit-state';
 import { PaidSignal1795002800000 } from './migrations/1795002800000-paid-signal';
+import { CardAttemptChecks1795002900000 } from './migrations/1795002900000-card-attempt-checks';
 import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
@@ -84,6 +85,7 @@ export const entities = [
   PayoutLine,
   CheckoutSession,
   CheckoutPayment,
+  CardAttemptCheck,
   BrokerageCase,
   BrokerageTimelineEntry,
   ReferralLink,
@@ -123,6 +125,7 @@ export const migrations = [
   WebhookSecretRotation1795002600000,
   AdmissionRateLimitState1795002700000,
   PaidSignal1795002800000,
+  CardAttemptChecks1795002900000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

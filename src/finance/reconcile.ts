@@ -17,14 +17,15 @@ import { PayoutLine } from '../db/entities/payout';
 import { SaleTransaction } from '../db/entities/sale-transaction';
 import { Settlement } from '../db/entities/settlement';
 import { Order } from '../db/entities/order';
-import { CheckoutPayment } from '../db/entities/checkout-session';
+import { CardAttemptCheck, CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
+import { SandboxCharge } from '../db/entities/sandbox-charge';
 import { ReferralSale } from '../db/entities/referral';
 import { commissionCents } from '../money';
 import { ACCOUNT } from './ledger';
 import { figuresFromLedger, periodKey, type SettlementFigures } from './settlements';
 
 export interface Difference {
-  kind: 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale';
+  kind: 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale' | 'card_charge';
   id: string;
   field: string;
   stored: number | string | null;
@@ -41,6 +42,54 @@ export interface ReconcileReport {
 
 /** A sale's refund window is 30 days (a referred one's too); its workflow's timer may run this much late before a missing posting is a difference. */
 const REFERRAL_WINDOW_GRACE = "interval '31 days'";
+
+/**
+ * The sandbox processor's charges and refunds against the service's payments and postings:
+ * - an approved charge (not voided) is a recorded payment's, or its attempt is still out (its
+ *   session paying with that attempt) or followed up (an unresolved card_attempt_checks row);
+ *   anything else is money taken with no order;
+ * - a recorded payment has its charge, approved and not voided, for the same amount and currency;
+ * - a charge refunded at the processor has its `card_refund` posting, and a posting its refund
+ *   (a sale at price 0 refunds nothing there).
+ */
+async function processorDifferences(manager: EntityManager): Promise<Difference[]> {
+  const found: Difference[] = [];
+  const charges = await manager
+    .getRepository(SandboxCharge)
+    .createQueryBuilder('c')
+    .leftJoin(CheckoutPayment, 'cp', 'cp.payment_ref = c.payment_ref')
+    .leftJoin(CheckoutSession, 's', "s.paying_since IS NOT NULL AND s.public_id || ':' || s.payment_attempt = c.idempotency_key")
+    .leftJoin(CardAttemptCheck, 'k', 'k.idempotency_key = c.idempotency_key AND k.resolved_at IS NULL')
+    .leftJoin(LedgerPosting, 'back', "back.idempotency_key = 'card:' || c.payment_ref || ':refunded'")
+    .select(['c.payment_ref AS ref', 'c.status AS status', 'c.amount_cents AS amount', 'c.currency AS currency', 'c.refunded_cents AS refunded'])
+    .addSelect('cp.id IS NOT NULL', 'recorded')
+    .addSelect('cp.amount_cents', 'recorded_amount')
+    .addSelect('cp.currency', 'recorded_currency')
+    .addSelect('s.id IS NOT NULL OR k.id IS NOT NULL', 'followed')
+    .addSelect('back.id IS NOT NULL', 'refund_booked')
+    .where("c.status <> 'declined'")
+    .getRawMany<{ ref: string; status: string; amount: string; currency: string; refunded: string; recorded: boolean; recorded_amount: string | null; recorded_currency: string | null; followed: boolean; refund_booked: boolean }>();
+  for (const c of charges) {
+    if (c.status === 'approved' && !c.recorded && !c.followed) found.push({ kind: 'card_charge', id: c.ref, field: 'charge at the processor without a payment', stored: 'missing', from_ledger: `approved ${c.amount} ${c.currency}` });
+    if (c.recorded && c.status !== 'approved') found.push({ kind: 'card_charge', id: c.ref, field: "recorded payment's charge at the processor", stored: 'approved', from_ledger: c.status });
+    if (c.recorded && (Number(c.recorded_amount) !== Number(c.amount) || c.recorded_currency !== c.currency)) {
+      found.push({ kind: 'card_charge', id: c.ref, field: 'amount charged', stored: `${c.recorded_amount} ${c.recorded_currency}`, from_ledger: `${c.amount} ${c.currency}` });
+    }
+    if (Number(c.refunded) > 0 && !c.refund_booked) found.push({ kind: 'card_charge', id: c.ref, field: 'refund at the processor booked (card_refund)', stored: 'missing', from_ledger: `refunded ${c.refunded} ${c.currency}` });
+    if (c.refund_booked && Number(c.refunded) === 0 && Number(c.amount) > 0) found.push({ kind: 'card_charge', id: c.ref, field: 'card_refund posting refunded at the processor', stored: 'booked', from_ledger: 'not refunded' });
+  }
+  // Recorded sandbox payments whose charge the processor has no record of.
+  const orphans = await manager
+    .getRepository(CheckoutPayment)
+    .createQueryBuilder('cp')
+    .innerJoin(CheckoutSession, 's', "s.id = cp.session_id AND s.environment = 'sandbox'")
+    .leftJoin(SandboxCharge, 'c', 'c.payment_ref = cp.payment_ref')
+    .select('cp.payment_ref', 'ref')
+    .where('c.id IS NULL')
+    .getRawMany<{ ref: string }>();
+  for (const o of orphans) found.push({ kind: 'card_charge', id: o.ref, field: "recorded payment's charge at the processor", stored: 'approved', from_ledger: 'missing' });
+  return found;
+}
 
 export async function reconcile(dataSource: DataSource, environment?: Environment): Promise<ReconcileReport> {
   return dataSource.transaction('REPEATABLE READ', (tx) => reconcileIn(tx, environment));
@@ -219,7 +268,11 @@ async function reconcileIn(manager: EntityManager, environment?: Environment): P
     if ((c.status === 'REFUNDED' || c.status === 'TRANSFER_FAILED') && !c.refunded) differences.push({ kind: 'order', id: c.order_id, field: `buyer's card refunded (order ${c.status})`, stored: 'missing', from_ledger: 'card_refund' });
   }
 
-  // 7. Each hosted-checkout sale still standing 31 days after its payment has its commission
+  // 7. The card processor's own record against the service's (sandbox: the simulator's tables, in
+  //    this snapshot; a live processor's records are compared once live takes cards).
+  if (environment !== 'live') differences.push(...(await processorDifferences(manager)));
+
+  // 8. Each hosted-checkout sale still standing 31 days after its payment has its commission
   //    payable (its session workflow's timer, or the recovery sweep for one that never will).
   const pendingTooLong = await inEnv(
     manager

@@ -13,12 +13,13 @@ import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
 import { z } from 'zod';
 import { findSession, payForSession, type CheckoutDeps } from '../checkout/sessions';
-import type { CheckoutSession } from '../db/entities/checkout-session';
+import { CardAttemptCheck, CheckoutPayment, type CheckoutSession } from '../db/entities/checkout-session';
+import { Order } from '../db/entities/order';
 import { Domain } from '../db/entities/domain';
 import { ReferralCheckout, ReferralLink } from '../db/entities/referral';
 import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attribution';
 import { ASSETS_DIR, renderPage } from './render';
-import { allowFormTargets, csrfToken, csrfValid, pageRouter } from './security';
+import { allowFormTargets, browserDigest, csrfToken, csrfValid, pageRouter } from './security';
 import { money } from './format';
 import type { PageLimits } from './limits';
 
@@ -85,7 +86,11 @@ const MESSAGES = {
   tooManyDeclinesHere: { status: 429, title: 'No more cards from here for now', text: 'Too many cards were declined from your connection in the last hour. Try again later, or contact your bank.' },
   tooManyDeclines: { status: 429, title: 'This checkout takes no more cards', text: 'Several cards were declined here. Start a new checkout from the seller\u2019s site, or contact your bank.' },
   busy: { status: 409, title: 'A payment for this checkout is in progress', text: 'Reload this page in a moment to see whether it went through. You have not been charged twice.' },
+  confirming: { status: 202, title: 'Your payment is being confirmed', text: 'Your bank has not answered yet. Do not pay again: reload this page in a minute to see the outcome. If the payment does not go through you are not charged, and any amount held on your card is released.' },
 } as const;
+
+/** Shown above the form when an earlier attempt of this browser's was given up before the processor answered. */
+const ATTEMPT_GIVEN_UP = 'Your previous payment attempt here did not go through in time, so it was not completed: if your bank approves it late, we cancel the charge at once, and you are not charged for it. You can pay again below.';
 
 export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLimits, attribution?: AttributionKeys): Router {
   /** The link this browser last clicked within 30 days, if its cookie verifies and the link is of this environment. */
@@ -117,13 +122,22 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
     if (!session) return void message(ctx, 'notFound');
     if (session.status === 'expired') return void message(ctx, 'expired');
     if (session.status === 'complete' && !forPayment) {
+      // The browser that paid sees its receipt again (a reload after "being confirmed"); nobody else does.
+      const paid = await deps.dataSource.getRepository(CheckoutPayment).findOneBy({ sessionId: session.id });
+      const browser = browserDigest(ctx);
+      if (paid?.payerBrowser && browser && paid.payerBrowser === browser && session.orderId) {
+        const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: session.orderId });
+        // Still a 4xx: a used link never answers as if it could be paid (CONTRACT §9).
+        renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: session.environment === 'sandbox', domain: session.domain, price: money(session.priceCents, session.currency), orderId: order.publicId }, 409);
+        return undefined;
+      }
       renderPage(ctx, 'message', { title: 'This checkout is already paid', text: `${session.domain} was bought through this checkout, so it cannot be paid again. If you paid, your order number is on the receipt you saw after paying.` }, 409);
       return undefined;
     }
     return session;
   }
 
-  async function showForm(ctx: Koa.Context, session: CheckoutSession, pt: string, status = 200, errors: FieldErrors = {}, values: Record<string, string> = {}) {
+  async function showForm(ctx: Koa.Context, session: CheckoutSession, pt: string, status = 200, errors: FieldErrors = {}, values: Record<string, string> = {}, notice?: string) {
     const domain = await deps.dataSource.getRepository(Domain).findOneByOrFail({ id: session.domainId });
     if (domain.status !== 'listed' || domain.buyNowPriceCents !== session.priceCents || domain.currency !== session.currency) {
       renderPage(ctx, 'message', { title: `${session.domain} is no longer available`, text: 'Someone else bought it or it was taken off the market while this page was open. You have not been charged.' }, 409);
@@ -145,6 +159,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
         errors,
         values: { email: session.customerEmail ?? '', ...values },
         errorCount: Object.keys(errors).length,
+        notice,
       },
       status,
     );
@@ -153,7 +168,12 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
   router.get('/checkout', async (ctx) => {
     const session = await openSessionFor(ctx, ctx.query.pt);
     if (!session) return;
-    await showForm(ctx, session, String(ctx.query.pt));
+    const browser = browserDigest(ctx);
+    // This browser's payment is still out with the processor: it is told so, not shown the form.
+    if (browser && session.payingSince && session.payingDetails?.browser === browser) return message(ctx, 'confirming');
+    // An attempt of this browser's was given up before the processor answered: the form says what became of it.
+    const givenUp = browser ? await deps.dataSource.getRepository(CardAttemptCheck).existsBy({ sessionId: session.id, browser }) : false;
+    await showForm(ctx, session, String(ctx.query.pt), 200, {}, {}, givenUp ? ATTEMPT_GIVEN_UP : undefined);
     const link = ctx.status === 200 ? await referredBy(ctx, session) : undefined;
     if (link) {
       // A checkout started by a referred browser: the funnel's middle step, once per session.
@@ -197,6 +217,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
       session.publicId,
       { cardNumber: form.card_number, expiryMonth: form.expiry.month, expiryYear: form.expiry.year, cvc: form.cvc },
       {
+        browser: browserDigest(ctx)!,
         name: form.name,
         email: form.email,
         registrant: Object.fromEntries(Object.entries({ organisation: form.organisation, phone: form.phone, address: form.address }).filter(([, v]) => v)) as Record<string, string>,
@@ -229,6 +250,18 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
         return message(ctx, 'tooManyDeclines');
       case 'busy':
         return message(ctx, 'busy');
+      case 'pending':
+        return message(ctx, 'confirming');
+      case 'voided':
+        return renderPage(
+          ctx,
+          'message',
+          {
+            title: `${session.domain} could not be bought`,
+            text: `Your bank approved the payment only after this checkout had stopped waiting for it, so the charge ${outcome.confirmed ? 'was cancelled at once' : 'is being cancelled'}. You have not been charged: an amount your bank shows as pending disappears within a few days.`,
+          },
+          409,
+        );
     }
   });
 

@@ -4,6 +4,7 @@
  * never leaks to the next site) and CSRF protection of forms (the csrf package: a secret in an
  * HttpOnly, SameSite=Strict cookie, a token made from it in the form).
  */
+import { createHash } from 'node:crypto';
 import Tokens from 'csrf';
 import type Koa from 'koa';
 import helmet from 'koa-helmet';
@@ -75,6 +76,15 @@ export function csrfToken(ctx: Koa.Context): string {
     ctx.cookies.set(CSRF_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/', overwrite: true });
   }
   return tokens.create(secret);
+}
+
+/**
+ * This browser session's identity for the checkout: a digest of its CSRF secret (an HttpOnly,
+ * SameSite=Strict cookie no page script or other site can read). Undefined before its first form.
+ */
+export function browserDigest(ctx: Koa.Context): string | undefined {
+  const secret = ctx.cookies.get(CSRF_COOKIE);
+  return secret ? createHash('sha256').update(`checkout-browser:${secret}`).digest('hex') : undefined;
 }
 
 export function csrfValid(ctx: Koa.Context, token: unknown): boolean {

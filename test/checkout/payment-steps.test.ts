@@ -2,14 +2,15 @@ import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities';
 import { checkoutDeps } from '../../src/api/app';
-import { CheckoutPayment, CheckoutSession } from '../../src/db/entities/checkout-session';
 import { Domain } from '../../src/db/entities/domain';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { Order } from '../../src/db/entities/order';
 import { SandboxCharge, SandboxRefund } from '../../src/db/entities/sandbox-charge';
+import { CardAttemptCheck, CheckoutPayment, CheckoutSession } from '../../src/db/entities/checkout-session';
 import { randomUUID } from 'node:crypto';
 import { importInventory } from '../../src/discovery/inventory';
 import { refundCompletedSale } from '../../src/orders/refunds';
+import { bookCardMoney } from '../../src/checkout/card-refunds';
 import { payForSession, paymentKey } from '../../src/checkout/sessions';
 import { SANDBOX_CARDS, SandboxCardProcessor, type Authorization, type CardPayment, type PaymentPort } from '../../src/checkout/payments';
 import { reconcile } from '../../src/finance/reconcile';
@@ -26,7 +27,7 @@ import { completedSale } from '../helpers/money';
 import { waitFor } from '../helpers/wait';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 
-const BUYER = { name: 'Jane Buyer', email: 'jane@example.com', registrant: {} };
+const BUYER = { name: 'Jane Buyer', email: 'jane@example.com', registrant: {}, browser: 'browser-of-jane' };
 const card = (number: string) => ({ cardNumber: number, expiryMonth: 12, expiryYear: 2099, cvc: '123' });
 
 /** The sandbox processor, with what a test injects around its authorisation. */
@@ -183,6 +184,90 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
     const paid = await runPayouts(s.dataSource, 'sandbox', new Date());
     assert.ok(paid.some((p) => p.breakdown.service_collected_cents === txn.commissionCents), JSON.stringify(paid));
     assert.equal((await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ id: txn.id })).status, 'completed');
+  });
+
+  describe('a slow processor never leaves a charge without an order, nor a receipt in the wrong browser', () => {
+    const s = () => getStack();
+    /** A processor that answers only once the test opens its gate (a slow one). */
+    const gated = () => {
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      return { processor: new ProcessorWith({ during: () => gate }), open };
+    };
+    const depsWith = (processor: PaymentPort) => ({ ...checkoutDeps({ ...s().appDeps, payments: { sandbox: processor } }), authorizeDeadlineMs: 100 });
+    const charge = (sessionId: string, attempt: number) => s().dataSource.getRepository(SandboxCharge).findOneBy({ idempotencyKey: paymentKey(sessionId, attempt) });
+    const check = (sessionId: string, attempt: number) => s().dataSource.getRepository(CardAttemptCheck).findOneBy({ idempotencyKey: paymentKey(sessionId, attempt) });
+    /** What reconcile says about the processor's charges of one session. */
+    const processorDifferences = async (sessionId: string) => {
+      const refs = (await s().dataSource.getRepository(SandboxCharge).createQueryBuilder('c').where('c.idempotency_key LIKE :k', { k: `${sessionId}:%` }).getMany()).map((c) => c.paymentRef);
+      return (await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.kind === 'card_charge' && refs.includes(d.id));
+    };
+
+    it('past the deadline the buyer is told the payment is being confirmed; the late approval becomes the order, shown again only to the browser that paid, never to one that knows the email and card digits', async () => {
+      const { sessionId } = await openSession();
+      const slow = gated();
+      const first = await payForSession(depsWith(slow.processor), sessionId, card(SANDBOX_CARDS.approved), BUYER);
+      assert.equal(first.kind, 'pending');
+      assert.ok((await session(sessionId)).payingSince, 'the attempt stays out, the name held');
+      slow.open();
+      const done = await waitFor(() => session(sessionId), (row) => row.status === 'complete', 10_000, 'the late approval recorded');
+      const order = await s().dataSource.getRepository(Order).findOneByOrFail({ id: done.orderId! });
+      const again = await payForSession(depsWith(slow.processor.inner), sessionId, card(SANDBOX_CARDS.approved), BUYER);
+      assert.deepEqual([again.kind, again.kind === 'paid' && again.orderPublicId], ['paid', order.publicId], 'the paying browser sees its order');
+      const guess = await payForSession(depsWith(slow.processor.inner), sessionId, card(SANDBOX_CARDS.approved), { ...BUYER, browser: 'browser-of-someone-else' });
+      assert.equal(guess.kind, 'unavailable', 'the same email and card digits from another browser are told the name is gone');
+      assert.equal(JSON.stringify(guess).includes(order.publicId), false);
+    });
+
+    it('a shared session: the sweep gives up the first buyer\'s unanswered attempt, a second buyer pays, and the first\'s late approval is voided at once; the first is never shown the second\'s receipt', async () => {
+      const { sessionId, domain } = await openSession();
+      const slow = gated();
+      const first = await payForSession(depsWith(slow.processor), sessionId, card(SANDBOX_CARDS.approved), BUYER);
+      assert.equal(first.kind, 'pending');
+      // The sweep finds it out too long; the processor has no answer yet: the name goes back, the attempt is kept.
+      assert.ok((await sweep(slow.processor.inner)) >= 1);
+      assert.deepEqual([(await session(sessionId)).payingSince, (await domainRow(domain)).status], [null, 'listed']);
+      assert.equal((await check(sessionId, 1))?.resolvedAt, null, 'asked again until the processor answers');
+      const second = await payForSession(depsWith(slow.processor.inner), sessionId, card(SANDBOX_CARDS.approved), { ...BUYER, email: 'second@example.com', browser: 'browser-of-the-second' });
+      assert.equal(second.kind, 'paid');
+      // The processor approves the first attempt now: no sale can record it, so it is voided.
+      slow.open();
+      await waitFor(() => charge(sessionId, 1), (c) => c?.status === 'voided', 10_000, 'the late approval voided');
+      await sweep(slow.processor.inner);
+      assert.equal((await check(sessionId, 1))?.outcome, 'voided');
+      const firstAgain = await payForSession(depsWith(slow.processor.inner), sessionId, card(SANDBOX_CARDS.approved), BUYER);
+      assert.equal(firstAgain.kind, 'unavailable', 'the first buyer is told the name is gone, not shown the second\'s order');
+      assert.equal((await charge(sessionId, 2))?.status, 'approved');
+      assert.deepEqual(await processorDifferences(sessionId), []);
+    });
+
+    it('the payer\'s process gone: an approval the processor records after the sweep gave the attempt up is voided by the next round; one never seen is settled after a day', async () => {
+      const { sessionId } = await openSession();
+      const hung = new ProcessorWith({ during: () => new Promise<void>(() => undefined) });
+      assert.equal((await payForSession(depsWith(hung), sessionId, card(SANDBOX_CARDS.approved), BUYER)).kind, 'pending');
+      await sweep(hung.inner);
+      // The processor's late approval, with nobody left to record it.
+      const late = await hung.inner.authorize({ ...card(SANDBOX_CARDS.approved), idempotencyKey: paymentKey(sessionId, 1), amountCents: (await session(sessionId)).priceCents, currency: 'USD' });
+      assert.equal(late.approved, true);
+      assert.deepEqual(await processorDifferences(sessionId), [], 'followed up: no difference while the sweep has it');
+      await s().dataSource.getRepository(CardAttemptCheck).update({ idempotencyKey: paymentKey(sessionId, 1) }, { resolvedAt: () => 'now()' });
+      assert.deepEqual((await processorDifferences(sessionId)).map((d) => d.field), ['charge at the processor without a payment'], 'a charge nobody follows up is a difference');
+      await s().dataSource.getRepository(CardAttemptCheck).update({ idempotencyKey: paymentKey(sessionId, 1) }, { resolvedAt: null });
+      assert.ok((await sweep(hung.inner)) >= 1);
+      assert.deepEqual([(await charge(sessionId, 1))?.status, (await check(sessionId, 1))?.outcome], ['voided', 'voided']);
+
+      // Another attempt the processor never saw: asked each round, settled as never seen a day after it was given up.
+      const { sessionId: other } = await openSession();
+      assert.equal((await payForSession(depsWith(hung), other, card(SANDBOX_CARDS.approved), BUYER)).kind, 'pending');
+      await sweep(hung.inner);
+      await sweep(hung.inner);
+      const asked = await check(other, 1);
+      assert.deepEqual([asked?.resolvedAt, (asked?.asks ?? 0) >= 1], [null, true]);
+      await s().dataSource.getRepository(CardAttemptCheck).update({ id: asked!.id }, { releasedAt: () => "now() - interval '25 hours'" });
+      await sweep(hung.inner);
+      assert.equal((await check(other, 1))?.outcome, 'never_seen');
+      assert.equal(await charge(other, 1), null);
+    });
   });
 
   describe('the 30-day window is one clock: from the payment\'s recorded time, whatever signal is lost', () => {
@@ -363,6 +448,27 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
         assert.equal(await s().dataSource.getRepository(SandboxRefund).countBy({ idempotencyKey: `refund:${order.id}` }), 0, 'the processor was asked for no refund of 0');
         assert.deepEqual(await cardDifferences(order.publicId), []);
       }
+    });
+
+    it('reconcile holds the processor\'s record against the service\'s: a refund at the processor with no card_refund posting, and a posting with no refund there, are differences', async () => {
+      const { sessionId } = await openSession();
+      const sold = await paidOrder(sessionId);
+      const payment = await s().dataSource.getRepository(CheckoutPayment).findOneByOrFail({ paymentRef: sold.externalPaymentRef });
+      const about = async () => (await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.id === payment.paymentRef).map((d) => d.field);
+      assert.deepEqual(await about(), []);
+      const book = () => s().dataSource.transaction((tx) => bookCardMoney(tx, 'card_refund', { partnerId: sold.partnerId, environment: 'sandbox', paymentRef: payment.paymentRef, amountCents: payment.amountCents, currency: payment.currency }));
+      // Half of a refund each way, as a crash or a processor acting on its own would leave it.
+      const other = await paidOrder((await openSession()).sessionId);
+      const otherPayment = await s().dataSource.getRepository(CheckoutPayment).findOneByOrFail({ paymentRef: other.externalPaymentRef });
+      await processor().refund(payment.paymentRef, payment.amountCents, `planted:${payment.id}`);
+      await s().dataSource.transaction((tx) => bookCardMoney(tx, 'card_refund', { partnerId: other.partnerId, environment: 'sandbox', paymentRef: otherPayment.paymentRef, amountCents: otherPayment.amountCents, currency: otherPayment.currency }));
+      assert.deepEqual(await about(), ['refund at the processor booked (card_refund)']);
+      assert.deepEqual((await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.id === otherPayment.paymentRef).map((d) => d.field), ['card_refund posting refunded at the processor']);
+      // Each made whole: the posting booked, the refund made.
+      await book();
+      await processor().refund(otherPayment.paymentRef, otherPayment.amountCents, `planted:${otherPayment.id}`);
+      assert.deepEqual(await about(), []);
+      assert.deepEqual((await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.id === otherPayment.paymentRef), []);
     });
 
     it('an operator\'s refund whose process dies after the reversal commits: the recovery sweep refunds the buyer\'s card within its next round, once', async () => {

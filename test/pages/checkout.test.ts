@@ -90,9 +90,17 @@ describe('the hosted checkout page, in Chromium (CONTRACT §9)', function () {
     const orderId = (await client.get<SessionBody>(`/api/partner/v1/checkout-session/${session.session_id}`)).body.order_id!;
     assert.equal(await page.locator('.order-id').innerText(), orderId);
     await screenshots(page, 'checkout-receipt');
+    // The browser that paid, opening the link again: a 4xx page with its own receipt, never the form.
     const again = await page.goto(session.checkout_url);
     assert.equal(again?.status(), 409);
     assert.equal(await page.getByLabel('Card number').count(), 0);
+    assert.equal(await page.locator('.order-id').innerText(), orderId);
+    // Another browser on the same link: paid, and no order id.
+    const other = await browser.newPage();
+    assert.equal((await other.goto(session.checkout_url))?.status(), 409);
+    assert.equal(await other.locator('.order-id').count(), 0);
+    assert.doesNotMatch(await other.content(), new RegExp(orderId));
+    await other.close();
     await page.close();
   });
 

@@ -86,6 +86,8 @@ export interface PayingDetails {
   registrant: Record<string, string>;
   cardLast4: string;
   linkCode: string | null;
+  /** A digest of the paying browser's session (its CSRF secret): only that browser is shown the receipt. */
+  browser?: string;
 }
 
 /** The one card payment taken on a session. */
@@ -122,6 +124,51 @@ export class CheckoutPayment {
   @Column({ type: 'jsonb' })
   registrant: Record<string, string>;
 
+  /** A digest of the browser session whose attempt paid (null for payments before it was kept): its receipt is shown to it alone. */
+  @Column({ name: 'payer_browser', type: 'text', nullable: true })
+  payerBrowser: string | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;
+}
+
+export type CardAttemptOutcome = 'declined' | 'voided' | 'recorded' | 'never_seen';
+
+/**
+ * A payment attempt given up before the processor answered (released by the sweep, or found
+ * stale when its approval came): asked again until the processor answers (CARD_ATTEMPT_NEVER_SEEN_MS
+ * for one it never saw), and an approval found for it is voided.
+ */
+@Entity({ name: 'card_attempt_checks' })
+export class CardAttemptCheck {
+  @PrimaryGeneratedColumn('uuid')
+  id: string;
+
+  @Column({ name: 'session_id', type: 'uuid' })
+  sessionId: string;
+
+  @Column({ type: 'text' })
+  environment: Environment;
+
+  @Column({ name: 'idempotency_key', type: 'text', unique: true })
+  idempotencyKey: string;
+
+  /** The paying browser's digest, so that its next visit to the checkout is told what became of the attempt. */
+  @Column({ type: 'text', nullable: true })
+  browser: string | null;
+
+  @Column({ name: 'released_at', type: 'timestamptz', default: () => 'now()' })
+  releasedAt: Date;
+
+  @Column({ type: 'integer', default: 0 })
+  asks: number;
+
+  @Column({ name: 'last_asked_at', type: 'timestamptz', nullable: true })
+  lastAskedAt: Date | null;
+
+  @Column({ name: 'resolved_at', type: 'timestamptz', nullable: true })
+  resolvedAt: Date | null;
+
+  @Column({ type: 'text', nullable: true })
+  outcome: CardAttemptOutcome | null;
 }
