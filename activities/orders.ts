@@ -9,7 +9,7 @@ import { expireQuote } from '../src/orders/quotes';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { SandboxRegistrar, TransferRejected, type RegistrarPort, type TransferOrder, type TransferState } from '../src/orders/registrar';
 import type { Environment } from '../src/config';
-import { refundBuyerCard } from '../src/checkout/card-refunds';
+import { refundBuyerCardOrLeave } from '../src/checkout/card-refunds';
 import type { ActivityDeps } from './deps';
 import { registrarCallDuration } from '../src/metrics/metrics';
 
@@ -71,6 +71,9 @@ export function createOrderActivities(deps: ActivityDeps) {
    * the activity after some steps committed). Webhook delivery is then woken once if the order
    * stands at one of the steps, so a retry wakes it again; a needless wake-up finds nothing new.
    */
+  /** A buyer's card refund that failed after its commit: logged; the recovery sweep gives it back. */
+  const leftForSweep = (orderId: string) => (err: Error) => log.warn("a buyer's card refund failed; the recovery sweep tries it again", { order_id: orderId, error: err.message });
+
   async function advanceAndNotify(steps: Array<{ orderId: string; to: OrderStatus; at: string; detail?: string }>): Promise<TransitionResult> {
     let result: TransitionResult = { status: 'PAYMENT_RECORDED', applied: false };
     for (const [i, step] of steps.entries()) {
@@ -79,7 +82,7 @@ export function createOrderActivities(deps: ActivityDeps) {
     }
     const { event } = result;
     // A failed transfer of a hosted-checkout sale gives the buyer's money back (once, after the commit).
-    if (result.status === 'TRANSFER_FAILED' && steps.some((step) => step.to === 'TRANSFER_FAILED')) await refundBuyerCard(deps, steps[0].orderId);
+    if (result.status === 'TRANSFER_FAILED' && steps.some((step) => step.to === 'TRANSFER_FAILED')) await refundBuyerCardOrLeave(deps, steps[0].orderId, leftForSweep(steps[0].orderId));
     if (event && steps.some((step) => step.to === result.status)) await deps.starters?.eventsAppended(event.partnerId, event.environment);
     return { status: result.status, applied: result.applied };
   }
@@ -140,7 +143,7 @@ export function createOrderActivities(deps: ActivityDeps) {
       try {
         const { refund, created, event } = await grantRefund(deps.dataSource, input);
         // The buyer of a hosted-checkout sale gets the card payment back (once, after the commit).
-        await refundBuyerCard(deps, input.orderId);
+        await refundBuyerCardOrLeave(deps, input.orderId, leftForSweep(input.orderId));
         if (created) await deps.starters?.eventsAppended(event.partnerId, event.environment);
         return refund;
       } catch (err) {

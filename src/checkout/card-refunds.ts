@@ -42,6 +42,20 @@ export async function refundBuyerCard(deps: CardRefundDeps, orderId: string): Pr
 }
 
 /**
+ * refundBuyerCard, after a commit that already decided the refund: a failure (the processor
+ * down, none configured) never fails the caller, whose retry could not change it; the committed
+ * order stays the outbox and the recovery sweep refunds it (unrefundedBuyers). `left` then.
+ */
+export async function refundBuyerCardOrLeave(deps: CardRefundDeps, orderId: string, onLeft: (err: Error) => void = () => undefined): Promise<'refunded' | 'none' | 'left'> {
+  try {
+    return await refundBuyerCard(deps, orderId);
+  } catch (err) {
+    onLeft(err as Error);
+    return 'left';
+  }
+}
+
+/**
  * Refunded or failed hosted-checkout sales whose buyer's card refund is not booked (the process
  * died between committing the order's status and refunding the card): their order ids, oldest
  * first, at most `limit`.

@@ -54,6 +54,7 @@ import { WebhookSecretRotation1795002600000 } from './migrations/1795002600000-w
 import { AdmissionRateLimitState1795002700000 } from './migrations/1795002700000-admission-rate-limit-state';
 import { PaidSignal1795002800000 } from './migrations/1795002800000-paid-signal';
 import { CardAttemptChecks1795002900000 } from './migrations/1795002900000-card-attempt-checks';
+import { LegacyCardPayments1795003000000 } from './migrations/1795003000000-legacy-card-payments';
 import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
@@ -126,6 +127,7 @@ export const migrations = [
   AdmissionRateLimitState1795002700000,
   PaidSignal1795002800000,
   CardAttemptChecks1795002900000,
+  LegacyCardPayments1795003000000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -23,6 +23,7 @@ import { ReferralSale } from '../db/entities/referral';
 import { commissionCents } from '../money';
 import { ACCOUNT } from './ledger';
 import { figuresFromLedger, periodKey, type SettlementFigures } from './settlements';
+import { bookedPending } from './sales';
 
 export interface Difference {
   kind: 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale' | 'card_charge';
@@ -283,6 +284,7 @@ async function reconcileIn(manager: EntityManager, environment?: Environment): P
       .leftJoin(LedgerPosting, 'p', "p.idempotency_key = 'transaction:' || t.id || ':payable'")
       .select('t.public_id', 'txn')
       .where("t.payment_model = 'service_collected' AND t.status = 'completed' AND p.id IS NULL")
+      .andWhere(bookedPending('t'))
       .andWhere(`coalesce(cp.created_at, o.created_at) < now() - ${REFERRAL_WINDOW_GRACE}`),
     't',
   ).getRawMany<{ txn: string }>();

@@ -189,6 +189,14 @@ async function postPayable(tx: EntityManager, txn: Pick<SaleTransaction, 'id' | 
 }
 
 /**
+ * A condition on transaction `alias`: its sale booked the commission pending (not sales booked
+ * before the refund window existed, whose commission was payable at once: making those payable
+ * again would owe the partner twice).
+ */
+export const bookedPending = (alias: string) =>
+  `EXISTS (SELECT 1 FROM ledger_entries pe JOIN ledger_postings sp ON sp.id = pe.posting_id WHERE sp.transaction_id = ${alias}.id AND sp.kind = 'sale' AND pe.account = '${ACCOUNT.partnerCommissionPending}')`;
+
+/**
  * Hosted-checkout sales past their 30-day window whose commission is still pending: sales whose
  * session workflow will never make it payable (runs that ended before that step existed, or are
  * pinned to a build without it), or whose window ended while the sale was not yet booked. The
@@ -203,6 +211,7 @@ export async function pendingCommissionsPastWindow(dataSource: DataSource, limit
     .leftJoin(LedgerPosting, 'p', "p.idempotency_key = 'transaction:' || t.id || ':payable'")
     .select('t.order_id', 'order_id')
     .where("t.payment_model = 'service_collected' AND t.status = 'completed' AND p.id IS NULL")
+    .andWhere(bookedPending('t'))
     .andWhere('coalesce(cp.created_at, o.created_at) <= clock_timestamp() - make_interval(secs => :windowSeconds)', { windowSeconds: SERVICE_REFUND_WINDOW_MS / 1000 })
     .orderBy('t.occurred_at', 'ASC')
     .limit(limit)

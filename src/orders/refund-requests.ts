@@ -23,7 +23,7 @@ import { findOrderRow, markWorkflowStarted } from './orders';
 import { findRefund, grantRefund, refundCompletedSale, RefundNotAllowed, refundView, type RefundView } from './refunds';
 import { startOrderFulfilment } from './start-workflows';
 import type { WorkflowStarter } from '../temporal/start';
-import { refundBuyerCard, type CardRefundDeps } from '../checkout/card-refunds';
+import { refundBuyerCardOrLeave, type CardRefundDeps } from '../checkout/card-refunds';
 import { databaseNow } from '../db/clock';
 
 /** How long POST /refunds waits for the workflow's decision before answering 202 `pending`. */
@@ -112,7 +112,7 @@ async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string |
   const existing = await findRefund(deps.dataSource.manager, order.id);
   if (existing) {
     // Asking again finishes what a crash may have cut short: the buyer's card refunded once.
-    if (by === 'service') await refundBuyerCard(deps, order.id);
+    if (by === 'service') await refundBuyerCardOrLeave(deps, order.id);
     return { status: 200, refund: refundView(existing, order.publicId) };
   }
   if (by === 'partner' && order.paymentModel !== 'partner_collected') {
@@ -123,7 +123,7 @@ async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string |
   }
   if (by === 'service' && order.status === 'TRANSFER_COMPLETED') {
     const reversed = await refundCompletedSale(deps.dataSource, order.id, reason, await databaseNow(deps.dataSource.manager));
-    await refundBuyerCard(deps, order.id);
+    await refundBuyerCardOrLeave(deps, order.id);
     await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
     return { status: reversed.created ? 201 : 200, refund: reversed.refund };
   }
@@ -133,7 +133,7 @@ async function settledWithoutWorkflow(deps: Deps, order: Order, reason: string |
   if (order.status !== 'TRANSFER_FAILED') return undefined;
   try {
     const granted = await grantRefund(deps.dataSource, { orderId: order.id, refundPublicId: publicId('ref'), reason, at: (await databaseNow(deps.dataSource.manager)).toISOString() });
-    await refundBuyerCard(deps, order.id);
+    await refundBuyerCardOrLeave(deps, order.id);
     await notifyEventsAppended(deps.dataSource, deps.workflows, granted.event.partnerId, granted.event.environment);
     return { status: granted.created ? 201 : 200, refund: granted.refund };
   } catch (err) {

@@ -471,6 +471,20 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       assert.deepEqual((await reconcile(s().dataSource, 'sandbox')).differences.filter((d) => d.id === otherPayment.paymentRef), []);
     });
 
+    it('a failed transfer whose card refund fails (the processor down) still ends its step, never retried without end; the recovery sweep refunds the buyer later', async () => {
+      const { sessionId } = await openSession();
+      const order = await paidOrder(sessionId);
+      const down = new ProcessorWith();
+      down.refund = () => Promise.reject(new Error('the processor is down'));
+      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey, payments: { sandbox: down } });
+      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_FAILED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: order.id, to: to as never, at: new Date().toISOString() });
+      assert.equal((await s().dataSource.getRepository(Order).findOneByOrFail({ id: order.id })).status, 'TRANSFER_FAILED');
+      assert.equal(await refundsBooked(order.externalPaymentRef), 0, 'not refunded yet');
+      assert.ok((await sweep(processor())) >= 1);
+      assert.equal(await refundsBooked(order.externalPaymentRef), 1);
+      assert.deepEqual(await cardDifferences(order.publicId), []);
+    });
+
     it('an operator\'s refund whose process dies after the reversal commits: the recovery sweep refunds the buyer\'s card within its next round, once', async () => {
       const { sessionId } = await openSession();
       const sold = await paidOrder(sessionId);
