@@ -53,7 +53,9 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         log.info('recovery sweep: a stalled payment settled', { session_id: session.publicId, outcome });
       });
       // Attempts given up before the processor answered are asked again (an approval for one is voided).
-      const checked = await checkCardAttempts({ dataSource: deps.dataSource, payments }, heartbeatOrStop).catch((err: Error) => {
+      const checked = await checkCardAttempts({ dataSource: deps.dataSource, payments }, heartbeatOrStop, (key, err) =>
+        log.warn('recovery sweep: could not ask about a card attempt given up; asked again next round', { idempotency_key: key, error: err.message }),
+      ).catch((err: Error) => {
         log.warn('recovery sweep: could not ask about card attempts given up', { error: err.message });
         return 0;
       });

@@ -47,6 +47,11 @@ const EnvSchema = z.object({
   WORKER_HEALTH_FILE: z.string().min(1).optional(),
   // Read by the OpenTelemetry SDK itself (src/telemetry/tracing.ts); here so that it is known and shown.
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  // Live card payments (CONTRACT §9): Stripe when PAYMENT_PROCESSOR=stripe and its keys are set.
+  PAYMENT_PROCESSOR: z.enum(['none', 'stripe']).default('none'),
+  STRIPE_SECRET_KEY: z.string().optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().optional(),
+  STRIPE_API_URL: z.string().url().optional(),
   DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
   TOOL_CACHE_DIR: z.string().default(path.join(projectRoot, '.tools')),
   MASTER_KEY: z.string().optional(),
@@ -157,6 +162,8 @@ export interface Config {
   metrics: { host: string; port: number; workerPort: number };
   /** The worker touches this file every few seconds while it polls (docker-compose's health check); unset: none. */
   workerHealthFile?: string;
+  /** Live card payments: Stripe's keys when PAYMENT_PROCESSOR=stripe (src/checkout/stripe.ts); none otherwise. */
+  stripe?: { secretKey: string; webhookSecret: string; apiUrl?: string };
   /** OTEL_EXPORTER_OTLP_ENDPOINT: where traces go when set (the OpenTelemetry SDK reads it; shown by npm start). */
   otlpEndpoint?: string;
   /** NODE_ENV=production (the image sets it): no key is ever invented, they must be given. */
@@ -197,6 +204,13 @@ export function encodeMasterKey(ring: MasterKeyring): string {
 /** A PEM given as it is or base64-encoded (handy in environment files). */
 function decodePem(text: string): string {
   return text.includes('-----BEGIN') ? text.replace(/\\n/g, '\n') : Buffer.from(text, 'base64').toString('utf8');
+}
+
+/** PAYMENT_PROCESSOR=stripe needs both of Stripe's secrets; without it live checkout takes no payments. */
+function stripeSettings(e: z.infer<typeof EnvSchema>): Config['stripe'] {
+  if (e.PAYMENT_PROCESSOR !== 'stripe') return undefined;
+  if (!e.STRIPE_SECRET_KEY || !e.STRIPE_WEBHOOK_SECRET) throw new Error('PAYMENT_PROCESSOR=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET');
+  return { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, ...(e.STRIPE_API_URL ? { apiUrl: e.STRIPE_API_URL } : {}) };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -258,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: { host: e.METRICS_HOST, port: e.METRICS_PORT, workerPort: e.WORKER_METRICS_PORT },
     workerHealthFile: e.WORKER_HEALTH_FILE || undefined,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+    stripe: stripeSettings(e),
     production: e.NODE_ENV === 'production',
   };
 }

@@ -36,6 +36,7 @@ const QUICK_SKIPS: Record<string, string> = {
   'test/workflows/dev-server.test.ts': 'the Temporal dev server, its Schedules and UI',
   'test/pages/brokerage-progress.test.ts': 'Chromium',
   'test/pages/checkout.test.ts': 'Chromium',
+  'test/checkout/stripe.test.ts': 'Chromium, and stripe-mock',
   'test/pages/crafted-requests.test.ts': 'Chromium',
   'test/pages/docs.test.ts': 'Chromium',
   'test/pages/limits.test.ts': 'Chromium',

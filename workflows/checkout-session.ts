@@ -66,7 +66,14 @@ async function refundWindow(sessionPublicId: string, signalledAt: number): Promi
   showBusinessStatus('refund_window');
   const paidAt = typeof sale.paidAgoMs === 'number' ? Date.now() - sale.paidAgoMs : signalledAt;
   await sleep(Math.max(1, paidAt + SERVICE_REFUND_WINDOW_MS - Date.now()), { summary: 'the 30-day refund window' });
-  await makeServiceCommissionPayable({ orderId: sale.orderId, at: new Date().toISOString() });
+  if (patched(PATCHES.checkoutWindowSingleCall.patchId)) {
+    await makeServiceCommissionPayable({ orderId: sale.orderId, at: new Date().toISOString() });
+  } else {
+    // Runs that waited for a booking a day at a time before this patch keep doing so as they replay.
+    while ((await makeServiceCommissionPayable({ orderId: sale.orderId, at: new Date().toISOString() })) === 'not_booked') {
+      await sleep('1 day', { summary: 'the transfer is still under way: the sale is not booked yet' });
+    }
+  }
   showBusinessStatus('complete');
 }
 

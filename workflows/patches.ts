@@ -11,4 +11,5 @@ export const PATCHES = {
   boundedCancelPolling: { workflowType: 'orderFulfilmentWorkflow', patchId: 'bounded-cancel-polling' },
   recoveryStalledPayments: { workflowType: 'fulfilmentRecoveryWorkflow', patchId: 'settle-stalled-payments' },
   checkoutCommissionWindow: { workflowType: 'checkoutSessionWorkflow', patchId: 'service-commission-window' },
+  checkoutWindowSingleCall: { workflowType: 'checkoutSessionWorkflow', patchId: 'checkout-window-single-call' },
 } as const;

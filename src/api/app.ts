@@ -16,6 +16,8 @@ import { BrokerageEventData, brokerageRoutes } from '../brokerage/routes';
 import { checkoutRoutes } from '../checkout/routes';
 import { CheckoutPageToken } from '../checkout/page-token';
 import { SandboxCardProcessor, type PaymentPort } from '../checkout/payments';
+import type { StripeCheckout } from '../checkout/stripe';
+import { stripeWebhooks } from '../checkout/stripe-events';
 import type { CheckoutDeps } from '../checkout/sessions';
 import { discoveryRoutes } from '../discovery/routes';
 import { timedSearch, watchPool } from '../metrics/metrics';
@@ -75,6 +77,8 @@ export interface AppDeps {
   pageLimits?: PageLimits;
   /** Card processors per environment (hosted checkout); sandbox's simulator unless given. */
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
+  /** Live checkout on the processor's own page (Stripe), when configured: the service never sees a card. */
+  hosted?: { live?: StripeCheckout };
   /** Sees each route's answer (the test suite records the reference's examples with it: src/api/examples.ts). */
   onAnswer?: (operationId: string, status: number, body: unknown) => void;
 }
@@ -86,6 +90,7 @@ export function checkoutDeps(deps: AppDeps): CheckoutDeps {
     workflows: deps.workflows,
     pageToken: new CheckoutPageToken(deps.secretBox.deriveKeys('checkout-page-token')),
     payments: deps.payments ?? { sandbox: new SandboxCardProcessor(deps.dataSource) },
+    hosted: deps.hosted ?? {},
   };
 }
 
@@ -202,6 +207,8 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   watchPool(deps.dataSource);
   app.use(linkRedirect({ dataSource: deps.dataSource, attribution, clicks, logger: deps.logger, limits }));
   app.use(requestContext(deps.logger));
+  // The card processor's signed events (live checkout), outside the buyers' per-address page limits.
+  if (deps.hosted?.live) app.use(stripeWebhooks(checkoutDeps(deps), deps.hosted.live, deps.logger).routes());
   // The buyer's pages answer HTML, with their own security headers and error pages. None lives
   // under the API's prefix, so API requests skip their routers' path matching.
   // Page requests per client address (CONTRACT §15): beyond, a 429 page with Retry-After.

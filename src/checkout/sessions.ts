@@ -24,6 +24,7 @@ import { checkoutPaidSignal, checkoutWorkflowId, referralWorkflowId, STALLED_PAY
 import type { CheckoutPageToken } from './page-token';
 import type { Authorization, CardPayment, PaymentPort } from './payments';
 import { bookCardMoney } from './card-refunds';
+import { CheckoutEndsTooSoon, type StripeCheckout } from './stripe';
 
 export const CHECKOUT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -51,6 +52,8 @@ export interface CheckoutDeps {
   payments: Partial<Record<Environment, PaymentPort>>;
   /** How long a submit waits for the processor's answer (AUTHORIZE_DEADLINE_MS unless given). */
   authorizeDeadlineMs?: number;
+  /** Checkout on the processor's own page (live, Stripe): the buyer pays there, the sale is recorded from its signed event. */
+  hosted?: Partial<Record<Environment, StripeCheckout>>;
 }
 
 /**
@@ -103,7 +106,7 @@ export async function openSession(
   if (!domain || domain.status === 'unlisted') throw new ApiError('not_found', `${input.domain} is not listed`);
   if (domain.status === 'reserved') throw new ApiError('conflict', `${input.domain} is reserved by an active quote`);
   if (domain.status === 'sold') throw new ApiError('conflict', `${input.domain} has been sold`);
-  if (!deps.payments[input.environment]) throw new ApiError('service_unavailable', `card payments are not available in ${input.environment} yet`);
+  if (!deps.payments[input.environment] && !deps.hosted?.[input.environment]) throw new ApiError('service_unavailable', `card payments are not available in ${input.environment} yet`);
 
   const sessionPublicId = publicId('cs');
   // The timer exists before the session does, so no session outlives its seven days.
@@ -327,38 +330,52 @@ async function settleAttemptCheck(dataSource: DataSource, idempotencyKey: string
  * approval that one does is that sale's, and a processor that still has no record of it after
  * CARD_ATTEMPT_NEVER_SEEN_MS never charged it. Answers how many were settled this round.
  */
-export async function checkCardAttempts(deps: Pick<CheckoutDeps, 'dataSource' | 'payments'>, onEach: () => void = () => undefined): Promise<number> {
-  const checks = await deps.dataSource.getRepository(CardAttemptCheck).find({ where: { resolvedAt: IsNull() }, order: { releasedAt: 'ASC' }, take: 100 });
+export async function checkCardAttempts(
+  deps: Pick<CheckoutDeps, 'dataSource' | 'payments'>,
+  onEach: () => void = () => undefined,
+  onFailed: (idempotencyKey: string, err: Error) => void = () => undefined,
+): Promise<number> {
+  // Least recently asked first, so that one the processor keeps failing on never holds back the rest.
+  const checks = await deps.dataSource.getRepository(CardAttemptCheck).find({ where: { resolvedAt: IsNull() }, order: { lastAskedAt: { direction: 'ASC', nulls: 'FIRST' }, releasedAt: 'ASC' }, take: 100 });
   let settled = 0;
   for (const check of checks) {
     onEach();
     const processor = deps.payments[check.environment];
     if (!processor) continue;
-    const auth = await processor.retrieve(check.idempotencyKey);
-    let outcome: CardAttemptOutcome | undefined;
-    if (!auth) {
-      const { raw } = await deps.dataSource
-        .getRepository(CardAttemptCheck)
-        .createQueryBuilder()
-        .update()
-        .set({ asks: () => 'asks + 1', lastAskedAt: () => 'now()' })
-        .where('id = :id', { id: check.id })
-        .returning(`released_at < now() - make_interval(secs => ${CARD_ATTEMPT_NEVER_SEEN_MS / 1000}) AS never_seen`)
-        .execute();
-      if ((raw as Array<{ never_seen: boolean }>)[0]?.never_seen) outcome = 'never_seen';
-    } else if (!auth.approved) outcome = 'declined';
-    else if (auth.voided) outcome = 'voided';
-    else if (await deps.dataSource.getRepository(CheckoutPayment).existsBy({ paymentRef: auth.paymentRef })) outcome = 'recorded';
-    else {
-      await processor.void(auth.paymentRef);
-      outcome = 'voided';
-    }
-    if (outcome) {
-      await settleAttemptCheck(deps.dataSource, check.idempotencyKey, outcome);
-      settled++;
+    try {
+      if (await checkCardAttempt(deps, processor, check)) settled++;
+    } catch (err) {
+      onFailed(check.idempotencyKey, err as Error);
+      await deps.dataSource.getRepository(CardAttemptCheck).update({ id: check.id }, { asks: () => 'asks + 1', lastAskedAt: () => 'now()' });
     }
   }
   return settled;
+}
+
+/** One attempt asked again; answers whether it is settled now. */
+async function checkCardAttempt(deps: Pick<CheckoutDeps, 'dataSource' | 'payments'>, processor: PaymentPort, check: CardAttemptCheck): Promise<boolean> {
+  const auth = await processor.retrieve(check.idempotencyKey);
+  let outcome: CardAttemptOutcome | undefined;
+  if (!auth) {
+    const { raw } = await deps.dataSource
+      .getRepository(CardAttemptCheck)
+      .createQueryBuilder()
+      .update()
+      .set({ asks: () => 'asks + 1', lastAskedAt: () => 'now()' })
+      .where('id = :id', { id: check.id })
+      .returning(`released_at < now() - make_interval(secs => ${CARD_ATTEMPT_NEVER_SEEN_MS / 1000}) AS never_seen`)
+      .execute();
+    if ((raw as Array<{ never_seen: boolean }>)[0]?.never_seen) outcome = 'never_seen';
+  } else if (!auth.approved) outcome = 'declined';
+  else if (auth.voided) outcome = 'voided';
+  else if (await deps.dataSource.getRepository(CheckoutPayment).existsBy({ paymentRef: auth.paymentRef })) outcome = 'recorded';
+  else {
+    await processor.void(auth.paymentRef);
+    outcome = 'voided';
+  }
+  if (!outcome) return false;
+  await settleAttemptCheck(deps.dataSource, check.idempotencyKey, outcome);
+  return true;
 }
 
 /** A session and the milliseconds it has left by the database's clock (which decides lateness). */
@@ -402,7 +419,7 @@ export const paymentKey = (sessionPublicId: string, attempt: number) => `${sessi
 type Claim = Exclude<PayOutcome, { kind: 'paid' }> | { kind: 'paid'; session: CheckoutSession; orderPublicId: string } | { kind: 'in_progress' } | { kind: 'claimed'; session: CheckoutSession; attempt: number; processor: PaymentPort };
 
 /** Step 1: holds the name and marks the session paying, or says why it cannot be paid. */
-async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublicId: string, details: PayingDetails): Promise<Claim> {
+async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublicId: string, details: PayingDetails, mode: 'card' | 'hosted' = 'card'): Promise<Claim> {
   const sessions = tx.getRepository(CheckoutSession);
   const { entities, raw } = await sessions
     .createQueryBuilder('s')
@@ -429,7 +446,8 @@ async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublic
   if (session.status === 'expired' || raw[0].past_expiry) return { kind: 'expired' };
   if (session.declinedAttempts >= MAX_DECLINED_ATTEMPTS) return { kind: 'too_many_declines' };
   const processor = deps.payments[session.environment];
-  if (!processor) return { kind: 'no_processor' };
+  // A card is taken only where a card processor is; a hosted attempt only where its processor is.
+  if (mode === 'card' ? !processor : !deps.hosted?.[session.environment]) return { kind: 'no_processor' };
   const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: session.domainId }).getOneOrFail();
   if (domain.status !== 'listed') return { kind: 'unavailable', reason: `${domain.name} has just been ${domain.status === 'sold' ? 'sold' : 'reserved by another buyer'}.` };
   if (domain.buyNowPriceCents !== session.priceCents || domain.currency !== session.currency) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
@@ -437,7 +455,7 @@ async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublic
   await tx.getRepository(Domain).update({ id: domain.id }, { status: 'reserved' });
   const attempt = session.paymentAttempt + 1;
   await sessions.update({ id: session.id }, { paymentAttempt: attempt, payingSince: () => 'now()', payingDetails: details });
-  return { kind: 'claimed', session: { ...session, paymentAttempt: attempt }, attempt, processor };
+  return { kind: 'claimed', session: { ...session, paymentAttempt: attempt }, attempt, processor: processor! };
 }
 
 /**
@@ -574,6 +592,9 @@ export async function stalledPayments(dataSource: DataSource, olderThanSeconds: 
     .getRepository(CheckoutSession)
     .createQueryBuilder('s')
     .where('s.paying_since < now() - make_interval(secs => :olderThanSeconds)', { olderThanSeconds })
+    // A hosted attempt (live) stays out while the buyer is on the processor's page (up to its
+    // expiry); its processor's events settle it, not this card sweep.
+    .andWhere("(s.paying_details->>'hosted') IS DISTINCT FROM 'true'")
     .orderBy('s.paying_since', 'ASC')
     .limit(100)
     .getMany();
@@ -603,6 +624,93 @@ export async function settleStalledPayment(deps: Pick<CheckoutDeps, 'dataSource'
   if (paid) return 'resolved';
   if (!(await voidUnrecorded(deps, session, attempt, auth.paymentRef, session.payingDetails?.browser ?? null))) throw new Error(`checkout ${session.publicId}: the approval ${auth.paymentRef} could not be voided yet; it is asked about again`);
   return 'voided';
+}
+
+/**
+ * Live checkout on the processor's own page: the session is claimed as for a card (its name held,
+ * a new attempt with the buyer's details and browser) and the attempt opened at the processor
+ * (src/checkout/stripe.ts); the buyer is sent there. The sale is recorded from the processor's
+ * signed event (recordHostedPayment), never from the buyer's return. Answers where to send the
+ * buyer, or why the session cannot be paid.
+ */
+export async function startHostedPayment(
+  deps: CheckoutDeps,
+  sessionPublicId: string,
+  buyer: BuyerDetails,
+  urls: { returnUrl: string; cancelUrl: string },
+  referral?: { linkCode: string },
+): Promise<{ kind: 'redirect'; url: string } | PayOutcome> {
+  const opened = await sessionWithTimeLeft(deps.dataSource, sessionPublicId);
+  if (opened?.session.status === 'open') await startSessionWorkflow(deps, opened.session, 'once', { expiresAt: opened.session.expiresAt, lifetimeMs: opened.leftMs });
+  const details: PayingDetails = { buyerName: buyer.name, buyerEmail: buyer.email, registrant: buyer.registrant, cardLast4: '0000', linkCode: referral?.linkCode ?? null, browser: buyer.browser, hosted: true };
+  const claim = (await whenUnlocked(() => deps.dataSource.transaction((tx) => claimSession(tx, deps, sessionPublicId, details, 'hosted')), { giveUpMs: LOCK_WAIT_MS, everyMs: 200 })) ?? { kind: 'busy' as const };
+  if (claim.kind === 'in_progress') return { kind: 'busy' };
+  if (claim.kind !== 'claimed') return claim;
+  const { session, attempt } = claim;
+  try {
+    const { url } = await deps.hosted![session.environment]!.startAttempt({
+      idempotencyKey: paymentKey(session.publicId, attempt),
+      sessionPublicId: session.publicId,
+      attempt,
+      domain: session.domain,
+      amountCents: session.priceCents,
+      currency: session.currency,
+      buyerEmail: buyer.email,
+      returnUrl: urls.returnUrl,
+      cancelUrl: urls.cancelUrl,
+      expiresAt: session.expiresAt,
+    });
+    return { kind: 'redirect', url };
+  } catch (err) {
+    // Nothing was opened at the processor (a create that failed is one it never charges): the name goes back.
+    await releaseClaim(deps.dataSource, session.publicId, attempt, 'not_charged');
+    if (err instanceof CheckoutEndsTooSoon) return { kind: 'expired' };
+    throw err;
+  }
+}
+
+/** A buyer back from the processor's page without paying ("Cancel"): this browser's hosted attempt is given back (a payment that still arrives for it is refunded). */
+export async function cancelHostedAttempt(dataSource: DataSource, sessionPublicId: string, browser: string): Promise<void> {
+  const session = await findSession(dataSource, sessionPublicId);
+  if (!session?.payingSince || !session.payingDetails?.hosted || session.payingDetails.browser !== browser) return;
+  await releaseClaim(dataSource, sessionPublicId, session.paymentAttempt, 'not_charged');
+}
+
+/** What became of a processor's event about a hosted attempt. */
+export type HostedOutcome = 'recorded' | 'duplicate' | 'refused_amount' | 'refunded_stale' | 'released' | 'ignored';
+
+/**
+ * A hosted attempt's outcome from the processor's verified event: a paid one is recorded as the
+ * sale, once, for the session's amount and currency only (another amount or currency is refunded
+ * and never recorded); one that arrives after its attempt was given up is refunded; an expired
+ * one gives the name back.
+ */
+export async function recordHostedPayment(
+  deps: CheckoutDeps,
+  event: { kind: 'paid' | 'expired'; sessionPublicId: string; attempt: number; paymentRef: string | null; amountCents: number | null; currency: string | null },
+  log: (message: string, fields: Record<string, unknown>) => void,
+): Promise<HostedOutcome> {
+  const session = await findSession(deps.dataSource, event.sessionPublicId);
+  const hosted = session && deps.hosted?.[session.environment];
+  if (!session || !hosted || !Number.isInteger(event.attempt)) return 'ignored';
+  if (event.kind === 'expired') return (await releaseClaim(deps.dataSource, session.publicId, event.attempt, 'not_charged')) ? 'released' : 'ignored';
+  if (!event.paymentRef) return 'ignored';
+  if (event.amountCents !== session.priceCents || event.currency?.toUpperCase() !== session.currency) {
+    // Never recorded: the buyer gets it all back, and operators are told.
+    await hosted.refund(event.paymentRef, event.amountCents ?? 0, `mismatch:${event.paymentRef}`);
+    await releaseClaim(deps.dataSource, session.publicId, event.attempt, 'not_charged');
+    log('operator_action_needed: a processor payment of another amount or currency than its checkout was refunded', { session_id: session.publicId, payment_ref: event.paymentRef, amount_cents: event.amountCents, currency: event.currency, expected_cents: session.priceCents, expected_currency: session.currency });
+    return 'refused_amount';
+  }
+  const recorded = await recordPaidSession(deps.dataSource, session.publicId, event.attempt, { approved: true, paymentRef: event.paymentRef, processor: hosted.name });
+  if (recorded.kind === 'paid') {
+    await afterPaid(deps, recorded);
+    return 'recorded';
+  }
+  if (await deps.dataSource.getRepository(CheckoutPayment).existsBy({ paymentRef: event.paymentRef })) return 'duplicate';
+  // Its attempt was given up (cancelled, expired, or another paid): no order takes this payment.
+  await hosted.refund(event.paymentRef, session.priceCents, `stale:${event.paymentRef}`);
+  return 'refunded_stale';
 }
 
 /**

@@ -55,6 +55,8 @@ import { AdmissionRateLimitState1795002700000 } from './migrations/1795002700000
 import { PaidSignal1795002800000 } from './migrations/1795002800000-paid-signal';
 import { CardAttemptChecks1795002900000 } from './migrations/1795002900000-card-attempt-checks';
 import { LegacyCardPayments1795003000000 } from './migrations/1795003000000-legacy-card-payments';
+import { ProcessorEvents1795003100000 } from './migrations/1795003100000-processor-events';
+import { ProcessorEvent } from './entities/processor-event';
 import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
@@ -87,6 +89,7 @@ export const entities = [
   CheckoutSession,
   CheckoutPayment,
   CardAttemptCheck,
+  ProcessorEvent,
   BrokerageCase,
   BrokerageTimelineEntry,
   ReferralLink,
@@ -128,6 +131,7 @@ export const migrations = [
   PaidSignal1795002800000,
   CardAttemptChecks1795002900000,
   LegacyCardPayments1795003000000,
+  ProcessorEvents1795003100000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

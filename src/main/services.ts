@@ -1,4 +1,5 @@
 /** Wiring shared by the entry points: Temporal connections and the API server. */
+import { StripeCheckout } from '../checkout/stripe';
 import { serviceClientInterceptors } from '../temporal/request-context';
 import type { MasterKeyring } from '../auth/secret-box';
 import { configuredStarter } from '../temporal/start';
@@ -153,6 +154,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     listings: parts.listings,
     // Page limits per client address: in the admission Redis (shared by every API process) when there is one.
     pageLimits: new PageLimits(deps.config.pageLimits, parts.redis),
+    ...(deps.config.stripe ? { hosted: { live: new StripeCheckout(deps.config.stripe) } } : {}),
     secretBox,
     search: deps.search,
     workflows: configuredStarter(deps.temporal.client, deps.config.temporal),

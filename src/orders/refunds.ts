@@ -65,6 +65,11 @@ export async function grantRefund(
     const existing = await findRefund(tx, order.id);
     if (existing) return { refund: refundView(existing, order.publicId), created: false, event };
     if (!REFUNDABLE.includes(order.status)) throw new RefundNotAllowed(`order ${order.publicId} is ${order.status}; it cannot be refunded`);
+    // A hosted-checkout sale's window is 30 days from its payment, whichever workflow asks (one
+    // restarted after an upgrade, or started late by the sweep); a failed transfer is always refunded.
+    if (order.paymentModel === 'service_collected' && order.status !== 'TRANSFER_FAILED' && (await serviceRefundWindow(tx, order.id)).passed) {
+      throw new RefundNotAllowed(`order ${order.publicId} was paid more than ${SERVICE_REFUND_WINDOW_DAYS} days ago; its refund window has closed`);
+    }
 
     const view = await refundOrderRow(tx, order, input.refundPublicId, input.reason, new Date(input.at), async (updated) => {
       // After a failed transfer the name was listed again and may have been sold since: only a

@@ -12,7 +12,9 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
 import { z } from 'zod';
-import { findSession, payForSession, type CheckoutDeps } from '../checkout/sessions';
+import { cancelHostedAttempt, findSession, payForSession, startHostedPayment, type CheckoutDeps } from '../checkout/sessions';
+import { STRIPE_CHECKOUT_ORIGIN } from '../checkout/stripe';
+import { publicOrigin } from '../api/public-origin';
 import { CardAttemptCheck, CheckoutPayment, type CheckoutSession } from '../db/entities/checkout-session';
 import { Order } from '../db/entities/order';
 import { Domain } from '../db/entities/domain';
@@ -61,6 +63,9 @@ const PaymentForm = z.object({
   address: z.string().trim().max(400).optional().refine(noControl(CONTROL), 'Use letters, digits and punctuation only.'),
 });
 type FieldErrors = Partial<Record<keyof z.input<typeof PaymentForm>, string>>;
+
+/** The live page's form: the registrant's details only; the card is taken on the processor's page. */
+const HostedForm = PaymentForm.omit({ card_number: true, expiry: true, cvc: true });
 
 function originOf(url: string | null): string[] {
   if (!url) return [];
@@ -143,8 +148,9 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
       renderPage(ctx, 'message', { title: `${session.domain} is no longer available`, text: 'Someone else bought it or it was taken off the market while this page was open. You have not been charged.' }, 409);
       return;
     }
-    // Paying answers with a redirect to success_url, which the form's own page must allow.
-    allowFormTargets(ctx, originOf(session.successUrl));
+    const hosted = !!deps.hosted?.[session.environment];
+    // Paying answers with a redirect to success_url (or, live, to the processor's page), which the form's own page must allow.
+    allowFormTargets(ctx, [...originOf(session.successUrl), ...(hosted ? [STRIPE_CHECKOUT_ORIGIN] : [])]);
     renderPage(
       ctx,
       'checkout',
@@ -160,6 +166,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
         values: { email: session.customerEmail ?? '', ...values },
         errorCount: Object.keys(errors).length,
         notice,
+        hosted,
       },
       status,
     );
@@ -193,6 +200,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
     const session = await openSessionFor(ctx, pt, true);
     if (!session) return;
 
+    if (deps.hosted?.[session.environment]) return payOnProcessorPage(ctx, session, pt!, fields);
     const raw = Object.fromEntries([...fields.entries()].filter(([k]) => k in PaymentForm.shape));
     // What the buyer typed goes back into the form on an error, except the card number and CVC.
     const keep = { name: raw.name ?? '', email: raw.email ?? '', expiry: raw.expiry ?? '', organisation: raw.organisation ?? '', phone: raw.phone ?? '', address: raw.address ?? '' };
@@ -263,6 +271,78 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
           409,
         );
     }
+  });
+
+  /** Live: the registrant's details are checked here, then the buyer goes to the processor's page (303). */
+  async function payOnProcessorPage(ctx: Koa.Context, session: CheckoutSession, pt: string, fields: URLSearchParams): Promise<void> {
+    const raw = Object.fromEntries([...fields.entries()].filter(([k]) => k in HostedForm.shape));
+    const keep = { name: raw.name ?? '', email: raw.email ?? '', organisation: raw.organisation ?? '', phone: raw.phone ?? '', address: raw.address ?? '' };
+    const parsed = HostedForm.safeParse(raw);
+    if (!parsed.success) {
+      const errors: FieldErrors = {};
+      for (const issue of parsed.error.issues) errors[issue.path[0] as keyof FieldErrors] ??= issue.message;
+      return showForm(ctx, session, pt, 422, errors, keep);
+    }
+    const form = parsed.data;
+    const base = publicOrigin(undefined, ctx.headers);
+    const outcome = await startHostedPayment(
+      deps,
+      session.publicId,
+      { browser: browserDigest(ctx)!, name: form.name, email: form.email, registrant: Object.fromEntries(Object.entries({ organisation: form.organisation, phone: form.phone, address: form.address }).filter(([, v]) => v)) as Record<string, string> },
+      { returnUrl: `${base}/checkout/return?pt=${encodeURIComponent(pt)}`, cancelUrl: `${base}/checkout/cancel?pt=${encodeURIComponent(pt)}` },
+      await referredBy(ctx, session).then((link) => (link ? { linkCode: link.code } : undefined)),
+    );
+    switch (outcome.kind) {
+      case 'redirect':
+        allowFormTargets(ctx, [STRIPE_CHECKOUT_ORIGIN]);
+        ctx.status = 303;
+        ctx.redirect(outcome.url);
+        return;
+      case 'paid':
+        return renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: false, domain: session.domain, price: money(session.priceCents, session.currency), orderId: outcome.orderPublicId });
+      case 'expired':
+        return message(ctx, 'expired');
+      case 'unavailable':
+        return renderPage(ctx, 'message', { title: `${session.domain} is no longer available`, text: `${outcome.reason} You have not been charged.` }, 409);
+      case 'no_processor':
+        return message(ctx, 'noProcessor');
+      case 'busy':
+        return message(ctx, 'busy');
+      default:
+        return message(ctx, 'notFound');
+    }
+  }
+
+  /** Back from the processor's page: the receipt once its event recorded the sale, else a page that looks again every few seconds. */
+  router.get('/checkout/return', async (ctx) => {
+    const verdict = deps.pageToken.verify(ctx.query.pt, Date.now());
+    const browser = browserDigest(ctx);
+    const recorded = 'problem' in verdict || !browser ? null : await findSession(deps.dataSource, verdict.sessionId);
+    if (recorded?.status === 'complete' && recorded.orderId) {
+      const paid = await deps.dataSource.getRepository(CheckoutPayment).findOneBy({ sessionId: recorded.id });
+      if (paid?.payerBrowser === browser) {
+        const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: recorded.orderId });
+        if (recorded.successUrl) {
+          ctx.status = 303;
+          ctx.redirect(withQuery(recorded.successUrl, { session_id: recorded.publicId, order_id: order.publicId }));
+          return;
+        }
+        return renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: false, domain: recorded.domain, price: money(recorded.priceCents, recorded.currency), orderId: order.publicId });
+      }
+    }
+    const session = await openSessionFor(ctx, ctx.query.pt);
+    if (!session) return;
+    renderPage(ctx, 'message', { title: 'Confirming your payment…', text: 'Your payment is being confirmed with your bank. This page looks again every few seconds; there is no need to pay again.', refreshSeconds: 3 }, 202);
+  });
+
+  /** "Cancel" on the processor's page: this browser's attempt is given back and the form shown again. */
+  router.get('/checkout/cancel', async (ctx) => {
+    const verdict = deps.pageToken.verify(ctx.query.pt, Date.now());
+    const browser = browserDigest(ctx);
+    if (!('problem' in verdict) && browser) await cancelHostedAttempt(deps.dataSource, verdict.sessionId, browser);
+    const session = await openSessionFor(ctx, ctx.query.pt);
+    if (!session) return;
+    await showForm(ctx, session, String(ctx.query.pt));
   });
 
   router.get('/checkout/assets/:file', async (ctx) => {

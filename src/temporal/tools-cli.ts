@@ -1,9 +1,9 @@
-/** `node dist/src/temporal/tools-cli.js cli|test-server|model|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
+/** `node dist/src/temporal/tools-cli.js cli|test-server|model|opensearch|stripe-mock|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config';
 import { ensureModelFiles } from '../search/model-files';
-import { ensureTemporalCli, ensureTestServer, writeWhole } from './tools';
+import { ensureStripeMock, ensureTemporalCli, ensureTestServer, writeWhole } from './tools';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -37,8 +37,12 @@ async function main(): Promise<void> {
     const cli = await ensureTemporalCli(config.toolCacheDir, config.temporal.cliPath);
     if (!cli) throw new Error('no Temporal CLI found and no Go toolchain to build one');
     process.stdout.write(`${cli}\n`);
+  } else if (what === 'stripe-mock') {
+    const mock = await ensureStripeMock(config.toolCacheDir);
+    if (!mock) throw new Error('stripe-mock is built with Go, and there is no Go toolchain here');
+    process.stdout.write(`${mock}\n`);
   } else {
-    throw new Error('usage: tools-cli cli|test-server|model|opensearch|bundle <file.js>');
+    throw new Error('usage: tools-cli cli|test-server|model|opensearch|stripe-mock|bundle <file.js>');
   }
 }
 

@@ -93,32 +93,46 @@ export async function ensureTemporalCli(cacheDir: string, explicitPath?: string)
     if (!isExecutable(explicitPath)) throw new Error(`TEMPORAL_CLI_PATH=${explicitPath} is not an executable file`);
     return explicitPath;
   }
-  const onPath = findOnPath('temporal');
-  if (onPath) return onPath;
+  return findOnPath('temporal') ?? ensureGoTool(cacheDir, { binary: 'temporal', module: TEMPORAL_CLI_MODULE, what: 'the Temporal CLI', minutes: 3 });
+}
+
+/** Stripe's own mock of its API (validates every request against Stripe's API description), for the tests of the Stripe adapter. */
+export const STRIPE_MOCK_MODULE = 'github.com/stripe/stripe-mock@v0.203.0';
+
+/** stripe-mock, built with Go into the tool cache (or this machine's copy of that build); undefined without Go. */
+export async function ensureStripeMock(cacheDir: string): Promise<string | undefined> {
+  return ensureGoTool(cacheDir, { binary: 'stripe-mock', module: STRIPE_MOCK_MODULE, what: 'stripe-mock', minutes: 1 });
+}
+
+/**
+ * A Go tool: the tool cache's, this machine's copy of the same version (machineToolCache), or a
+ * fresh `go install` into the tool cache, then copied to the machine's. Undefined without Go.
+ */
+async function ensureGoTool(cacheDir: string, tool: { binary: string; module: string; what: string; minutes: number }): Promise<string | undefined> {
   const binDir = path.join(cacheDir, 'bin');
-  const cached = path.join(binDir, 'temporal');
+  const cached = path.join(binDir, tool.binary);
   if (isExecutable(cached)) return cached;
-  const machineCopy = path.join(machineToolCache(), TEMPORAL_CLI_MODULE.replace(/[^A-Za-z0-9.@-]+/g, '_'), 'temporal');
+  const machineCopy = path.join(machineToolCache(), tool.module.replace(/[^A-Za-z0-9.@-]+/g, '_'), tool.binary);
   if (isExecutable(machineCopy)) {
     mkdirSync(binDir, { recursive: true });
-    // Whole before it takes its name: a copy cut short is never taken for the CLI.
+    // Whole before it takes its name: a copy cut short is never taken for the tool.
     writeWhole(cached, (partial) => {
       copyFileSync(machineCopy, partial);
       chmodSync(partial, 0o755);
     });
-    progress(`Temporal CLI ready at ${cached} (this machine's build of ${TEMPORAL_CLI_MODULE})`);
+    progress(`${tool.what} ready at ${cached} (this machine's build of ${tool.module})`);
     return cached;
   }
   const go = findOnPath('go');
   if (!go) return undefined;
   mkdirSync(binDir, { recursive: true });
-  progress(`building the Temporal CLI with Go (${TEMPORAL_CLI_MODULE}); this takes about 3 minutes the first time`);
-  await run(go, ['install', TEMPORAL_CLI_MODULE], {
-    label: 'go install temporal',
+  progress(`building ${tool.what} with Go (${tool.module}); this takes about ${tool.minutes} minute${tool.minutes === 1 ? '' : 's'} the first time`);
+  await run(go, ['install', tool.module], {
+    label: `go install ${tool.binary}`,
     env: { ...process.env, GOBIN: binDir, GOFLAGS: process.env.GOFLAGS ?? '-mod=mod' },
     cwd: cacheDir,
   });
-  progress(`Temporal CLI ready at ${cached}`);
+  progress(`${tool.what} ready at ${cached}`);
   try {
     mkdirSync(path.dirname(machineCopy), { recursive: true });
     writeWhole(machineCopy, (partial) => copyFileSync(cached, partial));

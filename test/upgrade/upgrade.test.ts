@@ -3,12 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type { DataSource } from 'typeorm';
+import { In, type DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
 import { CheckoutPayment } from '../../src/db/entities/checkout-session';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { Order } from '../../src/db/entities/order';
 import { SandboxCharge } from '../../src/db/entities/sandbox-charge';
+import { SaleTransaction } from '../../src/db/entities/sale-transaction';
 import { createDataSource, migrations, openDatabase } from '../../src/db/data-source';
 import { reconcile } from '../../src/finance/reconcile';
 import { refundOrder } from '../../src/orders/refund-requests';
@@ -144,6 +145,20 @@ describe('an upgrade from the release before the card processor’s record (f373
     assert.equal((await upgraded.getRepository(SandboxCharge).findOneByOrFail({ paymentRef: payment.paymentRef })).refundedCents, payment.amountCents);
 
     assert.ok((await orders.find()).every((o) => FINAL_ORDER_STATUSES.includes(o.status)), 'every order has ended');
+
+    // 40 days on (the sales moved back): the sweep makes payable what this release booked pending
+    // (the orders that completed after the upgrade), and never again what that release booked
+    // payable at the sale (which would owe the partner twice).
+    // (every row: a query builder's update without a where is meant to be one)
+    await upgraded.getRepository(CheckoutPayment).createQueryBuilder().update().set({ createdAt: () => "created_at - interval '40 days'" }).execute();
+    await upgraded.getRepository(Order).createQueryBuilder().update().set({ createdAt: () => "created_at - interval '40 days'" }).execute();
+    await sweep();
+    const legacy = (dump.tables.transactions as Array<{ id: string }>).map((t) => t.id);
+    assert.equal(await upgraded.getRepository(LedgerPosting).countBy({ transactionId: In(legacy), kind: 'commission_payable' }), 0, 'no commission of that release made payable again');
+    for (const o of inFlight) {
+      const txn = await upgraded.getRepository(SaleTransaction).findOneByOrFail({ orderId: o.id });
+      assert.equal(await upgraded.getRepository(LedgerPosting).countBy({ transactionId: txn.id, kind: 'commission_payable' }), 1, `${o.publicId}: payable after its window`);
+    }
     const report = await reconcile(upgraded);
     assert.deepEqual(report.differences, []);
     assert.equal(report.ok, true);

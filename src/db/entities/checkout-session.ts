@@ -88,6 +88,8 @@ export interface PayingDetails {
   linkCode: string | null;
   /** A digest of the paying browser's session (its CSRF secret): only that browser is shown the receipt. */
   browser?: string;
+  /** An attempt on the processor's own page (live): settled by its events, not by the card sweep. */
+  hosted?: boolean;
 }
 
 /** The one card payment taken on a session. */

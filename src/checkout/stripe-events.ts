@@ -1,0 +1,71 @@
+/**
+ * `POST /webhooks/stripe` (CONTRACT §9): Stripe's events about live checkout attempts. No partner
+ * signature: the `Stripe-Signature` header is verified by the library against the raw body and
+ * STRIPE_WEBHOOK_SECRET with a 300 s tolerance (a missing, wrong or stale one is 400 and changes
+ * nothing). Each event id is handled once (processor_events): a replay is 200 and changes nothing.
+ * `checkout.session.completed` with `payment_status: "paid"` records the sale
+ * (recordHostedPayment); `checkout.session.expired` gives the attempt back.
+ */
+import Router from '@koa/router';
+import getRawBody from 'raw-body';
+import type { Logger } from 'pino';
+import type Stripe from 'stripe';
+import { ProcessorEvent } from '../db/entities/processor-event';
+import { recordHostedPayment, type CheckoutDeps, type HostedOutcome } from './sessions';
+import type { StripeCheckout } from './stripe';
+
+const MAX_EVENT_BYTES = 512 * 1024;
+
+export function stripeWebhooks(deps: CheckoutDeps, stripe: StripeCheckout, logger: Logger): Router {
+  const router = new Router();
+  router.post('/webhooks/stripe', async (ctx) => {
+    let raw: Buffer;
+    try {
+      raw = await getRawBody(ctx.req, { length: ctx.get('content-length') || undefined, limit: MAX_EVENT_BYTES });
+    } catch {
+      ctx.status = 400;
+      ctx.body = { error: { code: 'validation_error', message: 'the event body could not be read' } };
+      return;
+    }
+    let event: Stripe.Event;
+    try {
+      event = stripe.verifyEvent(raw, ctx.get('stripe-signature') || undefined);
+    } catch (err) {
+      ctx.status = 400;
+      ctx.body = { error: { code: 'invalid_signature', message: `the Stripe-Signature does not verify: ${(err as Error).message}` } };
+      return;
+    }
+    const events = deps.dataSource.getRepository(ProcessorEvent);
+    if (await events.existsBy({ eventId: event.id })) {
+      ctx.body = { received: true, duplicate: true };
+      return;
+    }
+    const outcome = await handle(deps, event, (message, fields) => logger.warn(fields, message));
+    // Marked handled once handled: a crash in between makes Stripe send it again, and each step is idempotent.
+    await events.createQueryBuilder().insert().values({ eventId: event.id, processor: stripe.name, type: event.type, outcome }).orIgnore().execute();
+    logger.info({ event_id: event.id, type: event.type, outcome }, 'stripe event handled');
+    ctx.body = { received: true };
+  });
+  return router;
+}
+
+async function handle(deps: CheckoutDeps, event: Stripe.Event, log: (message: string, fields: Record<string, unknown>) => void): Promise<HostedOutcome> {
+  if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.expired') return 'ignored';
+  const session = event.data.object;
+  const sessionPublicId = session.client_reference_id ?? session.metadata?.checkout_session;
+  if (!sessionPublicId) return 'ignored';
+  if (event.type === 'checkout.session.completed' && session.payment_status !== 'paid') return 'ignored';
+  const paymentIntent = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
+  return recordHostedPayment(
+    deps,
+    {
+      kind: event.type === 'checkout.session.completed' ? 'paid' : 'expired',
+      sessionPublicId,
+      attempt: Number(session.metadata?.attempt),
+      paymentRef: paymentIntent,
+      amountCents: session.amount_total,
+      currency: session.currency,
+    },
+    log,
+  );
+}
