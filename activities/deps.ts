@@ -2,6 +2,7 @@
 import type { DataSource } from 'typeorm';
 import type { MasterKeyring } from '../src/auth/secret-box';
 import type { PaymentPort } from '../src/checkout/payments';
+import type { StripeCheckout } from '../src/checkout/stripe';
 import type { RegistrarPort } from '../src/orders/registrar';
 import type { Starters } from '../src/temporal/starters';
 
@@ -25,6 +26,8 @@ export interface ActivityDeps {
    * sandbox defaults to the simulator over this database, live has none unless given.
    */
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
+  /** Processors whose own page took the payment (live: Stripe): the buyer's refunds go to them. */
+  hosted?: { live?: StripeCheckout };
   /** WEBHOOK_ALLOW_LOOPBACK; absent means off. */
   allowLoopbackWebhooks?: boolean;
 }

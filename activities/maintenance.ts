@@ -60,7 +60,7 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         return 0;
       });
       const refunded = await eachOrLog(await unrefundedBuyers(deps.dataSource), "could not refund a buyer's card", (orderId) => ({ order_id: orderId }), async (orderId) => {
-        await refundBuyerCard({ dataSource: deps.dataSource, payments }, orderId);
+        await refundBuyerCard({ dataSource: deps.dataSource, payments, hosted: deps.hosted }, orderId);
         log.info("recovery sweep: a buyer's card refunded after a crash", { order_id: orderId });
       });
       const starters = deps.starters;

@@ -20,6 +20,8 @@ export interface CardRefundDeps {
   dataSource: DataSource;
   /** Card processors per environment; sandbox's simulator over `dataSource` unless given. */
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
+  /** Processors whose own page took the payment (live: Stripe), refunded by the payment's reference. */
+  hosted?: Partial<Record<'sandbox' | 'live', Pick<PaymentPort, 'refund'>>>;
 }
 
 /** Refunds the buyer of a refunded or failed service-collected order; `none` when there is no card payment to give back. */
@@ -30,7 +32,7 @@ export async function refundBuyerCard(deps: CardRefundDeps, orderId: string): Pr
   const payment = await deps.dataSource.getRepository(CheckoutPayment).findOneBy({ sessionId: order.checkoutSessionId });
   if (!payment) return 'none';
   const payments = deps.payments ?? { sandbox: new SandboxCardProcessor(deps.dataSource) };
-  const processor = payments[order.environment];
+  const processor = payments[order.environment] ?? deps.hosted?.[order.environment];
   if (!processor) throw new Error(`no card processor for ${order.environment}: the buyer of ${order.publicId} cannot be refunded`);
   // A sale at price 0 charged nothing: there is nothing to give back (a processor refuses a refund
   // of 0), and the reversal is still booked so that the order reads refunded.

@@ -4,13 +4,17 @@
  * STRIPE_WEBHOOK_SECRET with a 300 s tolerance (a missing, wrong or stale one is 400 and changes
  * nothing). Each event id is handled once (processor_events): a replay is 200 and changes nothing.
  * `checkout.session.completed` with `payment_status: "paid"` records the sale
- * (recordHostedPayment); `checkout.session.expired` gives the attempt back.
+ * (recordHostedPayment); `checkout.session.expired` gives the attempt back; `charge.refunded`
+ * confirms a refund in the ledger.
  */
 import Router from '@koa/router';
 import getRawBody from 'raw-body';
 import type { Logger } from 'pino';
 import type Stripe from 'stripe';
 import { ProcessorEvent } from '../db/entities/processor-event';
+import { CheckoutPayment } from '../db/entities/checkout-session';
+import { Order } from '../db/entities/order';
+import { bookCardMoney } from './card-refunds';
 import { recordHostedPayment, type CheckoutDeps, type HostedOutcome } from './sessions';
 import type { StripeCheckout } from './stripe';
 
@@ -49,7 +53,8 @@ export function stripeWebhooks(deps: CheckoutDeps, stripe: StripeCheckout, logge
   return router;
 }
 
-async function handle(deps: CheckoutDeps, event: Stripe.Event, log: (message: string, fields: Record<string, unknown>) => void): Promise<HostedOutcome> {
+async function handle(deps: CheckoutDeps, event: Stripe.Event, log: (message: string, fields: Record<string, unknown>) => void): Promise<HostedOutcome | 'refund_booked'> {
+  if (event.type === 'charge.refunded') return confirmRefund(deps, event.data.object, log);
   if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.expired') return 'ignored';
   const session = event.data.object;
   const sessionPublicId = session.client_reference_id ?? session.metadata?.checkout_session;
@@ -68,4 +73,25 @@ async function handle(deps: CheckoutDeps, event: Stripe.Event, log: (message: st
     },
     log,
   );
+}
+
+/**
+ * `charge.refunded`: Stripe confirms a refund. The service books its `card_refund` when it asks for
+ * one (refundBuyerCard, `refund:<order>`); this books it if that was cut short, once. A refund of a
+ * payment whose order was not refunded (made in Stripe's dashboard) is for operators to settle.
+ */
+async function confirmRefund(deps: CheckoutDeps, charge: Stripe.Charge, log: (message: string, fields: Record<string, unknown>) => void): Promise<'refund_booked' | 'ignored'> {
+  const paymentRef = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
+  if (!paymentRef) return 'ignored';
+  const payment = await deps.dataSource.getRepository(CheckoutPayment).findOneBy({ paymentRef });
+  const order = payment && (await deps.dataSource.getRepository(Order).findOneBy({ checkoutSessionId: payment.sessionId }));
+  if (!payment || !order) return 'ignored';
+  if (order.status !== 'REFUNDED' && order.status !== 'TRANSFER_FAILED') {
+    log('operator_action_needed: Stripe refunded a payment whose order was not refunded here', { order_id: order.publicId, payment_ref: paymentRef, amount_refunded: charge.amount_refunded });
+    return 'ignored';
+  }
+  await deps.dataSource.transaction((tx) =>
+    bookCardMoney(tx, 'card_refund', { partnerId: order.partnerId, environment: order.environment, paymentRef, amountCents: payment.amountCents, currency: payment.currency }),
+  );
+  return 'refund_booked';
 }

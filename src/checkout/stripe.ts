@@ -86,8 +86,8 @@ export class StripeCheckout {
   }
 
   /** Gives `amountCents` of a payment back, once per idempotency key (`refund:<order>`). */
-  async refund(paymentIntentId: string, amountCents: number, idempotencyKey: string): Promise<string> {
-    return (await this.stripe.refunds.create({ payment_intent: paymentIntentId, amount: amountCents }, { idempotencyKey })).id;
+  async refund(paymentIntentId: string, amountCents: number, idempotencyKey: string): Promise<void> {
+    await this.stripe.refunds.create({ payment_intent: paymentIntentId, amount: amountCents }, { idempotencyKey });
   }
 
   /** The event Stripe signed, or a throw when the signature, its secret or its time (300 s) do not hold. */

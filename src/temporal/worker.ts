@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { StripeCheckout, type StripeSettings } from '../checkout/stripe';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { MasterKeyring } from '../auth/secret-box';
@@ -55,6 +56,8 @@ export interface WorkerDeps {
   masterKey: MasterKeyring | Buffer;
   /** WEBHOOK_ALLOW_LOOPBACK, for the delivery activities. */
   allowLoopbackWebhooks: boolean;
+  /** Live card refunds through Stripe (a failed transfer, an operator's refund), when configured. */
+  stripe?: StripeSettings;
   /** For activities that start workflows (the fulfilment recovery sweep). */
   client: Client;
   /** A prebuilt bundle (serviceWorkflowBundle; tests build it once); otherwise the worker bundles one. */
@@ -78,6 +81,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       dataSource: deps.dataSource,
       masterKey: deps.masterKey,
       allowLoopbackWebhooks: deps.allowLoopbackWebhooks,
+      ...(deps.stripe ? { hosted: { live: new StripeCheckout(deps.stripe) } } : {}),
       starters: workflowStarters({ client: deps.client, taskQueue: deps.taskQueue, webhookTaskQueue: deps.webhookTaskQueue }, deps.dataSource),
     }),
     workflowBundle: deps.workflowBundle ?? (await serviceWorkflowBundle()),
@@ -133,6 +137,7 @@ export async function runServiceWorkers(
     taskQueue: config.temporal.taskQueue,
     webhookTaskQueue: config.temporal.webhookTaskQueue,
     allowLoopbackWebhooks: config.webhooks.allowLoopback,
+    stripe: config.stripe,
     version,
     // The bundle built ahead holds no tracing interceptors (tracing is off at image build): with
     // tracing on, the worker bundles its own with them.

@@ -4,7 +4,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { createApp } from '../../src/api/app';
 import { StripeCheckout } from '../../src/checkout/stripe';
-import { startHostedPayment, type CheckoutDeps } from '../../src/checkout/sessions';
+import { recordHostedPayment, startHostedPayment, type CheckoutDeps } from '../../src/checkout/sessions';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities } from '../../activities';
+import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { checkoutDeps } from '../../src/api/app';
 import { CheckoutPayment, CheckoutSession } from '../../src/db/entities/checkout-session';
 import { Domain } from '../../src/db/entities/domain';
@@ -177,5 +180,25 @@ describe('live checkout through Stripe (stripe-mock): the processor\'s page, its
     assert.equal((await send(expired, stripe.signForTest(expired))).status, 200);
     assert.equal((await session(sessionId)).payingSince, null);
     assert.equal((await s.dataSource.getRepository(Domain).findOneByOrFail({ id: after.domainId })).status, 'listed');
+  });
+  it('a live sale whose transfer fails: the buyer is refunded through Stripe (stripe-mock validates the refund, keyed refund:<order>), charge.refunded confirms it once, reconcile is clean', async () => {
+    const s = getStack();
+    const { sessionId } = await liveSession(12_300);
+    assert.equal((await startHostedPayment({ ...deps, workflows: { client: s.env.client, taskQueue: 'no-worker-serves-this' } }, sessionId, { name: 'C', email: 'c@example.com', registrant: {}, browser: 'browser-c' }, { returnUrl: `${baseUrl}/r`, cancelUrl: `${baseUrl}/c` })).kind, 'redirect');
+    const completed = event('checkout.session.completed', sessionId, 1, 12_300);
+    // Recorded through the same handler the endpoint runs, with this test's own (unserved) fulfilment queue.
+    const unserved = { ...deps, workflows: { client: s.env.client, taskQueue: 'no-worker-serves-this' } };
+    const payload = JSON.parse(completed) as { data: { object: { payment_intent: string } } };
+    assert.equal(await recordHostedPayment(unserved, { kind: 'paid', sessionPublicId: sessionId, attempt: 1, paymentRef: payload.data.object.payment_intent, amountCents: 12_300, currency: 'usd' }, () => undefined), 'recorded');
+    const order = await s.dataSource.getRepository(Order).findOneByOrFail({ id: (await session(sessionId)).orderId! });
+    await s.env.client.workflow.getHandle(orderWorkflowId(order.publicId)).terminate('this test moves the order itself');
+    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, hosted: { live: stripe } });
+    for (const to of ['DOMAIN_LOCKED', 'TRANSFER_FAILED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: order.id, to: to as never, at: new Date().toISOString() });
+    const booked = () => s.dataSource.getRepository(LedgerPosting).countBy({ idempotencyKey: `card:${order.externalPaymentRef}:refunded` });
+    assert.equal(await booked(), 1, 'refunded through Stripe and booked');
+    const refunded = JSON.stringify({ id: `evt_${randomBytes(12).toString('hex')}`, object: 'event', api_version: '2025-01-27.acacia', created: Math.floor(Date.now() / 1000), type: 'charge.refunded', data: { object: { id: `ch_${randomBytes(8).toString('hex')}`, object: 'charge', payment_intent: order.externalPaymentRef, amount: 12_300, amount_refunded: 12_300, currency: 'usd', refunded: true } } });
+    assert.equal((await send(refunded, stripe.signForTest(refunded))).status, 200);
+    assert.equal(await booked(), 1, 'once');
+    assert.deepEqual((await reconcile(s.dataSource, 'live')).differences.filter((d) => d.id === order.publicId), []);
   });
 });
