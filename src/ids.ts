@@ -14,7 +14,7 @@ function randomHex(bytes: number): string {
 }
 
 /** Public identifiers: a type prefix and 24 hex characters (`ord_…`, `quo_…`, `evt_…`, request ids `req_…`). */
-export function publicId(prefix: 'quo' | 'ord' | 'ref' | 'evt' | 'txn' | 'trf' | 'stl' | 'po' | 'cs' | 'rs' | 'lnk' | 'brk' | 'req'): string {
+export function publicId(prefix: 'quo' | 'ord' | 'ref' | 'evt' | 'txn' | 'trf' | 'stl' | 'po' | 'cs' | 'rs' | 'lnk' | 'brk' | 'req' | 'dsp'): string {
   return `${prefix}_${randomHex(12)}`;
 }
 

@@ -22,6 +22,7 @@ import { runPayoutsNow } from './finance';
 import { moveCase, revokeCaseLink } from './brokerage';
 import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages';
 import { reconcile } from '../finance/reconcile';
+import { openDisputes } from '../checkout/disputes';
 import { patchUse, withTemporal } from './temporal';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
@@ -383,6 +384,20 @@ program
         : report.differences.map((d) => `${d.kind} ${d.id} ${d.field}: stored ${d.stored}, ledger says ${d.from_ledger}`).join('\n');
       output(o.json, report, text);
       if (!report.ok) throw new Error(`the ledger does not reconcile: ${report.differences.length} difference(s)`);
+    }),
+  );
+
+program
+  .command('disputes')
+  .description('card disputes (chargebacks) of live checkout sales')
+  .command('list')
+  .description('the disputes still open, oldest first: order, amount, reason, since when')
+  .option('--env <env>', 'sandbox or live (default: both)', environmentOption)
+  .option('--json', 'JSON output: [ { dispute_id, order_id, partner_id, environment, status, amount_cents, currency, reason, opened_at } ]')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const open = await openDisputes(dataSource, o.env);
+      output(o.json, open, open.length ? open.map((d) => `${d.dispute_id}\t${d.order_id}\t${d.environment}\t${d.amount_cents} ${d.currency}\t${d.reason ?? ''}\tsince ${d.opened_at}`).join('\n') : 'no open disputes');
     }),
   );
 

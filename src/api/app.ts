@@ -32,7 +32,7 @@ import { linkRedirect, referralPages } from '../pages/referral-pages';
 import { AttributionKeys } from '../referral/attribution';
 import { ClickRecorder } from '../referral/clicks';
 import type { QuoteTokenSigner } from '../orders/quote-token';
-import { OrderEventData, OrderRefundedEventData, orderRoutes } from '../orders/routes';
+import { OrderDisputeEventData, OrderEventData, OrderRefundedEventData, orderRoutes } from '../orders/routes';
 import type { WorkflowStarter } from '../temporal/start';
 import type { SecretBox } from '../auth/secret-box';
 import { webhookRoutes } from '../webhooks/routes';
@@ -145,7 +145,7 @@ function eventWebhooks(): WebhookSpec[] {
   return (Object.entries(EVENT_DESCRIPTIONS) as Array<[EventType, string]>).map(([type, description]) => ({
     type,
     description,
-    data: type === 'order.refunded' ? OrderRefundedEventData : type.startsWith('brokerage.') ? BrokerageEventData : OrderEventData,
+    data: type === 'order.refunded' ? OrderRefundedEventData : type.startsWith('order.dispute_') ? OrderDisputeEventData : type.startsWith('brokerage.') ? BrokerageEventData : OrderEventData,
   }));
 }
 

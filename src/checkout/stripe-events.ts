@@ -5,7 +5,8 @@
  * nothing). Each event id is handled once (processor_events): a replay is 200 and changes nothing.
  * `checkout.session.completed` with `payment_status: "paid"` records the sale
  * (recordHostedPayment); `checkout.session.expired` gives the attempt back; `charge.refunded`
- * confirms a refund in the ledger.
+ * confirms a refund in the ledger; `charge.dispute.created` and `charge.dispute.closed` book a
+ * dispute (src/checkout/disputes.ts).
  */
 import Router from '@koa/router';
 import getRawBody from 'raw-body';
@@ -15,6 +16,7 @@ import { ProcessorEvent } from '../db/entities/processor-event';
 import { CheckoutPayment } from '../db/entities/checkout-session';
 import { Order } from '../db/entities/order';
 import { bookCardMoney } from './card-refunds';
+import { closeDispute, openDispute } from './disputes';
 import { recordHostedPayment, type CheckoutDeps, type HostedOutcome } from './sessions';
 import type { StripeCheckout } from './stripe';
 
@@ -53,8 +55,9 @@ export function stripeWebhooks(deps: CheckoutDeps, stripe: StripeCheckout, logge
   return router;
 }
 
-async function handle(deps: CheckoutDeps, event: Stripe.Event, log: (message: string, fields: Record<string, unknown>) => void): Promise<HostedOutcome | 'refund_booked'> {
+async function handle(deps: CheckoutDeps, event: Stripe.Event, log: (message: string, fields: Record<string, unknown>) => void): Promise<string> {
   if (event.type === 'charge.refunded') return confirmRefund(deps, event.data.object, log);
+  if (event.type === 'charge.dispute.created' || event.type === 'charge.dispute.closed') return disputeEvent(deps, event.type, event.data.object, new Date(event.created * 1000), log);
   if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.expired') return 'ignored';
   const session = event.data.object;
   const sessionPublicId = session.client_reference_id ?? session.metadata?.checkout_session;
@@ -94,4 +97,23 @@ async function confirmRefund(deps: CheckoutDeps, charge: Stripe.Charge, log: (me
     bookCardMoney(tx, 'card_refund', { partnerId: order.partnerId, environment: order.environment, paymentRef, amountCents: payment.amountCents, currency: payment.currency }),
   );
   return 'refund_booked';
+}
+
+/**
+ * `charge.dispute.created` opens the order's dispute (the amount held, `order.dispute_opened`);
+ * `charge.dispute.closed` ends it: `won` (or `warning_closed`, an inquiry that never became a
+ * chargeback) releases the amount, `lost` books the loss (src/checkout/disputes.ts).
+ */
+async function disputeEvent(deps: CheckoutDeps, type: 'charge.dispute.created' | 'charge.dispute.closed', dispute: Stripe.Dispute, at: Date, log: (message: string, fields: Record<string, unknown>) => void): Promise<string> {
+  const paymentRef = typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id;
+  if (type === 'charge.dispute.created') {
+    if (!paymentRef) return 'ignored';
+    const outcome = await openDispute(deps.dataSource, { processorDisputeId: dispute.id, paymentRef, amountCents: dispute.amount, currency: dispute.currency, reason: dispute.reason ?? null, at });
+    if (outcome === 'unknown_payment') log('operator_action_needed: Stripe opened a dispute on a payment this service has no record of', { dispute: dispute.id, payment_ref: paymentRef });
+    else log('operator_action_needed: a card payment is disputed (admin disputes list)', { dispute: dispute.id, payment_ref: paymentRef, amount_cents: dispute.amount });
+    return `dispute_${outcome}`;
+  }
+  const outcome = dispute.status === 'lost' ? 'lost' : dispute.status === 'won' || dispute.status === 'warning_closed' ? 'won' : undefined;
+  if (!outcome) return 'ignored';
+  return `dispute_${await closeDispute(deps.dataSource, dispute.id, outcome, at)}`;
 }

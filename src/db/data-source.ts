@@ -57,6 +57,8 @@ import { CardAttemptChecks1795002900000 } from './migrations/1795002900000-card-
 import { LegacyCardPayments1795003000000 } from './migrations/1795003000000-legacy-card-payments';
 import { ProcessorEvents1795003100000 } from './migrations/1795003100000-processor-events';
 import { ProcessorEvent } from './entities/processor-event';
+import { CardDispute } from './entities/card-dispute';
+import { CardDisputes1795003200000 } from './migrations/1795003200000-card-disputes';
 import { OperatorAction } from './entities/operator-action';
 
 export const entities = [
@@ -90,6 +92,7 @@ export const entities = [
   CheckoutPayment,
   CardAttemptCheck,
   ProcessorEvent,
+  CardDispute,
   BrokerageCase,
   BrokerageTimelineEntry,
   ReferralLink,
@@ -132,6 +135,7 @@ export const migrations = [
   CardAttemptChecks1795002900000,
   LegacyCardPayments1795003000000,
   ProcessorEvents1795003100000,
+  CardDisputes1795003200000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

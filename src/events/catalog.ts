@@ -7,6 +7,8 @@ import type { EventType } from './outbox';
 export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   'order.created': 'An order was recorded (partner-collected, or paid in a hosted checkout). `data` is the order.',
   'order.refunded': 'An order was refunded; its sale and any referral commission are reversed. `data` is the order with the `refund`.',
+  'order.dispute_opened': "The buyer's bank disputes the card payment of a hosted-checkout sale (a chargeback); the amount is held until it ends. `data` is the order with the `dispute`.",
+  'order.dispute_closed': 'The dispute ended: `dispute.outcome` is `won` (the payment stands) or `lost` (the sale is reversed as a refund is, its commission taken back). `data` is the order with the `dispute`.',
   'transfer.domain_locked': "The name is locked at the registrar for this order's transfer. `data` is the order.",
   'transfer.initiated': 'The transfer to the buyer was requested at the registrar. `data` is the order.',
   'transfer.pending': 'The registry is processing the transfer (up to the 5-day deadline). `data` is the order.',

@@ -12,6 +12,8 @@ import { currentRequestId } from '../api/request-store';
 export type EventType =
   | 'order.created'
   | 'order.refunded'
+  | 'order.dispute_opened'
+  | 'order.dispute_closed'
   | 'transfer.domain_locked'
   | 'transfer.initiated'
   | 'transfer.pending'

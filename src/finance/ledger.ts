@@ -34,6 +34,8 @@ export const ACCOUNT = {
   escrowHeld: 'escrow_held',
   escrowPayableSeller: 'escrow_payable_seller',
   brokerageFees: 'brokerage_fees',
+  /** A live card payment's amount the buyer's bank took back while it disputes it (a chargeback under way). */
+  disputesHeld: 'disputes_held',
 } as const;
 export type Account = (typeof ACCOUNT)[keyof typeof ACCOUNT];
 

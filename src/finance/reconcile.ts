@@ -19,6 +19,7 @@ import { Settlement } from '../db/entities/settlement';
 import { Order } from '../db/entities/order';
 import { CardAttemptCheck, CheckoutPayment, CheckoutSession } from '../db/entities/checkout-session';
 import { SandboxCharge } from '../db/entities/sandbox-charge';
+import { CardDispute } from '../db/entities/card-dispute';
 import { ReferralSale } from '../db/entities/referral';
 import { commissionCents } from '../money';
 import { ACCOUNT } from './ledger';
@@ -272,6 +273,28 @@ async function reconcileIn(manager: EntityManager, environment?: Environment): P
   // 7. The card processor's own record against the service's (sandbox: the simulator's tables, in
   //    this snapshot; a live processor's records are compared once live takes cards).
   if (environment !== 'live') differences.push(...(await processorDifferences(manager)));
+
+  // 9. Each card dispute against its postings: opened held its amount; won released it; lost gave
+  //    it to the buyer and reversed the order's booked sale.
+  const disputes = await inEnv(
+    manager
+      .getRepository(CardDispute)
+      .createQueryBuilder('d')
+      .leftJoin(LedgerPosting, 'p', "p.idempotency_key LIKE 'dispute:' || d.id || ':%'")
+      .leftJoin(SaleTransaction, 't', 't.order_id = d.order_id')
+      .select(['d.public_id AS dispute', 'd.status AS status', 't.status AS txn_status'])
+      .addSelect(`array_agg(p.kind ORDER BY p.kind) FILTER (WHERE p.id IS NOT NULL)`, 'kinds')
+      .where('true')
+      .groupBy('d.id')
+      .addGroupBy('t.status'),
+    'd',
+  ).getRawMany<{ dispute: string; status: string; txn_status: string | null; kinds: string[] | null }>();
+  for (const d of disputes) {
+    const kinds = (d.kinds ?? []).join(',');
+    const expected = d.status === 'open' ? 'dispute_opened' : d.status === 'won' ? 'dispute_opened,dispute_won' : 'dispute_lost,dispute_opened';
+    if (kinds !== expected) differences.push({ kind: 'card_charge', id: d.dispute, field: `dispute postings (${d.status})`, stored: kinds || 'none', from_ledger: expected });
+    if (d.status === 'lost' && d.txn_status === 'completed') differences.push({ kind: 'card_charge', id: d.dispute, field: 'lost dispute: sale reversed', stored: 'completed', from_ledger: 'reversed' });
+  }
 
   // 8. Each hosted-checkout sale still standing 31 days after its payment has its commission
   //    payable (its session workflow's timer, or the recovery sweep for one that never will).

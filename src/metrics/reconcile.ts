@@ -8,6 +8,7 @@
 import { Gauge } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { reconcile } from '../finance/reconcile';
+import { openDisputes } from '../checkout/disputes';
 import { metricsRegistry } from './metrics';
 import type { Environment } from '../config';
 
@@ -23,6 +24,12 @@ export function watchReconcile(dataSource: DataSource, registry = metricsRegistr
     help: 'When the last reconcile pass of the ledger finished (Unix seconds); 0 before the first',
     registers: [registry],
   });
+  const disputes = new Gauge({
+    name: 'partner_api_card_disputes_open',
+    help: 'Card disputes (chargebacks) of live checkout sales still open, by environment (admin disputes list names them); with the reconcile pass',
+    labelNames: ['environment'] as const,
+    registers: [registry],
+  });
   new Gauge({
     name: 'partner_api_reconcile_differences',
     help: "Differences the last reconcile pass found between the ledger and the figures derived from it, by environment (admin reconcile --env … lists them); recomputed at most every 5 minutes",
@@ -33,7 +40,10 @@ export function watchReconcile(dataSource: DataSource, registry = metricsRegistr
       startedAt = Date.now();
       running = (async () => {
         try {
-          for (const environment of ENVIRONMENTS) this.set({ environment }, (await reconcile(dataSource, environment)).differences.length);
+          for (const environment of ENVIRONMENTS) {
+            this.set({ environment }, (await reconcile(dataSource, environment)).differences.length);
+            disputes.set({ environment }, (await openDisputes(dataSource, environment)).length);
+          }
           lastOk.set(Date.now() / 1000);
         } catch {
           // Postgres away: the last figures stay; the readiness and 5xx alerts say why.

@@ -67,6 +67,21 @@ const Refund = z
 /** order.refunded's data: the order, and the refund. */
 export const OrderRefundedEventData = Order.extend({ refund: Refund }).openapi('OrderRefundedEventData');
 
+/** A card dispute of a hosted-checkout sale, in order.dispute_opened and order.dispute_closed. */
+const Dispute = z
+  .object({
+    dispute_id: z.string(),
+    status: z.enum(['open', 'won', 'lost']),
+    outcome: z.enum(['won', 'lost']).nullable().openapi({ description: 'null while the dispute is open' }),
+    amount_cents: z.number().int(),
+    currency: z.string(),
+    reason: z.string().nullable(),
+    opened_at: z.string().openapi({ format: 'date-time' }),
+    closed_at: z.string().nullable().openapi({ format: 'date-time' }),
+  })
+  .openapi('Dispute');
+export const OrderDisputeEventData = Order.extend({ dispute: Dispute }).openapi('OrderDisputeEventData');
+
 export interface OrderDeps {
   dataSource: DataSource;
   workflows: WorkflowStarter;

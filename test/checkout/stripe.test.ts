@@ -8,6 +8,11 @@ import { recordHostedPayment, startHostedPayment, type CheckoutDeps } from '../.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
+import { CardDispute } from '../../src/db/entities/card-dispute';
+import { SaleTransaction } from '../../src/db/entities/sale-transaction';
+import { openDisputes } from '../../src/checkout/disputes';
+import type { PartnerClient } from '../../src/client/partner-client';
+import { In } from 'typeorm';
 import { checkoutDeps } from '../../src/api/app';
 import { CheckoutPayment, CheckoutSession } from '../../src/db/entities/checkout-session';
 import { Domain } from '../../src/db/entities/domain';
@@ -58,14 +63,14 @@ describe('live checkout through Stripe (stripe-mock): the processor\'s page, its
     mock?.kill();
   });
 
-  async function liveSession(priceCents = 25_000): Promise<{ sessionId: string; checkoutUrl: string; partnerId: string }> {
+  async function liveSession(priceCents = 25_000): Promise<{ sessionId: string; checkoutUrl: string; partnerId: string; client: PartnerClient }> {
     const s = getStack();
     const { client, partnerId } = await newPartner({ environment: 'live', baseUrl });
     const name = `live-${randomUUID().slice(0, 8)}.com`;
     await importInventory(s.dataSource, 'live', [{ name, category: 'business', buy_now_price_cents: priceCents, floor_price_cents: 1, currency: 'USD', status: 'listed', active_site: false }]);
     const res = await client.post<{ session_id: string; checkout_url: string }>('/api/partner/v1/checkout-session', { domain: name });
     assert.equal(res.status, 201, res.text);
-    return { sessionId: res.body.session_id, checkoutUrl: res.body.checkout_url, partnerId };
+    return { sessionId: res.body.session_id, checkoutUrl: res.body.checkout_url, partnerId, client };
   }
 
   /** Checkout Session `completed` (or `expired`) as Stripe sends it, for the session's attempt. */
@@ -200,5 +205,55 @@ describe('live checkout through Stripe (stripe-mock): the processor\'s page, its
     assert.equal((await send(refunded, stripe.signForTest(refunded))).status, 200);
     assert.equal(await booked(), 1, 'once');
     assert.deepEqual((await reconcile(s.dataSource, 'live')).differences.filter((d) => d.id === order.publicId), []);
+  });
+  it('disputes: charge.dispute.created holds the amount and tells the partner; closed lost reverses the sale as a refund does, closed won releases it; each once, each reconciled', async () => {
+    const s = getStack();
+    /** A live sale recorded from its event and completed (its steps run here), as the processor's payment. */
+    const completedSale = async (price: number) => {
+      const live = await liveSession(price);
+      const unserved = { ...deps, workflows: { client: s.env.client, taskQueue: 'no-worker-serves-this' } };
+      assert.equal((await startHostedPayment(unserved, live.sessionId, { name: 'D', email: 'd@example.com', registrant: {}, browser: 'browser-d' }, { returnUrl: `${baseUrl}/r`, cancelUrl: `${baseUrl}/c` })).kind, 'redirect');
+      const paymentRef = `pi_${randomBytes(12).toString('hex')}`;
+      assert.equal(await recordHostedPayment(unserved, { kind: 'paid', sessionPublicId: live.sessionId, attempt: 1, paymentRef, amountCents: price, currency: 'usd' }, () => undefined), 'recorded');
+      const order = await s.dataSource.getRepository(Order).findOneByOrFail({ id: (await session(live.sessionId)).orderId! });
+      await s.env.client.workflow.getHandle(orderWorkflowId(order.publicId)).terminate('this test moves the order itself');
+      const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, hosted: { live: stripe } });
+      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: order.id, to: to as never, at: new Date().toISOString() });
+      return { ...live, order, paymentRef };
+    };
+    const disputeEvent = (type: 'charge.dispute.created' | 'charge.dispute.closed', disputeId: string, paymentRef: string, amount: number, status: string) =>
+      JSON.stringify({ id: `evt_${randomBytes(12).toString('hex')}`, object: 'event', api_version: '2025-01-27.acacia', created: Math.floor(Date.now() / 1000), type, data: { object: { id: disputeId, object: 'dispute', amount, currency: 'usd', payment_intent: paymentRef, charge: `ch_${randomBytes(6).toString('hex')}`, reason: 'fraudulent', status } } });
+    const deliver = async (payload: string) => assert.equal((await send(payload, stripe.signForTest(payload))).status, 200);
+    const postings = (disputeId: string) =>
+      s.dataSource.getRepository(LedgerPosting).createQueryBuilder('p').innerJoin(CardDispute, 'd', "p.idempotency_key LIKE 'dispute:' || d.id || ':%'").where('d.processor_dispute_id = :disputeId', { disputeId }).orderBy('p.kind').getMany();
+    const eventTypes = async (client: PartnerClient, orderPublicId: string) =>
+      (await client.get<{ data: Array<{ type: string; data: { public_id?: string; dispute?: { outcome: string | null } } }> }>('/api/partner/v1/events?limit=100')).body.data.filter((e) => e.data.public_id === orderPublicId && e.type.startsWith('order.dispute_')).map((e) => `${e.type}:${e.data.dispute?.outcome ?? 'open'}`);
+
+    const lost = await completedSale(40_000);
+    const lostId = `dp_${randomBytes(8).toString('hex')}`;
+    const opened = disputeEvent('charge.dispute.created', lostId, lost.paymentRef, 40_000, 'needs_response');
+    await deliver(opened);
+    await deliver(disputeEvent('charge.dispute.created', lostId, lost.paymentRef, 40_000, 'needs_response'));
+    assert.deepEqual((await postings(lostId)).map((p) => p.kind), ['dispute_opened'], 'held once');
+    assert.ok((await openDisputes(s.dataSource, 'live')).some((d) => d.order_id === lost.order.publicId && d.amount_cents === 40_000 && d.reason === 'fraudulent'), 'operators see it open');
+    assert.deepEqual(await eventTypes(lost.client, lost.order.publicId), ['order.dispute_opened:open']);
+    await deliver(disputeEvent('charge.dispute.closed', lostId, lost.paymentRef, 40_000, 'lost'));
+    await deliver(disputeEvent('charge.dispute.closed', lostId, lost.paymentRef, 40_000, 'lost'));
+    assert.deepEqual((await postings(lostId)).map((p) => p.kind), ['dispute_lost', 'dispute_opened']);
+    assert.equal((await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: lost.order.id })).status, 'reversed', 'the sale reversed as a refund is');
+    assert.deepEqual(await eventTypes(lost.client, lost.order.publicId), ['order.dispute_opened:open', 'order.dispute_closed:lost']);
+
+    const won = await completedSale(41_000);
+    const wonId = `dp_${randomBytes(8).toString('hex')}`;
+    await deliver(disputeEvent('charge.dispute.created', wonId, won.paymentRef, 41_000, 'needs_response'));
+    await deliver(disputeEvent('charge.dispute.closed', wonId, won.paymentRef, 41_000, 'won'));
+    assert.deepEqual((await postings(wonId)).map((p) => p.kind), ['dispute_opened', 'dispute_won']);
+    assert.equal((await s.dataSource.getRepository(SaleTransaction).findOneByOrFail({ orderId: won.order.id })).status, 'completed');
+    assert.deepEqual(await eventTypes(won.client, won.order.publicId), ['order.dispute_opened:open', 'order.dispute_closed:won']);
+    assert.equal((await openDisputes(s.dataSource, 'live')).filter((d) => [lost.order.publicId, won.order.publicId].includes(d.order_id)).length, 0);
+
+    const report = await reconcile(s.dataSource, 'live');
+    const dispIds = (await s.dataSource.getRepository(CardDispute).findBy({ processorDisputeId: In([lostId, wonId]) })).map((d) => d.publicId);
+    assert.deepEqual(report.differences.filter((d) => [lost.order.publicId, won.order.publicId, ...dispIds].includes(d.id)), []);
   });
 });

@@ -2,7 +2,7 @@ import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeor
 import type { Environment } from '../../config';
 import type { TransactionPaymentModel } from './sale-transaction';
 
-export type PostingKind = 'sale' | 'reversal' | 'payout' | 'referral_pending' | 'referral_accrued' | 'referral_reversed' | 'card_payment' | 'card_refund' | 'commission_payable';
+export type PostingKind = 'sale' | 'reversal' | 'payout' | 'referral_pending' | 'referral_accrued' | 'referral_reversed' | 'card_payment' | 'card_refund' | 'commission_payable' | 'dispute_opened' | 'dispute_won' | 'dispute_lost';
 
 /**
  * One business event in the ledger, booked once (unique idempotency key), with entries that sum
