@@ -6,7 +6,7 @@ import { RequestNonce } from '../src/db/entities/admission';
 import { ReferralSale } from '../src/db/entities/referral';
 import { markWorkflowStarted } from '../src/orders/orders';
 import { relistSandboxNames } from '../src/discovery/sandbox-relist';
-import { checkCardAttempts, settleStalledPayment, stalledPayments, unsignalledPaidSessions } from '../src/checkout/sessions';
+import { checkCardAttempts, HOSTED_STALLED_SECONDS, settleHostedAttempts, settleStalledPayment, stalledPayments, unsignalledPaidSessions } from '../src/checkout/sessions';
 import { SandboxCardProcessor } from '../src/checkout/payments';
 import { refundBuyerCard, unrefundedBuyers } from '../src/checkout/card-refunds';
 import { makeCommissionPayable, pendingCommissionsPastWindow } from '../src/finance/sales';
@@ -59,6 +59,11 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         log.warn('recovery sweep: could not ask about card attempts given up', { error: err.message });
         return 0;
       });
+      // Live attempts on the processor's own page whose events were lost: asked of the processor.
+      const hostedSettled = await settleHostedAttempts({ dataSource: deps.dataSource, hosted: deps.hosted ?? {} }, HOSTED_STALLED_SECONDS, (message, fields) => log.warn(message, fields)).catch((err: Error) => {
+        log.warn('recovery sweep: could not ask the processor about hosted attempts', { error: err.message });
+        return 0;
+      });
       const refunded = await eachOrLog(await unrefundedBuyers(deps.dataSource), "could not refund a buyer's card", (orderId) => ({ order_id: orderId }), async (orderId) => {
         await refundBuyerCard({ dataSource: deps.dataSource, payments, hosted: deps.hosted }, orderId);
         log.info("recovery sweep: a buyer's card refunded after a crash", { order_id: orderId });
@@ -74,7 +79,7 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         const outcome = await makeCommissionPayable(deps.dataSource, orderId, new Date());
         log.info('recovery sweep: a commission past its refund window made payable', { order_id: orderId, outcome });
       });
-      return settled + checked + refunded + signalled + payable;
+      return settled + checked + hostedSettled + refunded + signalled + payable;
     },
 
     /** Lists again the sandbox names whose transfer completed before `completedBefore`; returns how many. */

@@ -648,7 +648,7 @@ export async function startHostedPayment(
   if (claim.kind !== 'claimed') return claim;
   const { session, attempt } = claim;
   try {
-    const { url } = await deps.hosted![session.environment]!.startAttempt({
+    const { url, id } = await deps.hosted![session.environment]!.startAttempt({
       idempotencyKey: paymentKey(session.publicId, attempt),
       sessionPublicId: session.publicId,
       attempt,
@@ -660,6 +660,14 @@ export async function startHostedPayment(
       cancelUrl: urls.cancelUrl,
       expiresAt: session.expiresAt,
     });
+    // Kept with the attempt (while it is still the one out), so that the sweep can ask the processor about it.
+    await deps.dataSource
+      .getRepository(CheckoutSession)
+      .createQueryBuilder()
+      .update()
+      .set({ payingDetails: { ...details, processorSessionId: id } })
+      .where('id = :id AND payment_attempt = :attempt AND paying_since IS NOT NULL', { id: session.id, attempt })
+      .execute();
     return { kind: 'redirect', url };
   } catch (err) {
     // Nothing was opened at the processor (a create that failed is one it never charges): the name goes back.
@@ -686,7 +694,8 @@ export type HostedOutcome = 'recorded' | 'duplicate' | 'refused_amount' | 'refun
  * one gives the name back.
  */
 export async function recordHostedPayment(
-  deps: CheckoutDeps,
+  /** Without `workflows` (the sweep), the sale's workflows are started and signalled by the sweep's own steps. */
+  deps: Pick<CheckoutDeps, 'dataSource' | 'hosted'> & Partial<CheckoutDeps>,
   event: { kind: 'paid' | 'expired'; sessionPublicId: string; attempt: number; paymentRef: string | null; amountCents: number | null; currency: string | null },
   log: (message: string, fields: Record<string, unknown>) => void,
 ): Promise<HostedOutcome> {
@@ -704,13 +713,53 @@ export async function recordHostedPayment(
   }
   const recorded = await recordPaidSession(deps.dataSource, session.publicId, event.attempt, { approved: true, paymentRef: event.paymentRef, processor: hosted.name });
   if (recorded.kind === 'paid') {
-    await afterPaid(deps, recorded);
+    if (deps.workflows && deps.pageToken && deps.payments) await afterPaid(deps as CheckoutDeps, recorded);
     return 'recorded';
   }
   if (await deps.dataSource.getRepository(CheckoutPayment).existsBy({ paymentRef: event.paymentRef })) return 'duplicate';
   // Its attempt was given up (cancelled, expired, or another paid): no order takes this payment.
   await hosted.refund(event.paymentRef, session.priceCents, `stale:${event.paymentRef}`);
   return 'refunded_stale';
+}
+
+/** How long a hosted attempt may stay out before the sweep asks the processor (its events normally arrive within seconds). */
+export const HOSTED_STALLED_SECONDS = 10 * 60;
+
+/**
+ * The sweep's look at hosted attempts out for longer than `olderThanSeconds` (their events lost or
+ * late): each is asked of the processor by its Checkout Session and settled as its event would
+ * have (paid: recorded, or refunded when of another amount; expired: released); one still open is
+ * left to its own expiry (at most 24 hours), one never opened there (a crash before its id was
+ * kept) is released once a day has passed. Answers how many were settled.
+ */
+export async function settleHostedAttempts(deps: Pick<CheckoutDeps, 'dataSource' | 'hosted'>, olderThanSeconds: number, log: (message: string, fields: Record<string, unknown>) => void): Promise<number> {
+  const out = await deps.dataSource
+    .getRepository(CheckoutSession)
+    .createQueryBuilder('s')
+    .where("(s.paying_details->>'hosted') = 'true'")
+    .andWhere('s.paying_since < now() - make_interval(secs => :olderThanSeconds)', { olderThanSeconds })
+    .orderBy('s.paying_since', 'ASC')
+    .limit(100)
+    .getMany();
+  let settled = 0;
+  for (const session of out) {
+    const hosted = deps.hosted?.[session.environment];
+    const processorSessionId = session.payingDetails?.processorSessionId;
+    if (!hosted) continue;
+    if (!processorSessionId) {
+      if (session.payingSince && session.payingSince.getTime() < Date.now() - 24 * 60 * 60 * 1000 && (await releaseClaim(deps.dataSource, session.publicId, session.paymentAttempt, 'not_charged'))) settled++;
+      continue;
+    }
+    const state = await hosted.retrieveAttempt(processorSessionId);
+    if (state.status === 'open') continue;
+    const outcome = await recordHostedPayment(
+      deps,
+      { kind: state.status === 'complete' && state.paid ? 'paid' : 'expired', sessionPublicId: session.publicId, attempt: session.paymentAttempt, paymentRef: state.paymentRef, amountCents: state.amountCents, currency: state.currency },
+      log,
+    );
+    if (outcome !== 'ignored') settled++;
+  }
+  return settled;
 }
 
 /**

@@ -40,6 +40,15 @@ const MAX_EXPIRY_S = 24 * 60 * 60 - 60;
 /** The tolerance of a webhook's signed timestamp (CONTRACT §9): older events are refused. */
 export const STRIPE_EVENT_TOLERANCE_S = 300;
 
+/** A Checkout Session as the sweep reads it. */
+export interface HostedAttemptState {
+  status: 'open' | 'complete' | 'expired';
+  paid: boolean;
+  paymentRef: string | null;
+  amountCents: number | null;
+  currency: string | null;
+}
+
 /** The service's session ends within Stripe's 30-minute floor: no attempt is opened. */
 export class CheckoutEndsTooSoon extends Error {
   readonly name = 'CheckoutEndsTooSoon';
@@ -83,6 +92,14 @@ export class StripeCheckout {
     );
     if (!session.url) throw new Error(`Stripe answered Checkout Session ${session.id} without a url`);
     return { url: session.url, id: session.id };
+  }
+
+  /** What became of an attempt's Checkout Session (the sweep's question when its events were lost). */
+  async retrieveAttempt(checkoutSessionId: string): Promise<HostedAttemptState> {
+    const session = await this.stripe.checkout.sessions.retrieve(checkoutSessionId);
+    const paymentRef = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
+    const status: HostedAttemptState['status'] = session.status === 'complete' ? 'complete' : session.status === 'expired' ? 'expired' : 'open';
+    return { status, paid: session.payment_status === 'paid', paymentRef, amountCents: session.amount_total, currency: session.currency };
   }
 
   /** Gives `amountCents` of a payment back, once per idempotency key (`refund:<order>`). */

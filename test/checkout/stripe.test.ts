@@ -206,6 +206,34 @@ describe('live checkout through Stripe (stripe-mock): the processor\'s page, its
     assert.equal(await booked(), 1, 'once');
     assert.deepEqual((await reconcile(s.dataSource, 'live')).differences.filter((d) => d.id === order.publicId), []);
   });
+  it('the sweep asks Stripe about a hosted attempt whose events were lost: still open, it waits; paid, it records the sale (its fulfilment started by the sweep)', async () => {
+    const s = getStack();
+    const { sessionId } = await liveSession(15_500);
+    assert.equal((await startHostedPayment(deps, sessionId, { name: 'E', email: 'e@example.com', registrant: {}, browser: 'browser-e' }, { returnUrl: `${baseUrl}/r`, cancelUrl: `${baseUrl}/c` })).kind, 'redirect');
+    const out = await session(sessionId);
+    const processorSessionId = out.payingDetails?.processorSessionId;
+    assert.ok(processorSessionId?.startsWith('cs_test_'), 'the attempt keeps its Checkout Session');
+    // No event came; the attempt has been out for 11 minutes.
+    await s.dataSource.getRepository(CheckoutSession).update({ id: out.id }, { payingSince: () => "now() - interval '11 minutes'" });
+    const sweepWith = async (processor: StripeCheckout) => {
+      const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, hosted: { live: processor } });
+      return (await new MockActivityEnvironment().run(activities.settleStalledPayments, { olderThanSeconds: 120 })) as number;
+    };
+    // stripe-mock answers the Checkout Session as open (it keeps no state): nothing changes.
+    await sweepWith(stripe);
+    assert.ok((await session(sessionId)).payingSince, 'still out while Stripe says open');
+    // Stripe's answer once the buyer paid: the real request goes to stripe-mock (validated), its answer as Stripe gives it after payment.
+    const paymentRef = `pi_${randomBytes(12).toString('hex')}`;
+    const paidAtStripe = Object.assign(Object.create(stripe) as StripeCheckout, {
+      retrieveAttempt: async (id: string) => ({ ...(await stripe.retrieveAttempt(id)), status: 'complete' as const, paid: true, paymentRef, amountCents: 15_500, currency: 'usd' }),
+    });
+    assert.ok((await sweepWith(paidAtStripe)) >= 1);
+    const paid = await session(sessionId);
+    assert.equal(paid.status, 'complete');
+    assert.equal((await s.dataSource.getRepository(CheckoutPayment).findOneByOrFail({ sessionId: paid.id })).paymentRef, paymentRef);
+    assert.equal((await s.dataSource.getRepository(Order).findOneByOrFail({ id: paid.orderId! })).workflowStarted, false, 'its fulfilment is the sweep\'s next step (startUnstartedFulfilments)');
+  });
+
   it('disputes: charge.dispute.created holds the amount and tells the partner; closed lost reverses the sale as a refund does, closed won releases it; each once, each reconciled', async () => {
     const s = getStack();
     /** A live sale recorded from its event and completed (its steps run here), as the processor's payment. */

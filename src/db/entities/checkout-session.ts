@@ -90,6 +90,8 @@ export interface PayingDetails {
   browser?: string;
   /** An attempt on the processor's own page (live): settled by its events, not by the card sweep. */
   hosted?: boolean;
+  /** That attempt's session at the processor (Stripe's Checkout Session id), for the sweep to ask about when its events are lost. */
+  processorSessionId?: string;
 }
 
 /** The one card payment taken on a session. */
