@@ -24,7 +24,7 @@ import { ReferralSale } from '../db/entities/referral';
 import { commissionCents } from '../money';
 import { ACCOUNT } from './ledger';
 import { figuresFromLedger, periodKey, type SettlementFigures } from './settlements';
-import { bookedPending } from './sales';
+import { pendingCommissions } from './sales';
 
 export interface Difference {
   kind: 'transaction' | 'settlement' | 'payout' | 'order' | 'referral_sale' | 'card_charge';
@@ -298,19 +298,7 @@ async function reconcileIn(manager: EntityManager, environment?: Environment): P
 
   // 8. Each hosted-checkout sale still standing 31 days after its payment has its commission
   //    payable (its session workflow's timer, or the recovery sweep for one that never will).
-  const pendingTooLong = await inEnv(
-    manager
-      .getRepository(SaleTransaction)
-      .createQueryBuilder('t')
-      .innerJoin(Order, 'o', 'o.id = t.order_id')
-      .leftJoin(CheckoutPayment, 'cp', 'cp.session_id = o.checkout_session_id')
-      .leftJoin(LedgerPosting, 'p', "p.idempotency_key = 'transaction:' || t.id || ':payable'")
-      .select('t.public_id', 'txn')
-      .where("t.payment_model = 'service_collected' AND t.status = 'completed' AND p.id IS NULL")
-      .andWhere(bookedPending('t'))
-      .andWhere(`coalesce(cp.created_at, o.created_at) < now() - ${REFERRAL_WINDOW_GRACE}`),
-    't',
-  ).getRawMany<{ txn: string }>();
+  const pendingTooLong = await inEnv(pendingCommissions(manager, `now() - ${REFERRAL_WINDOW_GRACE}`), 't').getRawMany<{ txn: string }>();
   for (const t of pendingTooLong) differences.push({ kind: 'transaction', id: t.txn, field: 'commission after its 30-day refund window', stored: 'pending', from_ledger: 'payable' });
 
   return {

@@ -203,18 +203,28 @@ export const bookedPending = (alias: string) =>
  * recovery sweep makes each payable. Order ids, oldest first, at most `limit`.
  */
 export async function pendingCommissionsPastWindow(dataSource: DataSource, limit = 100): Promise<string[]> {
-  const rows = await dataSource
+  const rows = await pendingCommissions(dataSource.manager, 'clock_timestamp() - make_interval(secs => :windowSeconds)', { windowSeconds: SERVICE_REFUND_WINDOW_MS / 1000 })
+    .orderBy('t.occurred_at', 'ASC')
+    .limit(limit)
+    .getRawMany<{ order_id: string }>();
+  return rows.map((r) => r.order_id);
+}
+
+/**
+ * Completed hosted-checkout sales whose commission was booked pending and is not payable, paid at
+ * or before `paidBefore` (an SQL time expression, with its `params`): `txn` (public id) and
+ * `order_id` of each. The sweep's question past the window, and reconcile's past its grace.
+ */
+export function pendingCommissions(manager: EntityManager, paidBefore: string, params: Record<string, unknown> = {}) {
+  return manager
     .getRepository(SaleTransaction)
     .createQueryBuilder('t')
     .innerJoin(OrderRow, 'o', 'o.id = t.order_id')
     .leftJoin(CheckoutPayment, 'cp', 'cp.session_id = o.checkout_session_id')
     .leftJoin(LedgerPosting, 'p', "p.idempotency_key = 'transaction:' || t.id || ':payable'")
-    .select('t.order_id', 'order_id')
+    .select('t.public_id', 'txn')
+    .addSelect('t.order_id', 'order_id')
     .where("t.payment_model = 'service_collected' AND t.status = 'completed' AND p.id IS NULL")
     .andWhere(bookedPending('t'))
-    .andWhere('coalesce(cp.created_at, o.created_at) <= clock_timestamp() - make_interval(secs => :windowSeconds)', { windowSeconds: SERVICE_REFUND_WINDOW_MS / 1000 })
-    .orderBy('t.occurred_at', 'ASC')
-    .limit(limit)
-    .getRawMany<{ order_id: string }>();
-  return rows.map((r) => r.order_id);
+    .andWhere(`coalesce(cp.created_at, o.created_at) <= ${paidBefore}`, params);
 }
