@@ -38,14 +38,28 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
   return {
     /**
      * The card money a crash (or a slow processor) left unsettled, each kind a step of its own
-     * whose rows fail independently: payments left out with the processor (each recorded as its
-     * sale, given back, or its charge voided), buyers of refunded or failed sales whose card was
-     * not refunded yet, paid sessions whose workflow was never told (a lost paid signal), and
-     * commissions still pending after their sale's 30-day window (a session workflow that never
-     * reached that step: ended before it existed, or pinned to a build without it). Returns how many were settled. (One activity, as the recovery
-     * workflow has always called it, so that its runs in flight replay unchanged.)
+     * whose rows fail independently: commissions still pending after their sale's 30-day window (a
+     * session workflow that never reached that step: ended before it existed, or pinned to a build
+     * without it), paid sessions whose workflow was never told (a lost paid signal), payments left
+     * out with the processor (each recorded as its sale, given back, or its charge voided),
+     * attempts given up before the processor answered, live attempts whose events were lost, and
+     * buyers of refunded or failed sales whose card was not refunded yet. The steps that need no
+     * card processor go first, so a slow processor never holds them back. Returns how many were
+     * settled. (One activity, as the recovery workflow has always called it, so that its runs in
+     * flight replay unchanged.)
      */
     async settleStalledPayments(input: { olderThanSeconds: number }): Promise<number> {
+      const payable = await eachOrLog(await pendingCommissionsPastWindow(deps.dataSource), 'could not make a commission payable', (orderId) => ({ order_id: orderId }), async (orderId) => {
+        const outcome = await makeCommissionPayable(deps.dataSource, orderId, new Date());
+        log.info('recovery sweep: a commission past its refund window made payable', { order_id: orderId, outcome });
+      });
+      const starters = deps.starters;
+      const signalled = starters
+        ? await eachOrLog(await unsignalledPaidSessions(deps.dataSource, input.olderThanSeconds), 'could not tell a checkout workflow of its payment', (s) => ({ session_id: s.publicId }), async (session) => {
+            await starters.checkoutPaid(session.publicId);
+            log.info('recovery sweep: a lost paid signal sent again', { session_id: session.publicId });
+          })
+        : 0;
       const settled = await eachOrLog(await stalledPayments(deps.dataSource, input.olderThanSeconds), 'could not settle a payment', (s) => ({ session_id: s.publicId }), async (session) => {
         const outcome = await settleStalledPayment({ dataSource: deps.dataSource, payments }, session);
         // Its workflow learns of the payment now (its refund window starts); the sweep starts the fulfilment.
@@ -60,7 +74,7 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         return 0;
       });
       // Live attempts on the processor's own page whose events were lost: asked of the processor.
-      const hostedSettled = await settleHostedAttempts({ dataSource: deps.dataSource, hosted: deps.hosted ?? {} }, HOSTED_STALLED_SECONDS, (message, fields) => log.warn(message, fields)).catch((err: Error) => {
+      const hostedSettled = await settleHostedAttempts({ dataSource: deps.dataSource, hosted: deps.hosted ?? {} }, HOSTED_STALLED_SECONDS, (message, fields) => log.warn(message, fields), heartbeatOrStop).catch((err: Error) => {
         log.warn('recovery sweep: could not ask the processor about hosted attempts', { error: err.message });
         return 0;
       });
@@ -68,18 +82,7 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
         await refundBuyerCard({ dataSource: deps.dataSource, payments, hosted: deps.hosted }, orderId);
         log.info("recovery sweep: a buyer's card refunded after a crash", { order_id: orderId });
       });
-      const starters = deps.starters;
-      const signalled = starters
-        ? await eachOrLog(await unsignalledPaidSessions(deps.dataSource, input.olderThanSeconds), 'could not tell a checkout workflow of its payment', (s) => ({ session_id: s.publicId }), async (session) => {
-            await starters.checkoutPaid(session.publicId);
-            log.info('recovery sweep: a lost paid signal sent again', { session_id: session.publicId });
-          })
-        : 0;
-      const payable = await eachOrLog(await pendingCommissionsPastWindow(deps.dataSource), 'could not make a commission payable', (orderId) => ({ order_id: orderId }), async (orderId) => {
-        const outcome = await makeCommissionPayable(deps.dataSource, orderId, new Date());
-        log.info('recovery sweep: a commission past its refund window made payable', { order_id: orderId, outcome });
-      });
-      return settled + checked + hostedSettled + refunded + signalled + payable;
+      return payable + signalled + settled + checked + hostedSettled + refunded;
     },
 
     /** Lists again the sandbox names whose transfer completed before `completedBefore`; returns how many. */

@@ -768,6 +768,50 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "order.dispute_opened": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.dispute_opened
+         * @description The buyer's bank disputes the card payment of a hosted-checkout sale (a chargeback); the amount is held until it ends. `data` is the order with the `dispute`.
+         *
+         *     POSTed to the endpoint registered with PUT /api/partner/webhooks, as JSON. Any 2xx within 10 s is delivered; anything else is retried with back-off for 3 days. Every event also stays in GET /api/partner/v1/events.
+         */
+        post: operations["event_order_dispute_opened"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.dispute_closed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.dispute_closed
+         * @description The dispute ended: `dispute.outcome` is `won` (the payment stands) or `lost` (the sale is reversed as a refund is, its commission taken back). `data` is the order with the `dispute`.
+         *
+         *     POSTed to the endpoint registered with PUT /api/partner/webhooks, as JSON. Any 2xx within 10 s is delivered; anything else is retried with back-off for 3 days. Every event also stays in GET /api/partner/v1/events.
+         */
+        post: operations["event_order_dispute_closed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "transfer.domain_locked": {
         parameters: {
             query?: never;
@@ -1130,6 +1174,26 @@ export interface components {
             reason: string | null;
             /** Format: date-time */
             created_at: string;
+        };
+        OrderDisputeEventData: components["schemas"]["Order"] & {
+            dispute: components["schemas"]["Dispute"];
+        };
+        Dispute: {
+            dispute_id: string;
+            /** @enum {string} */
+            status: "open" | "won" | "lost";
+            /**
+             * @description null while the dispute is open
+             * @enum {string|null}
+             */
+            outcome: "won" | "lost" | null;
+            amount_cents: number;
+            currency: string;
+            reason: string | null;
+            /** Format: date-time */
+            opened_at: string;
+            /** Format: date-time */
+            closed_at: string | null;
         };
         BrokerageEventData: {
             case_id: string;
@@ -5816,6 +5880,92 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["OrderRefundedEventData"];
+                };
+            };
+        };
+        responses: {
+            /** @description any 2xx: delivered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_order_dispute_opened: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the event id (equals the body's `id`): deduplicate on it, a delivery can come twice */
+                "X-Service-Event-Id": string;
+                /** @description Unix seconds of this attempt */
+                "X-Service-Timestamp": string;
+                /** @description v1=<hex HMAC-SHA256 keyed with the endpoint secret's text over "<timestamp>.<raw body>"> */
+                "X-Service-Signature": string;
+                /** @description Standard Webhooks (with a whsec_ secret): the event id */
+                "webhook-id"?: string;
+                /** @description Standard Webhooks: Unix seconds of this attempt */
+                "webhook-timestamp"?: string;
+                /** @description Standard Webhooks: space-separated v1,<base64 HMAC-SHA256 keyed with the base64-decoded part after whsec_ over "<id>.<timestamp>.<raw body>">; two during a secret rotation */
+                "webhook-signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example evt_3f9a1c2b7d4e5f60a1b2c3d4 */
+                    id: string;
+                    /** @enum {string} */
+                    type: "order.dispute_opened";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["OrderDisputeEventData"];
+                };
+            };
+        };
+        responses: {
+            /** @description any 2xx: delivered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_order_dispute_closed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the event id (equals the body's `id`): deduplicate on it, a delivery can come twice */
+                "X-Service-Event-Id": string;
+                /** @description Unix seconds of this attempt */
+                "X-Service-Timestamp": string;
+                /** @description v1=<hex HMAC-SHA256 keyed with the endpoint secret's text over "<timestamp>.<raw body>"> */
+                "X-Service-Signature": string;
+                /** @description Standard Webhooks (with a whsec_ secret): the event id */
+                "webhook-id"?: string;
+                /** @description Standard Webhooks: Unix seconds of this attempt */
+                "webhook-timestamp"?: string;
+                /** @description Standard Webhooks: space-separated v1,<base64 HMAC-SHA256 keyed with the base64-decoded part after whsec_ over "<id>.<timestamp>.<raw body>">; two during a secret rotation */
+                "webhook-signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example evt_3f9a1c2b7d4e5f60a1b2c3d4 */
+                    id: string;
+                    /** @enum {string} */
+                    type: "order.dispute_closed";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["OrderDisputeEventData"];
                 };
             };
         };

@@ -732,7 +732,12 @@ export const HOSTED_STALLED_SECONDS = 10 * 60;
  * left to its own expiry (at most 24 hours), one never opened there (a crash before its id was
  * kept) is released once a day has passed. Answers how many were settled.
  */
-export async function settleHostedAttempts(deps: Pick<CheckoutDeps, 'dataSource' | 'hosted'>, olderThanSeconds: number, log: (message: string, fields: Record<string, unknown>) => void): Promise<number> {
+export async function settleHostedAttempts(
+  deps: Pick<CheckoutDeps, 'dataSource' | 'hosted'>,
+  olderThanSeconds: number,
+  log: (message: string, fields: Record<string, unknown>) => void,
+  onEach: () => void = () => undefined,
+): Promise<number> {
   const out = await deps.dataSource
     .getRepository(CheckoutSession)
     .createQueryBuilder('s')
@@ -743,6 +748,7 @@ export async function settleHostedAttempts(deps: Pick<CheckoutDeps, 'dataSource'
     .getMany();
   let settled = 0;
   for (const session of out) {
+    onEach();
     const hosted = deps.hosted?.[session.environment];
     const processorSessionId = session.payingDetails?.processorSessionId;
     if (!hosted) continue;

@@ -62,9 +62,10 @@ export class StripeCheckout {
     const api = settings.apiUrl ? new URL(settings.apiUrl) : undefined;
     this.stripe = new Stripe(settings.secretKey, {
       ...(api ? { host: api.hostname, port: api.port || (api.protocol === 'https:' ? 443 : 80), protocol: api.protocol === 'https:' ? 'https' : 'http' } : {}),
-      // The library retries a request that failed on the network, with the same idempotency key.
-      maxNetworkRetries: 2,
-      timeout: 20_000,
+      // The library retries a request that failed on the network once, with the same idempotency
+      // key; each try is bounded, so a slow Stripe never outlasts the sweep's 20 s heartbeat.
+      maxNetworkRetries: 1,
+      timeout: 8_000,
     });
   }
 
