@@ -331,6 +331,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       assert.equal(await payable(order.id), 0, 'day 29: still refundable');
       await s().env.sleep(2 * DAY);
       assert.equal(await checkout.result(), 'complete');
+      await recordHistory(checkoutWorkflowId(sessionId), 'checkout-window-lost-signal');
       assert.equal(await payable(order.id), 1, 'day 31 after the payment: payable');
     });
 
@@ -342,6 +343,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       const paid = await session(sessionId);
       const checkout = s().env.client.workflow.getHandle(checkoutWorkflowId(sessionId));
       assert.equal(await checkout.result(), 'complete', 'the workflow ends: no daily loop waits for the booking');
+      await recordHistory(checkoutWorkflowId(sessionId), 'checkout-window-not-booked');
       assert.equal(await payable(paid.orderId!), 0, 'not booked yet');
       // The transfer completes on day 31 (the database's clock moved with it).
       await paidDaysAgo(paid.id, 31);
