@@ -37,6 +37,7 @@ const QUICK_SKIPS: Record<string, string> = {
   'test/pages/brokerage-progress.test.ts': 'Chromium',
   'test/pages/checkout.test.ts': 'Chromium',
   'test/checkout/stripe.test.ts': 'Chromium, and stripe-mock',
+  'test/upgrade/upgrade.test.ts': "an earlier release's data in a database and worker of its own",
   'test/pages/crafted-requests.test.ts': 'Chromium',
   'test/pages/docs.test.ts': 'Chromium',
   'test/pages/limits.test.ts': 'Chromium',
