@@ -573,7 +573,7 @@ export async function unsignalledPaidSessions(dataSource: DataSource, olderThanS
 }
 
 /** After the record commits, idempotently (the recovery sweep starts whatever a crash left unstarted). */
-async function afterPaid(deps: CheckoutDeps, recorded: Extract<Recorded, { kind: 'paid' }>): Promise<void> {
+async function afterPaid(deps: Pick<CheckoutDeps, 'dataSource' | 'workflows'>, recorded: Extract<Recorded, { kind: 'paid' }>): Promise<void> {
   const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: recorded.orderId });
   if (recorded.referralSale) await startReferralCommission(deps.workflows, deps.dataSource, recorded.referralSale, recorded.referrer!, order.domain, order.environment);
   if (!order.workflowStarted) {
@@ -713,7 +713,7 @@ export async function recordHostedPayment(
   }
   const recorded = await recordPaidSession(deps.dataSource, session.publicId, event.attempt, { approved: true, paymentRef: event.paymentRef, processor: hosted.name });
   if (recorded.kind === 'paid') {
-    if (deps.workflows && deps.pageToken && deps.payments) await afterPaid(deps as CheckoutDeps, recorded);
+    if (deps.workflows) await afterPaid({ dataSource: deps.dataSource, workflows: deps.workflows }, recorded);
     return 'recorded';
   }
   if (await deps.dataSource.getRepository(CheckoutPayment).existsBy({ paymentRef: event.paymentRef })) return 'duplicate';

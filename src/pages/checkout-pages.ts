@@ -97,6 +97,11 @@ const MESSAGES = {
 /** Shown above the form when an earlier attempt of this browser's was given up before the processor answered. */
 const ATTEMPT_GIVEN_UP = 'Your previous payment attempt here did not go through in time, so it was not completed: if your bank approves it late, we cancel the charge at once, and you are not charged for it. You can pay again below.';
 
+/** The receipt: "Payment received", the domain, the amount and the order id. */
+function receipt(ctx: Koa.Context, session: CheckoutSession, orderPublicId: string, status = 200): void {
+  renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: session.environment === 'sandbox', domain: session.domain, price: money(session.priceCents, session.currency), orderId: orderPublicId }, status);
+}
+
 export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLimits, attribution?: AttributionKeys): Router {
   /** The link this browser last clicked within 30 days, if its cookie verifies and the link is of this environment. */
   const referredBy = async (ctx: Koa.Context, session: CheckoutSession): Promise<ReferralLink | undefined> => {
@@ -133,7 +138,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
       if (paid?.payerBrowser && browser && paid.payerBrowser === browser && session.orderId) {
         const order = await deps.dataSource.getRepository(Order).findOneByOrFail({ id: session.orderId });
         // Still a 4xx: a used link never answers as if it could be paid (CONTRACT §9).
-        renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: session.environment === 'sandbox', domain: session.domain, price: money(session.priceCents, session.currency), orderId: order.publicId }, 409);
+        receipt(ctx, session, order.publicId, 409);
         return undefined;
       }
       renderPage(ctx, 'message', { title: 'This checkout is already paid', text: `${session.domain} was bought through this checkout, so it cannot be paid again. If you paid, your order number is on the receipt you saw after paying.` }, 409);
@@ -241,7 +246,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
           ctx.redirect(withQuery(outcome.session.successUrl, { session_id: outcome.session.publicId, order_id: orderId }));
           return;
         }
-        return renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: outcome.session.environment === 'sandbox', domain: outcome.session.domain, price: money(outcome.session.priceCents, outcome.session.currency), orderId });
+        return receipt(ctx, outcome.session, orderId);
       }
       case 'declined':
         await limits.declined(ctx.ip);
@@ -299,7 +304,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
         ctx.redirect(outcome.url);
         return;
       case 'paid':
-        return renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: false, domain: session.domain, price: money(session.priceCents, session.currency), orderId: outcome.orderPublicId });
+        return receipt(ctx, session, outcome.orderPublicId);
       case 'expired':
         return message(ctx, 'expired');
       case 'unavailable':
@@ -327,7 +332,7 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
           ctx.redirect(withQuery(recorded.successUrl, { session_id: recorded.publicId, order_id: order.publicId }));
           return;
         }
-        return renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: false, domain: recorded.domain, price: money(recorded.priceCents, recorded.currency), orderId: order.publicId });
+        return receipt(ctx, recorded, order.publicId);
       }
     }
     const session = await openSessionFor(ctx, ctx.query.pt);

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { createActivities } from '../../activities';
 import { checkoutDeps } from '../../src/api/app';
 import { Domain } from '../../src/db/entities/domain';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
@@ -16,6 +14,8 @@ import { SANDBOX_CARDS, SandboxCardProcessor, type Authorization, type CardPayme
 import { reconcile } from '../../src/finance/reconcile';
 import { refundOrder } from '../../src/orders/refund-requests';
 import { freshDomain, fulfilmentStepwise } from '../helpers/orders';
+import { advanceOrderThrough, sweepCardMoney, TO_COMPLETED } from '../helpers/activities';
+import type { OrderStatus } from '../../workflows/messages';
 import { admin } from '../helpers/admin';
 import { recordHistory } from '../helpers/histories';
 import { runPayouts } from '../../src/finance/payouts';
@@ -79,11 +79,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
     return { sessionId: res.body.session_id, domain: name, partnerId };
   }
 
-  const sweep = async (processor: PaymentPort) => {
-    const s = getStack();
-    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, payments: { sandbox: processor } });
-    return (await new MockActivityEnvironment().run(activities.settleStalledPayments, { olderThanSeconds: 0 })) as number;
-  };
+  const sweep = (processor: PaymentPort) => sweepCardMoney({ payments: { sandbox: processor } });
   const session = (id: string) => getStack().dataSource.getRepository(CheckoutSession).findOneByOrFail({ publicId: id });
   const domainRow = (name: string) => getStack().dataSource.getRepository(Domain).findOneByOrFail({ environment: 'sandbox', name });
 
@@ -300,10 +296,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       });
       return { client: bound(client, (prop) => (prop === 'workflow' ? workflow : undefined)), taskQueue };
     };
-    const sweepWithStarters = async () => {
-      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey, payments: { sandbox: new SandboxCardProcessor(s().dataSource) }, starters: workflowStarters(s().appDeps.workflows, s().dataSource) });
-      return (await new MockActivityEnvironment().run(activities.settleStalledPayments, { olderThanSeconds: 0 })) as number;
-    };
+    const sweepWithStarters = () => sweepCardMoney({ starters: workflowStarters(s().appDeps.workflows, s().dataSource) });
     /** Moves the sale's recorded payment `days` into the past on the database's clock (which the time-skipping server does not move). */
     const paidDaysAgo = (sessionId: string, days: number) =>
       s().dataSource.getRepository(CheckoutPayment).update({ sessionId }, { createdAt: () => `now() - make_interval(days => ${days})` });
@@ -347,8 +340,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       assert.equal(await payable(paid.orderId!), 0, 'not booked yet');
       // The transfer completes on day 31 (the database's clock moved with it).
       await paidDaysAgo(paid.id, 31);
-      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey });
-      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: paid.orderId!, to: to as never, at: new Date().toISOString() });
+      await advanceOrderThrough(paid.orderId!, TO_COMPLETED);
       assert.equal(await payable(paid.orderId!), 1, 'payable at once');
       const refused = await admin('order', 'refund', (await s().dataSource.getRepository(Order).findOneByOrFail({ id: paid.orderId! })).publicId, '--json');
       assert.equal(refused.code, 1);
@@ -376,11 +368,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
     const processor = () => new SandboxCardProcessor(getStack().dataSource);
     // Orders whose steps these tests run themselves: their fulfilment is started on a queue no worker serves.
     const deps = () => checkoutDeps({ ...s().appDeps, workflows: unserved(), payments: { sandbox: processor() } });
-    const steps = async (orderId: string, ...to: string[]) => {
-      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey, payments: { sandbox: processor() } });
-      for (const status of to) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId, to: status as never, at: new Date().toISOString() });
-    };
-    const COMPLETE = ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED'];
+    const steps = (orderId: string, ...to: OrderStatus[]) => advanceOrderThrough(orderId, to, { payments: { sandbox: processor() } });
     const paidOrder = async (sessionId: string) => {
       const outcome = await payForSession(deps(), sessionId, card(SANDBOX_CARDS.approved), BUYER);
       assert.equal(outcome.kind, 'paid', JSON.stringify(outcome));
@@ -395,8 +383,6 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       const processor = new SandboxCardProcessor(s.dataSource);
       // Orders whose steps this test runs itself: their fulfilment is started on a queue no worker serves.
       const deps = checkoutDeps({ ...s.appDeps, workflows: unserved(), payments: { sandbox: processor } });
-      const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, payments: { sandbox: processor } });
-      const run = (to: string, orderId: string) => new MockActivityEnvironment().run(activities.advanceOrder, { orderId, to: to as never, at: new Date().toISOString() });
       const paidOrder = async () => {
         const { sessionId } = await openSession();
         const outcome = await payForSession(deps, sessionId, card(SANDBOX_CARDS.approved), BUYER);
@@ -410,14 +396,12 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
 
       // A transfer that fails: the activity that records it refunds the card (twice run, once refunded).
       const failed = await paidOrder();
-      await run('DOMAIN_LOCKED', failed.order.id);
-      await run('TRANSFER_FAILED', failed.order.id);
-      await run('TRANSFER_FAILED', failed.order.id);
+      await advanceOrderThrough(failed.order.id, ['DOMAIN_LOCKED', 'TRANSFER_FAILED', 'TRANSFER_FAILED'], { payments: { sandbox: processor } });
       assert.deepEqual([await refundedCents(failed.charge.id), await booked(failed.charge.paymentRef)], [failed.charge.amountCents, 1]);
 
       // A completed sale refunded by the service (admin order refund), asked twice.
       const sold = await paidOrder();
-      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED']) await run(to, sold.order.id);
+      await advanceOrderThrough(sold.order.id, TO_COMPLETED, { payments: { sandbox: processor } });
       const refundDeps = { dataSource: s.dataSource, workflows: s.appDeps.workflows, payments: { sandbox: processor } };
       const first = await refundOrder(refundDeps, await s.dataSource.getRepository(Order).findOneByOrFail({ id: sold.order.id }), 'buyer asked', 'service');
       const second = await refundOrder(refundDeps, await s.dataSource.getRepository(Order).findOneByOrFail({ id: sold.order.id }), 'buyer asked', 'service');
@@ -439,7 +423,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       };
       const refundDeps = { dataSource: s().dataSource, workflows: s().appDeps.workflows, payments: { sandbox: processor() } };
       const sold = await paidOrder(await zeroSession());
-      await steps(sold.id, ...COMPLETE);
+      await steps(sold.id, ...TO_COMPLETED);
       const refunded = await refundOrder(refundDeps, await s().dataSource.getRepository(Order).findOneByOrFail({ id: sold.id }), 'buyer asked', 'service');
       assert.deepEqual([refunded.status, refunded.refund.amount_cents], [201, 0]);
       const failed = await paidOrder(await zeroSession());
@@ -477,8 +461,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
       const order = await paidOrder(sessionId);
       const down = new ProcessorWith();
       down.refund = () => Promise.reject(new Error('the processor is down'));
-      const activities = createActivities({ dataSource: s().dataSource, masterKey: s().masterKey, payments: { sandbox: down } });
-      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_FAILED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: order.id, to: to as never, at: new Date().toISOString() });
+      await advanceOrderThrough(order.id, ['DOMAIN_LOCKED', 'TRANSFER_FAILED'], { payments: { sandbox: down } });
       assert.equal((await s().dataSource.getRepository(Order).findOneByOrFail({ id: order.id })).status, 'TRANSFER_FAILED');
       assert.equal(await refundsBooked(order.externalPaymentRef), 0, 'not refunded yet');
       assert.ok((await sweep(processor())) >= 1);
@@ -489,7 +472,7 @@ describe('hosted checkout: a payment in three steps, settled after a crash, refu
     it('an operator\'s refund whose process dies after the reversal commits: the recovery sweep refunds the buyer\'s card within its next round, once', async () => {
       const { sessionId } = await openSession();
       const sold = await paidOrder(sessionId);
-      await steps(sold.id, ...COMPLETE);
+      await steps(sold.id, ...TO_COMPLETED);
       const charge = await s().dataSource.getRepository(SandboxCharge).findOneByOrFail({ paymentRef: sold.externalPaymentRef });
       // What `admin order refund` commits first; the process dies before the card is refunded.
       await refundCompletedSale(s().dataSource, sold.id, 'buyer asked', new Date());

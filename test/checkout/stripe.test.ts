@@ -5,8 +5,6 @@ import type { Browser } from 'playwright-core';
 import { createApp } from '../../src/api/app';
 import { StripeCheckout } from '../../src/checkout/stripe';
 import { recordHostedPayment, startHostedPayment, type CheckoutDeps } from '../../src/checkout/sessions';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { createActivities } from '../../activities';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { CardDispute } from '../../src/db/entities/card-dispute';
 import { SaleTransaction } from '../../src/db/entities/sale-transaction';
@@ -25,6 +23,7 @@ import { ensureStripeMock } from '../../src/temporal/tools';
 import { orderWorkflowId } from '../../workflows/messages';
 import { launchBrowser, screenshots } from '../helpers/browser';
 import { waitFor } from '../helpers/wait';
+import { advanceOrderThrough, sweepCardMoney, TO_COMPLETED } from '../helpers/activities';
 import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 
 const WEBHOOK_SECRET = `whsec_${randomBytes(16).toString('hex')}`;
@@ -197,8 +196,7 @@ describe('live checkout through Stripe (stripe-mock): the processor\'s page, its
     assert.equal(await recordHostedPayment(unserved, { kind: 'paid', sessionPublicId: sessionId, attempt: 1, paymentRef: payload.data.object.payment_intent, amountCents: 12_300, currency: 'usd' }, () => undefined), 'recorded');
     const order = await s.dataSource.getRepository(Order).findOneByOrFail({ id: (await session(sessionId)).orderId! });
     await s.env.client.workflow.getHandle(orderWorkflowId(order.publicId)).terminate('this test moves the order itself');
-    const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, hosted: { live: stripe } });
-    for (const to of ['DOMAIN_LOCKED', 'TRANSFER_FAILED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: order.id, to: to as never, at: new Date().toISOString() });
+    await advanceOrderThrough(order.id, ['DOMAIN_LOCKED', 'TRANSFER_FAILED'], { hosted: { live: stripe } });
     const booked = () => s.dataSource.getRepository(LedgerPosting).countBy({ idempotencyKey: `card:${order.externalPaymentRef}:refunded` });
     assert.equal(await booked(), 1, 'refunded through Stripe and booked');
     const refunded = JSON.stringify({ id: `evt_${randomBytes(12).toString('hex')}`, object: 'event', api_version: '2025-01-27.acacia', created: Math.floor(Date.now() / 1000), type: 'charge.refunded', data: { object: { id: `ch_${randomBytes(8).toString('hex')}`, object: 'charge', payment_intent: order.externalPaymentRef, amount: 12_300, amount_refunded: 12_300, currency: 'usd', refunded: true } } });
@@ -215,10 +213,7 @@ describe('live checkout through Stripe (stripe-mock): the processor\'s page, its
     assert.ok(processorSessionId?.startsWith('cs_test_'), 'the attempt keeps its Checkout Session');
     // No event came; the attempt has been out for 11 minutes.
     await s.dataSource.getRepository(CheckoutSession).update({ id: out.id }, { payingSince: () => "now() - interval '11 minutes'" });
-    const sweepWith = async (processor: StripeCheckout) => {
-      const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, hosted: { live: processor } });
-      return (await new MockActivityEnvironment().run(activities.settleStalledPayments, { olderThanSeconds: 120 })) as number;
-    };
+    const sweepWith = (processor: StripeCheckout) => sweepCardMoney({ hosted: { live: processor } }, 120);
     // stripe-mock answers the Checkout Session as open (it keeps no state): nothing changes.
     await sweepWith(stripe);
     assert.ok((await session(sessionId)).payingSince, 'still out while Stripe says open');
@@ -245,8 +240,7 @@ describe('live checkout through Stripe (stripe-mock): the processor\'s page, its
       assert.equal(await recordHostedPayment(unserved, { kind: 'paid', sessionPublicId: live.sessionId, attempt: 1, paymentRef, amountCents: price, currency: 'usd' }, () => undefined), 'recorded');
       const order = await s.dataSource.getRepository(Order).findOneByOrFail({ id: (await session(live.sessionId)).orderId! });
       await s.env.client.workflow.getHandle(orderWorkflowId(order.publicId)).terminate('this test moves the order itself');
-      const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, hosted: { live: stripe } });
-      for (const to of ['DOMAIN_LOCKED', 'TRANSFER_INITIATED', 'TRANSFER_PENDING', 'TRANSFER_COMPLETED']) await new MockActivityEnvironment().run(activities.advanceOrder, { orderId: order.id, to: to as never, at: new Date().toISOString() });
+      await advanceOrderThrough(order.id, TO_COMPLETED, { hosted: { live: stripe } });
       return { ...live, order, paymentRef };
     };
     const disputeEvent = (type: 'charge.dispute.created' | 'charge.dispute.closed', disputeId: string, paymentRef: string, amount: number, status: string) =>

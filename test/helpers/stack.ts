@@ -305,21 +305,27 @@ export async function suiteWorker(
  * index them all in the background, slowing every file after it). Dropped with `drop()`.
  */
 export async function scratchDatabase(prefix = 'scratch'): Promise<{ url: string; dataSource: DataSource; drop: () => Promise<void> }> {
+  const { url, drop } = await emptyDatabase(prefix);
+  const dataSource = await openDatabase(url);
+  return {
+    url,
+    dataSource,
+    drop: async () => {
+      await dataSource.destroy();
+      await drop();
+    },
+  };
+}
+
+/** A database of its own on the suite's Postgres server with no schema at all (the caller migrates it as it needs); dropped with `drop()`. */
+export async function emptyDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
   const s = getStack();
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   // Raw SQL: creating and dropping a database is the server's, not an entity's.
   await s.dataSource.query(`CREATE DATABASE ${name}`);
   const url = new URL(s.databaseUrl);
   url.pathname = `/${name}`;
-  const dataSource = await openDatabase(url.toString());
-  return {
-    url: url.toString(),
-    dataSource,
-    drop: async () => {
-      await dataSource.destroy();
-      await s.dataSource.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    },
-  };
+  return { url: url.toString(), drop: () => s.dataSource.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => undefined) };
 }
 
 /**

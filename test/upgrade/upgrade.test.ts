@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { MockActivityEnvironment } from '@temporalio/testing';
 import { In, type DataSource } from 'typeorm';
-import { createActivities } from '../../activities';
 import { CheckoutPayment } from '../../src/db/entities/checkout-session';
 import { LedgerPosting } from '../../src/db/entities/ledger-posting';
 import { Order } from '../../src/db/entities/order';
@@ -18,7 +16,8 @@ import { workflowStarters } from '../../src/temporal/starters';
 import type { WorkflowStarter } from '../../src/temporal/start';
 import { FINAL_ORDER_STATUSES } from '../../workflows/messages';
 import { fulfilmentStepwise } from '../helpers/orders';
-import { getStack, ownTemporal, suiteWorker } from '../helpers/stack';
+import { sweepCardMoney } from '../helpers/activities';
+import { emptyDatabase, getStack, ownTemporal, suiteWorker } from '../helpers/stack';
 
 /** A dump of an earlier release's data (test/upgrade/README.md says how it was recorded). */
 interface ReleaseDump {
@@ -41,21 +40,17 @@ describe('an upgrade from the release before the card processor’s record (f373
   let drop: () => Promise<void>;
 
   before(async () => {
-    const s = getStack();
-    const name = `upgrade_${randomBytes(4).toString('hex')}`;
-    // Raw SQL: creating and dropping a database is the server's, not an entity's.
-    await s.dataSource.query(`CREATE DATABASE ${name}`);
-    const url = new URL(s.databaseUrl);
-    url.pathname = `/${name}`;
+    const empty = await emptyDatabase('upgrade');
+    const url = empty.url;
     drop = async () => {
       await upgraded?.destroy();
-      await s.dataSource.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await empty.drop();
     };
     // That release's schema: the migrations it had applied, which are this release's first ones
     // (migrations are only ever appended).
     const names = migrations.map((m) => new m().name);
     assert.deepEqual(names.slice(0, dump.migrations.length), dump.migrations, 'the release\'s migrations are a prefix of this one\'s');
-    const old = createDataSource(url.toString());
+    const old = createDataSource(url);
     old.setOptions({ migrations: migrations.slice(0, dump.migrations.length) });
     await old.initialize();
     await old.runMigrations({ transaction: 'each' });
@@ -84,18 +79,14 @@ describe('an upgrade from the release before the card processor’s record (f373
       await tx.query(`UPDATE checkout_sessions SET created_at = created_at + (${shift}), expires_at = expires_at + (${shift}), closed_at = closed_at + (${shift})`);
     });
     await old.destroy();
-    upgraded = await openDatabase(url.toString());
+    upgraded = await openDatabase(url);
   });
 
   after(async () => {
     await drop?.();
   });
 
-  const sweep = async () => {
-    const s = getStack();
-    const activities = createActivities({ dataSource: upgraded, masterKey: s.masterKey });
-    return (await new MockActivityEnvironment().run(activities.settleStalledPayments, { olderThanSeconds: 0 })) as number;
-  };
+  const sweep = () => sweepCardMoney({ dataSource: upgraded });
 
   it('the migration backfills each earlier payment\'s card_payment posting and the sandbox processor\'s record of its charge', async () => {
     const payments = await upgraded.getRepository(CheckoutPayment).find();
