@@ -221,7 +221,7 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     return pages(ctx, next);
   };
   const pages = compose<Koa.ParameterizedContext<AppState>>([
-    checkoutPages(checkoutDeps(deps), deps.logger, limits, attribution).routes(),
+    checkoutPages({ ...checkoutDeps(deps), publicBaseUrl: deps.config.http.publicBaseUrl }, deps.logger, limits, attribution).routes(),
     referralPages({
       dataSource: deps.dataSource,
       checkout: checkoutDeps(deps),

@@ -102,7 +102,7 @@ function receipt(ctx: Koa.Context, session: CheckoutSession, orderPublicId: stri
   renderPage(ctx, 'receipt', { title: 'Payment received', sandbox: session.environment === 'sandbox', domain: session.domain, price: money(session.priceCents, session.currency), orderId: orderPublicId }, status);
 }
 
-export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLimits, attribution?: AttributionKeys): Router {
+export function checkoutPages(deps: CheckoutDeps & { publicBaseUrl?: string }, logger: Logger, limits: PageLimits, attribution?: AttributionKeys): Router {
   /** The link this browser last clicked within 30 days, if its cookie verifies and the link is of this environment. */
   const referredBy = async (ctx: Koa.Context, session: CheckoutSession): Promise<ReferralLink | undefined> => {
     const a = attribution?.read(ctx.cookies.get(ATTRIBUTION_COOKIE), Date.now());
@@ -289,7 +289,8 @@ export function checkoutPages(deps: CheckoutDeps, logger: Logger, limits: PageLi
       return showForm(ctx, session, pt, 422, errors, keep);
     }
     const form = parsed.data;
-    const base = publicOrigin(undefined, ctx.headers);
+    // Where Stripe sends the buyer back: PUBLIC_BASE_URL behind a proxy, else this request's host.
+    const base = publicOrigin(deps.publicBaseUrl, ctx.headers);
     const outcome = await startHostedPayment(
       deps,
       session.publicId,
