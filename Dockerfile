@@ -43,6 +43,7 @@ COPY --from=build /app/dist ./dist
 # Buyer-facing pages: templates and their stylesheet and script, read at run time.
 COPY src/pages/views ./src/pages/views
 COPY src/pages/assets ./src/pages/assets
+COPY src/mail/views ./src/mail/views
 COPY package.json ./
 COPY data ./data
 USER node

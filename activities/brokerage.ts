@@ -12,6 +12,8 @@ export function createBrokerageActivities(deps: { dataSource: DataSource; starte
       const result = await applyCaseMove(deps.dataSource, input);
       if (result === 'absent') return 'absent';
       await deps.starters?.eventsAppended(result.event.partnerId, result.event.environment);
+      // The buyer's email of this move: its start is idempotent, and the sweep starts one missed here.
+      if (result.emailKey) await deps.starters?.emailsOf([result.emailKey]);
       return { status: result.status, priceCents: result.priceCents };
     },
 

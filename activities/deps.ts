@@ -5,6 +5,7 @@ import type { PaymentPort } from '../src/checkout/payments';
 import type { StripeCheckout } from '../src/checkout/stripe';
 import type { RegistrarPort } from '../src/orders/registrar';
 import type { Starters } from '../src/temporal/starters';
+import type { ActivityMail } from './mail';
 
 export interface ActivityDeps {
   dataSource: DataSource;
@@ -28,6 +29,8 @@ export interface ActivityDeps {
   payments?: Partial<Record<'sandbox' | 'live', PaymentPort>>;
   /** Processors whose own page took the payment (live: Stripe): the buyer's refunds go to them. */
   hosted?: { live?: StripeCheckout };
+  /** Email: the SMTP transport, From and the links' base; absent: emails wait for a mail server. */
+  mail?: ActivityMail;
   /** WEBHOOK_ALLOW_LOOPBACK; absent means off. */
   allowLoopbackWebhooks?: boolean;
 }

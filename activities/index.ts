@@ -7,6 +7,7 @@ import { createBrokerageActivities } from './brokerage';
 import type { ActivityDeps } from './deps';
 import { createFinanceActivities } from './finance';
 import { createMaintenanceActivities } from './maintenance';
+import { createMailActivities } from './mail';
 import { createOrderActivities } from './orders';
 import { createSaleWindowActivities } from './sale-windows';
 import { createWebhookActivities } from './webhooks';
@@ -22,6 +23,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSaleWindowActivities(deps),
     ...createFinanceActivities(deps),
     ...createMaintenanceActivities(deps),
+    ...createMailActivities(deps),
   };
 }
 

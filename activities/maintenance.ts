@@ -10,8 +10,11 @@ import { checkCardAttempts, HOSTED_STALLED_SECONDS, settleHostedAttempts, settle
 import { SandboxCardProcessor } from '../src/checkout/payments';
 import { refundBuyerCard, unrefundedBuyers } from '../src/checkout/card-refunds';
 import { makeCommissionPayable, pendingCommissionsPastWindow } from '../src/finance/sales';
-import { lateDeliveries } from '../src/webhooks/notify';
+import { lateDeliveries, markWoken } from '../src/webhooks/notify';
 import type { ActivityDeps } from './deps';
+import { pendingEmails } from '../src/mail/send';
+import { recoverySweepRound } from '../src/metrics/metrics';
+import { unstartedOnboardings } from '../src/partners/onboarding-flow';
 import { heartbeatOrStop } from './heartbeat';
 
 /**
@@ -97,15 +100,23 @@ export function createMaintenanceActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Wakes the delivery of every endpoint that is behind its events; returns how many were woken
-     * (one partner's refused start or signal is logged and skipped).
+     * Wakes the delivery of every endpoint that is behind its events, and starts what a process
+     * that died after its commit left unstarted a minute on: the workflow of every email still
+     * pending (a running one is left alone), and of every partner application never started;
+     * returns how many were woken or started (one refused start or signal is logged and skipped).
      */
     async wakeLateDeliveries(): Promise<number> {
       const starters = deps.starters;
       if (!starters) return 0;
-      return eachOrLog(await lateDeliveries(deps.dataSource), 'could not wake a delivery', (late) => ({ partner_id: late.partnerId, environment: late.environment }), (late) =>
-        starters.wakeDelivery(late.partnerId, late.environment, late.idle),
-      );
+      const woken = await eachOrLog(await lateDeliveries(deps.dataSource), 'could not wake a delivery', (late) => ({ partner_id: late.partnerId, environment: late.environment }), async (late) => {
+        await starters.wakeDelivery(late.partnerId, late.environment, late.idle);
+        await markWoken(deps.dataSource, late.partnerId, late.environment);
+      });
+      const emails = await eachOrLog(await pendingEmails(deps.dataSource, 60_000), "could not start an email's workflow", (emailId) => ({ email_id: emailId }), (emailId) => starters.email(emailId));
+      const onboardings = await eachOrLog(await unstartedOnboardings(deps.dataSource), "could not start an application's workflow", (a) => ({ application_id: a.id }), (a) => starters.onboarding(a));
+      // The round's last step is done: the operators' gauge (alert RecoverySweepStalled).
+      recoverySweepRound.set(Date.now() / 1000);
+      return woken + emails + onboardings;
     },
 
     /** Starts the 30-day window of referred sales whose workflow was never started; returns how many. */

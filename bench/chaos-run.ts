@@ -129,7 +129,7 @@ export class Stack {
   private child!: ChildProcess;
   exitCode?: number | null;
   private exited!: Promise<number | null>;
-  readonly ports = { api: 0, pg: 0, temporal: 0, ui: 0, metrics: 0, workerMetrics: 0 };
+  readonly ports = { api: 0, pg: 0, temporal: 0, ui: 0, metrics: 0, workerMetrics: 0, mailSmtp: 0, mailUi: 0 };
 
   /**
    * `env`: added to the stack's environment (tracing's OTEL_ variables, say). `seedEmbeddings`: a
@@ -165,7 +165,7 @@ export class Stack {
     const bundle = this.options.prebuiltBundle ? freshPrebuiltBundle() : undefined;
     // Its own parts only: nothing named by this shell's environment.
     const inherited = { ...process.env };
-    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'REDIS_URL', 'SEARCH_URL', 'PUBLIC_BASE_URL', 'MASTER_KEY', 'QUOTE_SIGNING_KEY']) delete inherited[name];
+    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'REDIS_URL', 'SEARCH_URL', 'PUBLIC_BASE_URL', 'MASTER_KEY', 'QUOTE_SIGNING_KEY', 'SMTP_URL']) delete inherited[name];
     this.child = spawn(process.execPath, [DEV_STACK], {
       env: {
         ...inherited,
@@ -178,6 +178,8 @@ export class Stack {
         TEMPORAL_UI_PORT: String(this.ports.ui),
         METRICS_PORT: String(this.ports.metrics),
         WORKER_METRICS_PORT: String(this.ports.workerMetrics),
+        MAILPIT_SMTP_PORT: String(this.ports.mailSmtp),
+        MAILPIT_UI_PORT: String(this.ports.mailUi),
         LOG_LEVEL: 'error',
         ...(bundle ? { WORKFLOW_BUNDLE: bundle } : {}),
         ...this.env,

@@ -24,6 +24,9 @@ const flag = z
   .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']))
   .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
 
+/** The From of every email unless MAIL_FROM says otherwise. */
+export const DEFAULT_MAIL_FROM = 'Domain Marketplace <no-reply@marketplace.invalid>';
+
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('127.0.0.1'),
@@ -52,6 +55,11 @@ const EnvSchema = z.object({
   STRIPE_SECRET_KEY: z.string().optional(),
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
   STRIPE_API_URL: z.string().url().optional(),
+  // Email (CONTRACT §16): SMTP at SMTP_URL (smtp:// or smtps://, user and password in the URL), from MAIL_FROM.
+  SMTP_URL: z.string().regex(/^smtps?:\/\/\S+$/, 'an smtp:// or smtps:// URL').optional(),
+  MAIL_FROM: z.string().min(3).default(DEFAULT_MAIL_FROM),
+  MAILPIT_SMTP_PORT: z.coerce.number().int().default(1025),
+  MAILPIT_UI_PORT: z.coerce.number().int().default(8025),
   DATA_DIR: z.string().default(path.join(projectRoot, '.data')),
   TOOL_CACHE_DIR: z.string().default(path.join(projectRoot, '.tools')),
   MASTER_KEY: z.string().optional(),
@@ -65,6 +73,7 @@ const EnvSchema = z.object({
   CLICK_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   DECLINE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
   BUY_NOW_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  APPLY_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
   QUOTA_ACTIVE_QUOTES_SANDBOX: z.coerce.number().int().min(1).default(100),
   QUOTA_ACTIVE_QUOTES_LIVE: z.coerce.number().int().min(1).default(1000),
   QUOTA_OPEN_CASES_SANDBOX: z.coerce.number().int().min(1).default(100),
@@ -132,7 +141,7 @@ export interface Config {
   /** Per partner and environment (CONTRACT §15): the defaults; `admin partner quota` raises them for one partner. */
   quotas: QuotaDefaults;
   /** Per client address on the public pages (CONTRACT §15; src/pages/limits.ts). */
-  pageLimits: { pagesPerMinute: number; pageBurst: number; clicksPerMinute: number; declinesPerHour: number; buyNowPerHour: number };
+  pageLimits: { pagesPerMinute: number; pageBurst: number; clicksPerMinute: number; declinesPerHour: number; buyNowPerHour: number; applicationsPerHour: number };
   /**
    * The search process of this host: where it listens and the API processes call it
    * (`unix:<path>` or `http://host:port`), the inventory size above which its vectors go into an
@@ -164,6 +173,11 @@ export interface Config {
   workerHealthFile?: string;
   /** Live card payments: Stripe's keys when PAYMENT_PROCESSOR=stripe (src/checkout/stripe.ts); none otherwise. */
   stripe?: { secretKey: string; webhookSecret: string; apiUrl?: string };
+  /**
+   * Email: SMTP_URL, else none (nothing is sent; each email waits, queued, for a mail server).
+   * npm start runs a local Mailpit on the mailpit ports when SMTP_URL is not set.
+   */
+  mail: { smtpUrl?: string; from: string; mailpit: { smtpPort: number; uiPort: number } };
   /** OTEL_EXPORTER_OTLP_ENDPOINT: where traces go when set (the OpenTelemetry SDK reads it; shown by npm start). */
   otlpEndpoint?: string;
   /** NODE_ENV=production (the image sets it): no key is ever invented, they must be given. */
@@ -255,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       clicksPerMinute: e.CLICK_LIMIT_PER_MINUTE,
       declinesPerHour: e.DECLINE_LIMIT_PER_HOUR,
       buyNowPerHour: e.BUY_NOW_LIMIT_PER_HOUR,
+      applicationsPerHour: e.APPLY_LIMIT_PER_HOUR,
     },
     quotas: {
       activeQuotes: { sandbox: e.QUOTA_ACTIVE_QUOTES_SANDBOX, live: e.QUOTA_ACTIVE_QUOTES_LIVE },
@@ -273,6 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerHealthFile: e.WORKER_HEALTH_FILE || undefined,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     stripe: stripeSettings(e),
+    mail: { smtpUrl: e.SMTP_URL || undefined, from: e.MAIL_FROM, mailpit: { smtpPort: e.MAILPIT_SMTP_PORT, uiPort: e.MAILPIT_UI_PORT } },
     production: e.NODE_ENV === 'production',
   };
 }
@@ -287,4 +303,9 @@ export function loadDevStackConfig(env: NodeJS.ProcessEnv = process.env): Config
   // One build id for every npm start: its single worker replaces the last one, so a run pinned by
   // an earlier start is never left without a worker (patches and the replay test keep it safe).
   return loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true', TEMPORAL_WORKER_VERSIONING: env.TEMPORAL_ADDRESS ? 'false' : 'true', TEMPORAL_BUILD_ID: 'dev-stack', ...env });
+}
+
+/** Where the links the service hands out point: PUBLIC_BASE_URL, else the local API (development). */
+export function linksBaseUrl(config: Pick<Config, 'http'>): string {
+  return config.http.publicBaseUrl ?? `http://localhost:${config.http.port}`;
 }

@@ -42,6 +42,7 @@ const QUICK_SKIPS: Record<string, string> = {
   'test/pages/docs.test.ts': 'Chromium',
   'test/pages/limits.test.ts': 'Chromium',
   'test/pages/referral.test.ts': 'Chromium',
+  'test/mail/onboarding.test.ts': 'Chromium, and Mailpit',
   'test/search/opensearch.test.ts': 'a local OpenSearch node',
   'test/search/search-process-graph.test.ts': 'a graph of 30,000 names saved in a search process',
   'test/search/search-process.test.ts': 'a graph of 12,000 names built in a search process',

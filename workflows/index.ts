@@ -9,3 +9,5 @@ export { checkoutSessionWorkflow } from './checkout-session';
 export { referralCommissionWorkflow } from './referral-commission';
 export { brokerageCaseWorkflow } from './brokerage-case';
 export { sandboxRelistWorkflow } from './sandbox-relist';
+export { emailWorkflow } from './email';
+export { partnerOnboardingWorkflow } from './partner-onboarding';

@@ -164,6 +164,22 @@ export interface ReferralCommissionInput {
   salePublicId: string;
 }
 
+export const emailWorkflowId = (emailId: string) => `email:${emailId}`;
+export interface EmailInput {
+  emailId: string;
+}
+
+export const onboardingWorkflowId = (applicationId: string) => `partner-onboarding:${applicationId}`;
+export interface PartnerOnboardingInput {
+  applicationId: string;
+  /** Where the run starts: an application from the page (`applied`), or a partner made by an operator asking for live. */
+  stage?: 'applied' | 'live_requested';
+}
+export type OnboardingDecision = 'approved' | 'rejected';
+export const applicationVerifiedSignal = defineSignal('applicationVerified');
+export const liveAccessRequestedSignal = defineSignal('liveAccessRequested');
+export const liveAccessDecidedSignal = defineSignal<[OnboardingDecision]>('liveAccessDecided');
+
 export const NONCE_RETENTION_WORKFLOW_ID = 'maintenance:nonce-retention';
 export const FULFILMENT_RECOVERY_WORKFLOW_ID = 'maintenance:fulfilment-recovery';
 export const MONTH_END_WORKFLOW_ID = 'finance:month-end';
@@ -191,6 +207,8 @@ export interface WorkflowArgs {
   monthCloseWorkflow: [{ before?: string }];
   payoutRunWorkflow: [PayoutRunInput];
   sandboxRelistWorkflow: [];
+  emailWorkflow: [EmailInput];
+  partnerOnboardingWorkflow: [PartnerOnboardingInput];
 }
 export type WorkflowType = keyof WorkflowArgs;
 /** The catalog's names, for checks at run time (the worker's registrations are compared with it). */
@@ -207,4 +225,6 @@ export const WORKFLOW_TYPES = [
   'monthCloseWorkflow',
   'payoutRunWorkflow',
   'sandboxRelistWorkflow',
+  'emailWorkflow',
+  'partnerOnboardingWorkflow',
 ] as const satisfies readonly WorkflowType[];

@@ -12,4 +12,5 @@ export const PATCHES = {
   recoveryStalledPayments: { workflowType: 'fulfilmentRecoveryWorkflow', patchId: 'settle-stalled-payments' },
   checkoutCommissionWindow: { workflowType: 'checkoutSessionWorkflow', patchId: 'service-commission-window' },
   checkoutWindowSingleCall: { workflowType: 'checkoutSessionWorkflow', patchId: 'checkout-window-single-call' },
+  deliveryFailingEmail: { workflowType: 'webhookDeliveryWorkflow', patchId: 'delivery-failing-email' },
 } as const;

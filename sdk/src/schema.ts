@@ -550,6 +550,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/partner/v1/live-access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Asks for live access; answers the request and the checklist the operators look at
+         * @description With any sandbox credential of the partner (a live one: 403 `sandbox_only`), no body. The first ask records the request for an operator's review; asked again, it answers the same request (`in_review`, then `approved` or `rejected`), its checklist as it is now: `sandbox_order_completed` (a sandbox order reached TRANSFER_COMPLETED), `webhook_endpoint_verified` (a sandbox webhook delivery was answered 2xx) and, for a partner that is not merchant of record, `sandbox_checkout_paid` (a sandbox hosted checkout was paid). An approval emails the partner's contact a link that shows the live credential once; a rejection emails the reason. A request waiting 2 days reminds the operators.
+         *
+         *     Scope: search or embed or buy or broker or refer or report or webhook.
+         */
+        post: operations["requestLiveAccess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1564,6 +1586,15 @@ export interface components {
              * @enum {string}
              */
             fired: "quote_expiry" | "session_expiry" | "referral_window" | "brokerage_timer" | "transfer_deadline";
+        };
+        LiveAccessRequest: {
+            /** @enum {string} */
+            status: "in_review" | "approved" | "rejected";
+            checklist: {
+                /** @enum {string} */
+                item: "sandbox_order_completed" | "webhook_endpoint_verified" | "sandbox_checkout_paid";
+                done: boolean;
+            }[];
         };
     };
     responses: never;
@@ -5747,6 +5778,122 @@ export interface operations {
             };
             /** @description error code: conflict */
             409: {
+                headers: {
+                    /** @description equals error.request_id on errors */
+                    "X-Request-Id": string;
+                    /** @description the credential's rate limit (IETF httpapi draft): q requests per w seconds of burst, refilled at q/w a second */
+                    "RateLimit-Policy"?: string;
+                    /** @description what is left of it after this request (r) and the seconds until it is full again (t); on every answer to an admitted or rate-limited request */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error code: rate_limited */
+            429: {
+                headers: {
+                    /** @description equals error.request_id on errors */
+                    "X-Request-Id": string;
+                    /** @description the credential's rate limit (IETF httpapi draft): q requests per w seconds of burst, refilled at q/w a second */
+                    "RateLimit-Policy"?: string;
+                    /** @description what is left of it after this request (r) and the seconds until it is full again (t); on every answer to an admitted or rate-limited request */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error code: internal_error */
+            500: {
+                headers: {
+                    /** @description equals error.request_id on errors */
+                    "X-Request-Id": string;
+                    /** @description the credential's rate limit (IETF httpapi draft): q requests per w seconds of burst, refilled at q/w a second */
+                    "RateLimit-Policy"?: string;
+                    /** @description what is left of it after this request (r) and the seconds until it is full again (t); on every answer to an admitted or rate-limited request */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error code: service_unavailable */
+            503: {
+                headers: {
+                    /** @description equals error.request_id on errors */
+                    "X-Request-Id": string;
+                    /** @description the credential's rate limit (IETF httpapi draft): q requests per w seconds of burst, refilled at q/w a second */
+                    "RateLimit-Policy"?: string;
+                    /** @description what is left of it after this request (r) and the seconds until it is full again (t); on every answer to an admitted or rate-limited request */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    requestLiveAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the request for live access, with its checklist */
+            202: {
+                headers: {
+                    /** @description equals error.request_id on errors */
+                    "X-Request-Id": string;
+                    /** @description the credential's rate limit (IETF httpapi draft): q requests per w seconds of burst, refilled at q/w a second */
+                    "RateLimit-Policy"?: string;
+                    /** @description what is left of it after this request (r) and the seconds until it is full again (t); on every answer to an admitted or rate-limited request */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "in_review",
+                     *       "checklist": [
+                     *         {
+                     *           "item": "sandbox_order_completed",
+                     *           "done": false
+                     *         },
+                     *         {
+                     *           "item": "webhook_endpoint_verified",
+                     *           "done": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LiveAccessRequest"];
+                };
+            };
+            /** @description error code: missing_credentials | invalid_signature */
+            401: {
+                headers: {
+                    /** @description equals error.request_id on errors */
+                    "X-Request-Id": string;
+                    /** @description the credential's rate limit (IETF httpapi draft): q requests per w seconds of burst, refilled at q/w a second */
+                    "RateLimit-Policy"?: string;
+                    /** @description what is left of it after this request (r) and the seconds until it is full again (t); on every answer to an admitted or rate-limited request */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error code: sandbox_only | forbidden */
+            403: {
                 headers: {
                     /** @description equals error.request_id on errors */
                     "X-Request-Id": string;

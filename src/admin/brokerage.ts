@@ -2,7 +2,7 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
-import type { Config } from '../config';
+import { linksBaseUrl, type Config } from '../config';
 import type { SecretBox } from '../auth/secret-box';
 import { findCase, loadCaseView, type CaseView } from '../brokerage/cases';
 import { revokeProgressLink } from '../brokerage/moves';
@@ -10,10 +10,6 @@ import { ProgressLinkToken } from '../brokerage/progress-token';
 import { caseWorkflowId, FINAL_CASE_STATUSES, moveProblem, moveUpdate, type CaseMove } from '../../workflows/brokerage-messages';
 import { withTemporal } from './temporal';
 
-/** Links printed by the command line point where the API's do when PUBLIC_BASE_URL is set, else at the local API. */
-function baseUrl(config: Config): string {
-  return config.http.publicBaseUrl ?? `http://localhost:${config.http.port}`;
-}
 
 function token(secretBox: SecretBox): ProgressLinkToken {
   return new ProgressLinkToken(secretBox.deriveKeys('brokerage-progress-token'));
@@ -38,12 +34,12 @@ export async function moveCase(config: Config, dataSource: DataSource, secretBox
       throw err;
     }
   });
-  return loadCaseView(dataSource.manager, token(secretBox), (await findCase(dataSource.manager, casePublicId))!, baseUrl(config));
+  return loadCaseView(dataSource.manager, token(secretBox), (await findCase(dataSource.manager, casePublicId))!, linksBaseUrl(config));
 }
 
 /** Revokes the case's progress link; answers the case with its new link. */
 export async function revokeCaseLink(config: Config, dataSource: DataSource, secretBox: SecretBox, casePublicId: string): Promise<CaseView> {
   const c = await revokeProgressLink(dataSource, casePublicId);
   if (!c) throw new Error(`no brokerage case ${casePublicId}`);
-  return loadCaseView(dataSource.manager, token(secretBox), c, baseUrl(config));
+  return loadCaseView(dataSource.manager, token(secretBox), c, linksBaseUrl(config));
 }

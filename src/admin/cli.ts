@@ -8,10 +8,10 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import type { DataSource } from 'typeorm';
-import { loadConfig, type Environment } from '../config';
+import { linksBaseUrl, loadConfig, type Environment } from '../config';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
-import { parseScopes, type Scope } from '../auth/scopes';
+import { parseScopes, SCOPES, type Scope } from '../auth/scopes';
 import type { Credential } from '../db/entities/credential';
 import type { Partner } from '../db/entities/partner';
 import { importInventory, parseInventoryCsv } from '../discovery/inventory';
@@ -27,7 +27,14 @@ import { patchUse, withTemporal } from './temporal';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';
-import { isRecorded, recentActions, recordAction } from './audit';
+import { isRecorded, operatorName, recentActions, recordAction } from './audit';
+import { decideLiveAccess, listApplications, OnboardingRefused, SANDBOX_SCOPES } from '../partners/onboarding';
+import { tellOnboarding } from '../partners/onboarding-flow';
+import { OnboardingLinkToken, onboardingUrl } from '../partners/onboarding-links';
+import { startEmailsOf } from '../mail/start';
+import type { ApplicationStatus } from '../db/entities/partner-application';
+
+const APPLICATION_STATUSES = ['applied', 'expired', 'verified', 'live_requested', 'approved', 'rejected'] as const;
 import { SearchClient } from '../search/search-client';
 
 interface Session {
@@ -48,6 +55,39 @@ async function withSession<T>(work: (s: Session) => Promise<T>): Promise<T> {
     await dataSource.destroy();
     await postgres.stop();
   }
+}
+
+/**
+ * An operator's decision on a request for live access: recorded (with its emails queued) in one
+ * transaction, then its workflow told and its email's workflow started. With Temporal away, the
+ * decision stands: the recovery sweep sends the email within a minute, and the workflow's
+ * reminder reads the row.
+ */
+async function decide(dataSource: DataSource, credentials: CredentialService, secretBox: SecretBox, partnerName: string, decision: Parameters<typeof decideLiveAccess>[3]) {
+  let answer: Awaited<ReturnType<typeof decideLiveAccess>>;
+  try {
+    answer = await decideLiveAccess(dataSource, credentials, partnerName, decision, operatorName());
+  } catch (err) {
+    if (err instanceof OnboardingRefused) throw new Error(err.message);
+    throw err;
+  }
+  const { applicationId, changed, emailKey, ...shown } = answer;
+  const config = loadConfig();
+  if (changed) {
+    try {
+      await withTemporal(config, async (client) => {
+        const workflows = { client, taskQueue: config.temporal.taskQueue };
+        await tellOnboarding(workflows, applicationId, answer.status);
+        if (emailKey) await startEmailsOf(workflows, dataSource, [emailKey]);
+      });
+    } catch (err) {
+      process.stderr.write(`the decision is recorded; Temporal could not be told now (${(err as Error).message}): the email goes within a minute of Temporal being back\n`);
+    }
+  }
+  // Nobody to email (a partner created by an operator without a contact): the single-use link is
+  // answered to the operator, to hand over; it shows the secret once, as the email's would.
+  const revealUrl = answer.status === 'approved' && !answer.emailed_to ? onboardingUrl(linksBaseUrl(config), 'live', OnboardingLinkToken.of(secretBox).sign(applicationId, 'live')) : null;
+  return { application_id: applicationId, ...shown, ...(revealUrl ? { reveal_url: revealUrl } : {}) };
 }
 
 function output(json: boolean, value: unknown, text: string): void {
@@ -103,6 +143,12 @@ function countOption(max: number): (value: string) => number {
   };
 }
 
+function emailOption(value: string): string {
+  const email = value.trim();
+  if (email.length > 254 || !/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/.test(email)) throw new InvalidArgumentError('an email address, like ops@partner.example');
+  return email;
+}
+
 function nameOption(value: string): string {
   const name = value.trim();
   // Cc: control characters; Cf: invisible format ones (zero-width space, right-to-left override) that make look-alike names.
@@ -122,6 +168,7 @@ function partnerJson(p: Partner) {
       referral: p.commissionReferralBps,
     },
     affiliate_account: p.affiliateAccountId,
+    contact_email: p.contactEmail,
     created_at: p.createdAt.toISOString(),
   };
 }
@@ -150,6 +197,7 @@ partner
   .option('--brokerage-bps <bps>', 'share of brokerage deals', bpsOption)
   .option('--referral-bps <bps>', 'commission on referred hosted-checkout sales', bpsOption)
   .option('--affiliate-account <id>', 'link an affiliate account (enables referral endpoints)')
+  .option('--contact-email <email>', "where the service writes to the partner (live access, a failing webhook endpoint)", emailOption)
   .option('--json', 'JSON output')
   .action(async (o) =>
     withSession(async ({ dataSource }) => {
@@ -161,6 +209,7 @@ partner
         commissionBrokerageBps: o.brokerageBps,
         commissionReferralBps: o.referralBps,
         affiliateAccountId: o.affiliateAccount ?? null,
+        contactEmail: o.contactEmail ?? null,
       });
       output(o.json, partnerJson(p), `created partner ${p.name} (${p.id})`);
     }),
@@ -176,6 +225,7 @@ partner
   .option('--brokerage-bps <bps>', 'share of brokerage deals', bpsOption)
   .option('--referral-bps <bps>', 'commission on referred hosted-checkout sales', bpsOption)
   .option('--affiliate-account <id>', 'link an affiliate account ("none" unlinks it)')
+  .option('--contact-email <email>', 'where the service writes to the partner ("none" removes it)', (v: string) => (v === 'none' ? 'none' : emailOption(v)))
   .option('--json', 'JSON output')
   .action(async (o) =>
     withSession(async ({ dataSource }) => {
@@ -187,6 +237,7 @@ partner
         commissionBrokerageBps: o.brokerageBps,
         commissionReferralBps: o.referralBps,
         affiliateAccountId: o.affiliateAccount === undefined ? undefined : o.affiliateAccount === 'none' ? null : o.affiliateAccount,
+        contactEmail: o.contactEmail === undefined ? undefined : o.contactEmail === 'none' ? null : o.contactEmail,
       });
       if (!p) throw new Error(`no partner named ${o.name}`);
       output(o.json, partnerJson(p), `updated partner ${p.name}`);
@@ -220,6 +271,53 @@ partner
           ? await quotasOf(dataSource.manager, defaults, p.id, o.env)
           : await setQuotas(dataSource, defaults, p.id, o.env, { activeQuotes: o.activeQuotes, openCases: o.openCases });
       output(o.json, { partner: p.name, environment: o.env, ...quotas }, `${p.name} (${o.env}): ${quotas.active_quotes} active quotes, ${quotas.open_cases} open cases`);
+    }),
+  );
+
+partner
+  .command('applications')
+  .description("partners' applications and requests for live access, newest first, each with its checklist and history (CONTRACT §16)")
+  .option('--status <status>', APPLICATION_STATUSES.join(' | '), (value: string) => {
+    if (!(APPLICATION_STATUSES as readonly string[]).includes(value)) throw new InvalidArgumentError(APPLICATION_STATUSES.join(', '));
+    return value as ApplicationStatus;
+  })
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource }) => {
+      const all = await listApplications(dataSource, o.status);
+      const line = (a: (typeof all)[number]) =>
+        `${a.application_id}\t${a.status}\t${a.partner ?? a.company_name}\t${a.contact_email ?? '-'}${a.checklist ? `\t${a.checklist.map((c) => `${c.item}=${c.done ? 'done' : 'not yet'}`).join(' ')}` : ''}`;
+      output(o.json, all, all.map(line).join('\n') || '(no applications)');
+    }),
+  );
+
+partner
+  .command('approve')
+  .description("switches live access on: issues the live credential with the scopes given (the sandbox's by default) and emails the partner's contact a single-use link that shows it once")
+  .requiredOption('--partner <name>', 'the partner', nameOption)
+  .option('--scopes <list>', `comma-separated: ${SCOPES.join(', ')} (default ${SANDBOX_SCOPES.join(',')})`, scopesOption)
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource, credentials, secretBox }) => {
+      const answer = await decide(dataSource, credentials, secretBox, o.partner, { approve: true, ...(o.scopes ? { scopes: o.scopes } : {}) });
+      output(o.json, answer, `${answer.partner}: approved, live credential ${answer.live_key_id}${answer.emailed_to ? `; the link to it is emailed to ${answer.emailed_to}` : ''}`);
+    }),
+  );
+
+partner
+  .command('reject')
+  .description("refuses live access for now: the reason is emailed to the partner's contact; the sandbox keeps working, and an approval may follow later")
+  .requiredOption('--partner <name>', 'the partner', nameOption)
+  .requiredOption('--reason <text>', 'what the partner reads', (value: string) => {
+    const reason = value.trim();
+    if (!reason || reason.length > 2000) throw new InvalidArgumentError('1 to 2000 characters');
+    return reason;
+  })
+  .option('--json', 'JSON output')
+  .action(async (o) =>
+    withSession(async ({ dataSource, credentials, secretBox }) => {
+      const answer = await decide(dataSource, credentials, secretBox, o.partner, { approve: false, reason: o.reason });
+      output(o.json, answer, `${answer.partner}: rejected${answer.emailed_to ? `; the reason is emailed to ${answer.emailed_to}` : ''}`);
     }),
   );
 

@@ -16,6 +16,7 @@ export async function runPayoutsNow(config: Config, environment: Environment): P
       args: [{ environment }],
       mode: 'fresh',
       summary: `Payout run (${environment}), started by an operator`,
+      details: 'What the scheduled month close pays, now: every partner balance that is payable. Idempotent: a payout already made is not made again.',
     });
     return ((await handle!.result()) as PayoutRunResult).payouts;
   });

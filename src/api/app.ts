@@ -53,6 +53,9 @@ import { toRouterPath, type RouteSpec } from './route';
 import type { AppState } from './state';
 import { PageLimits } from '../pages/limits';
 import { renderPage } from '../pages/render';
+import { partnerPages } from '../pages/partner-pages';
+import { onboardingRoutes } from '../partners/routes';
+import { OnboardingLinkToken } from '../partners/onboarding-links';
 
 export interface AppDeps {
   config: Pick<Config, 'rateLimits' | 'http' | 'webhooks' | 'quotas' | 'pageLimits'>;
@@ -129,6 +132,7 @@ export function partnerRoutes(deps: AppDeps): RouteSpec[] {
     ...referralRoutes({ dataSource: deps.dataSource, publicBaseUrl: deps.config.http.publicBaseUrl }),
     ...webhookRoutes(deps),
     ...sandboxRoutes(deps),
+    ...onboardingRoutes(deps),
   ];
 }
 
@@ -232,6 +236,17 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
       limits,
     }, deps.logger).routes(),
     brokeragePages(brokerageDeps(deps), deps.logger).routes(),
+    partnerPages(
+      {
+        dataSource: deps.dataSource,
+        credentials: deps.credentials,
+        workflows: deps.workflows,
+        onboardingLinks: OnboardingLinkToken.of(deps.secretBox),
+        publicBaseUrl: deps.config.http.publicBaseUrl,
+      },
+      deps.logger,
+      limits,
+    ).routes(),
     docsPages(deps.logger, OPENAPI_PATH).routes(),
   ] as Koa.Middleware<AppState>[]);
   app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) || PROBES.has(ctx.path) ? next() : limitedPages(ctx, next)));

@@ -41,6 +41,10 @@ export function dependencyUnavailable(err: unknown): boolean {
     // the transaction back with its connection: nothing was half-written (seen in a chaos run).
     if (x.name === 'QueryRunnerAlreadyReleasedError' || x.name === 'QueryRunnerProviderAlreadyReleasedError') return true;
     if (typeof x.code === 'number' && x.name !== 'QueryFailedError' && GRPC_UNAVAILABLE.has(x.code) && 'details' in x) return true;
+    // The service's own configured namespace "not found": a Temporal frontend that is starting, or
+    // whose namespace registry has not caught up after a restart, says so for a moment (seen in a
+    // chaos run, 2026-12-02). It is never the request's fault.
+    if (x.name === 'NamespaceNotFoundError') return true;
     if (typeof x.message === 'string' && CONNECTION_MESSAGES.some((m) => m.test(x.message as string))) return true;
     // TypeORM wraps the driver's error; Temporal's ServiceError and AggregateError carry a cause.
     e = x.driverError ?? x.cause ?? (Array.isArray((e as { errors?: unknown[] }).errors) ? (e as { errors: unknown[] }).errors[0] : undefined);

@@ -4,7 +4,7 @@
  */
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { CachedReads, type ChangeFeed } from '../db/change-feed';
 import { CREDENTIAL_CHANNEL } from '../db/migrations/1795001400000-change-feed';
@@ -84,11 +84,12 @@ export class CredentialService {
     }
   }
 
-  async issue(input: { partnerId: string; environment: Environment; scopes: Scope[]; rateLimitPerSecond?: number | null }): Promise<IssuedCredential> {
+  /** A new credential; in `manager`'s transaction when given (it exists only if that commits). */
+  async issue(input: { partnerId: string; environment: Environment; scopes: Scope[]; rateLimitPerSecond?: number | null }, manager: EntityManager = this.dataSource.manager): Promise<IssuedCredential> {
     const prefix = KEY_PREFIX[input.environment];
     const keyId = prefix.keyId + randomToken(12);
     const secret = prefix.secret + randomToken(32);
-    const repo = this.dataSource.getRepository(Credential);
+    const repo = manager.getRepository(Credential);
     const credential = await repo.save(
       repo.create({
         keyId,
@@ -109,6 +110,11 @@ export class CredentialService {
     if (this.fed) return this.fed.peek(keyId);
     const hit = this.cache.get(keyId);
     return hit && hit.until > Date.now() ? { value: hit.value } : undefined;
+  }
+
+  /** A stored credential's secret, opened (the approval's single-use link shows it once). */
+  openSecret(credential: Credential): string {
+    return this.secretBox.open(credential.secretSealed, credential.keyId);
   }
 
   /** The credential behind a key id, secret decrypted; undefined when unknown. */

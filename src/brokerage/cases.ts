@@ -19,6 +19,8 @@ import { BrokerageCase, BrokerageTimelineEntry } from '../db/entities/brokerage-
 import { Domain } from '../db/entities/domain';
 import { Partner } from '../db/entities/partner';
 import { appendEvent, BROKERAGE_EVENT } from '../events/outbox';
+import { caseEmailKey, queueCaseEmail } from './case-email';
+import { startEmailsOf } from '../mail/start';
 import { publicId } from '../ids';
 import { startWorkflow, type WorkflowStarter } from '../temporal/start';
 import { notifyEventsAppended } from '../webhooks/notify';
@@ -143,10 +145,13 @@ export async function openCase(
       if ((inserted.raw as unknown[]).length === 0) return undefined;
       await tx.getRepository(BrokerageTimelineEntry).insert({ caseId, seq: 1, status: 'requested', at: now, detail: null });
       await appendEvent(tx, { partnerId: input.partnerId, environment: input.environment, type: BROKERAGE_EVENT.requested, data: caseEventData(row, now, null), dedupeKey: `brokerage:${caseId}:1` });
+      await queueCaseEmail(tx, row, 1);
       return row;
     });
     if (!opened) throw new LostRace();
     await notifyEventsAppended(deps.dataSource, deps.workflows, input.partnerId, input.environment);
+    // The buyer hears of the opening (the recovery sweep starts this email's workflow if this start is lost).
+    await startEmailsOf(deps.workflows, deps.dataSource, [caseEmailKey(caseId, 1)]).catch(() => undefined);
     return opened;
   } catch (err) {
     await handle.signal(caseNotOpenedSignal).catch(() => undefined);

@@ -8,6 +8,7 @@ import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { BrokerageCase, BrokerageTimelineEntry } from '../db/entities/brokerage-case';
 import { appendEvent, BROKERAGE_EVENT } from '../events/outbox';
+import { caseEmailKey, queueCaseEmail } from './case-email';
 import { bookBrokerageDeal } from '../finance/sales';
 import { commissionCents } from '../money';
 import type { CaseStatus } from '../../workflows/brokerage-messages';
@@ -25,7 +26,7 @@ export interface CaseMoveInput {
   by: 'operator' | 'timer';
 }
 
-export type CaseMoveResult = { status: CaseStatus; priceCents: number | null; applied: boolean; event: { partnerId: string; environment: Environment } } | 'absent';
+export type CaseMoveResult = { status: CaseStatus; priceCents: number | null; applied: boolean; event: { partnerId: string; environment: Environment }; emailKey?: string } | 'absent';
 
 async function lockCase(tx: import('typeorm').EntityManager, caseId: string): Promise<BrokerageCase | null> {
   return tx.getRepository(BrokerageCase).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :caseId', { caseId }).getOne();
@@ -57,7 +58,8 @@ export async function applyCaseMove(dataSource: DataSource, input: CaseMoveInput
       await bookBrokerageDeal(tx, moved, { priceCents: moved.priceCents!, feeCents: moved.feeCents!, partnerShareCents: moved.partnerShareCents! }, at);
     }
     await appendEvent(tx, { partnerId: c.partnerId, environment: c.environment, type: BROKERAGE_EVENT[input.to], data: caseEventData(moved, at, input.reason), dedupeKey: `brokerage:${c.id}:${input.seq}` });
-    return { status: moved.status, priceCents: moved.priceCents, applied: true, event };
+    await queueCaseEmail(tx, moved, input.seq);
+    return { status: moved.status, priceCents: moved.priceCents, applied: true, event, emailKey: caseEmailKey(c.id, input.seq) };
   });
 }
 

@@ -4,6 +4,8 @@
  * name must still be listed at the price the session showed, the session must be open, and the
  * payment is taken once per session (its row lock, then a unique payment row).
  */
+import { queueEmail } from '../mail/outbox';
+import { startEmailsOf } from '../mail/start';
 import { IsNull, LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Environment } from '../config';
@@ -490,6 +492,9 @@ async function releaseClaim(dataSource: DataSource, sessionPublicId: string, att
   });
 }
 
+/** The business event of a checkout's receipt: one per session. */
+export const receiptEmailKey = (sessionPublicId: string) => `checkout-receipt:${sessionPublicId}`;
+
 type Recorded = { kind: 'paid'; session: CheckoutSession; orderPublicId: string; orderId: string; referralSale?: string; referrer?: string } | { kind: 'stale' };
 
 /**
@@ -526,6 +531,14 @@ async function recordPaidSession(dataSource: DataSource, sessionPublicId: string
       clientReferenceId: session.clientReferenceId,
     });
     await bookCardMoney(tx, 'card_payment', { partnerId: session.partnerId, environment: session.environment, paymentRef: auth.paymentRef, amountCents: session.priceCents, currency: session.currency });
+    // The buyer's receipt, owed from this commit on (sent by its own workflow: mail never holds the sale).
+    await queueEmail(tx, {
+      key: receiptEmailKey(session.publicId),
+      kind: 'checkout_receipt',
+      to: details.buyerEmail,
+      data: { domain: domain.name, priceCents: session.priceCents, currency: session.currency, orderId: sale.publicId, sandbox: session.environment === 'sandbox' },
+      ...(session.environment === 'sandbox' ? { sandboxPartnerId: session.partnerId } : {}),
+    });
     await tx.getRepository(CheckoutSession).update({ id: session.id }, { status: 'complete', orderId: sale.id, closedAt: () => 'now()', payingSince: null, payingDetails: null });
     const referred = details.linkCode
       ? await recordReferredSale(tx, {
@@ -582,6 +595,8 @@ async function afterPaid(deps: Pick<CheckoutDeps, 'dataSource' | 'workflows'>, r
   }
   // A signal lost here is sent again by the recovery sweep; the buyer's payment stands either way.
   await signalCheckoutPaid(deps.workflows, deps.dataSource, recorded.session.publicId).catch(() => undefined);
+  // So is the receipt's start (the sweep starts a pending email's workflow after a minute).
+  await startEmailsOf(deps.workflows, deps.dataSource, [receiptEmailKey(recorded.session.publicId)]).catch(() => undefined);
   await notifyEventsAppended(deps.dataSource, deps.workflows, order.partnerId, order.environment);
 }
 

@@ -60,6 +60,10 @@ import { ProcessorEvent } from './entities/processor-event';
 import { CardDispute } from './entities/card-dispute';
 import { CardDisputes1795003200000 } from './migrations/1795003200000-card-disputes';
 import { OperatorAction } from './entities/operator-action';
+import { Email } from './entities/email';
+import { PartnerApplication } from './entities/partner-application';
+import { OnboardingEmail1795003300000 } from './migrations/1795003300000-onboarding-email';
+import { LateDeliveryOrder1795003400000 } from './migrations/1795003400000-late-delivery-order';
 
 export const entities = [
   Partner,
@@ -93,6 +97,8 @@ export const entities = [
   CardAttemptCheck,
   ProcessorEvent,
   CardDispute,
+  Email,
+  PartnerApplication,
   BrokerageCase,
   BrokerageTimelineEntry,
   ReferralLink,
@@ -136,6 +142,8 @@ export const migrations = [
   LegacyCardPayments1795003000000,
   ProcessorEvents1795003100000,
   CardDisputes1795003200000,
+  OnboardingEmail1795003300000,
+  LateDeliveryOrder1795003400000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -23,7 +23,8 @@ import { importSandboxInventory } from '../discovery/inventory';
 import { createLogger } from '../logger';
 import { findOrCreatePartner } from '../partners/partners';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
-import { ensureTemporalCli } from '../temporal/tools';
+import { ensureMailpit, ensureTemporalCli } from '../temporal/tools';
+import { startMailpit } from '../mail/mailpit';
 import { installTemporalRuntime } from '../temporal/worker';
 import { configuredVersion } from '../temporal/versioning';
 import { openProjectDatabase, resolveMasterKey, resolveQuoteSigner, resolveQuoteSigningPem, say } from './runtime';
@@ -139,6 +140,31 @@ async function main(): Promise<void> {
     step('using REDIS_URL for admission');
   }
 
+  // Email without SMTP_URL: a local Mailpit (SMTP and a web inbox), supervised like the others.
+  let mailInbox: string | undefined;
+  if (!config.mail.smtpUrl) {
+    const binary = await ensureMailpit(config.toolCacheDir);
+    if (binary) {
+      const supervisor = supervise(new Supervisor(
+        'Mailpit',
+        async () => {
+          const mailpit = await startMailpit(binary, { ...config.mail.mailpit, database: path.join(config.dataDir, 'mailpit.db') });
+          config.mail.smtpUrl = mailpit.smtpUrl;
+          mailInbox = mailpit.inboxUrl;
+          return { exited: mailpit.exited, stop: () => mailpit.stop(), detail: `pid ${mailpit.pid}` };
+        },
+        supervised,
+      ));
+      await supervisor.run();
+      stops.push(['Mailpit', () => supervisor.stop()]);
+      step(`Mailpit (email) at ${mailInbox}: every email the service sends lands there (SMTP_URL sends for real)`);
+    } else {
+      step('no SMTP_URL and no Go to build Mailpit: emails stay queued until a mail server is configured');
+    }
+  } else {
+    step('using SMTP_URL for email');
+  }
+
   const summary = await importSandboxInventory(dataSource, config.projectRoot);
   step(`sandbox inventory: ${summary.rows} names (${summary.inserted} new)`);
 
@@ -217,6 +243,7 @@ async function main(): Promise<void> {
     DATA_DIR: config.dataDir,
     TOOL_CACHE_DIR: config.toolCacheDir,
     LOG_LEVEL: config.logLevel,
+    ...(config.mail.smtpUrl ? { SMTP_URL: config.mail.smtpUrl } : {}),
   };
   let workerMetricsUrl = '';
   const workerSupervisor = supervise(new Supervisor(
@@ -256,6 +283,7 @@ async function main(): Promise<void> {
       `  Health:       ${api.url}/healthz   ${api.url}/readyz`,
       `  Temporal UI:  ${uiUrl}   (namespace ${config.temporal.namespace})`,
       `  Metrics:      ${metrics.url} (API)   ${workerMetricsUrl} (worker)`,
+      `  Mail:         ${mailInbox ? `${mailInbox}   (Mailpit: every email sent; partners apply at ${api.url}/partners/apply)` : config.mail.smtpUrl ? 'SMTP_URL' : 'not configured (emails stay queued)'}`,
       `  Traces:       ${tracing ? `OTLP to ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT}` : 'off (set OTEL_EXPORTER_OTLP_ENDPOINT to export them)'}`,
       '',
       `Sandbox credential (partner "${SANDBOX_PARTNER}", every scope):`,

@@ -21,13 +21,27 @@ import { watchReconcile } from '../metrics/reconcile';
 const HEALTH_EVERY_MS = 5_000;
 
 async function main(): Promise<void> {
+  // Signals first: a deploy's SIGTERM during the slow start (bundling, connecting) is kept, and
+  // the workers shut down (letting activities finish) as soon as they exist.
+  let stopRequested = false;
+  let started: { shutdown(): void } | undefined;
+  const stop = () => {
+    stopRequested = true;
+    started?.shutdown();
+  };
+  ownShutdownSignals();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
   const config = loadConfig();
   const tracing = installTracing('partner-api-worker');
   const { masterKey } = productionKeys(config, 'worker');
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the worker process (npm start runs a dev server)');
   // The SDK's metrics on a loopback port of their own, served joined to the service's on WORKER_METRICS_PORT.
   const sdkMetricsPort = await freePort();
-  installTemporalRuntime(config.logLevel, { prometheusAddress: `127.0.0.1:${sdkMetricsPort}`, logger: createLogger(config.logLevel) });
+  const logger = createLogger(config.logLevel);
+  installTemporalRuntime(config.logLevel, { prometheusAddress: `127.0.0.1:${sdkMetricsPort}`, logger });
+  // No mail server: nothing is lost (each email waits, queued, its workflow retrying), but say so at the start.
+  if (!config.mail.smtpUrl) logger.warn('SMTP_URL is not set: emails are queued and retried, and none goes out until it is');
   const metrics = await startMetricsServer(config.metrics.host, config.metrics.workerPort, async () => {
     const sdk = await fetch(`http://127.0.0.1:${sdkMetricsPort}/metrics`).then((r) => r.text(), () => '# the SDK metrics did not answer\n');
     return { contentType: metricsRegistry.contentType, text: `${sdk.trimEnd()}\n${await metricsRegistry.metrics()}` };
@@ -36,12 +50,8 @@ async function main(): Promise<void> {
   watchReconcile(dataSource);
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
   const { workers: worker, running: run } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey });
-  const stop = () => {
-    worker.shutdown();
-  };
-  ownShutdownSignals();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  started = worker;
+  if (stopRequested) worker.shutdown();
   const healthFile = config.workerHealthFile;
   const health = healthFile
     ? setInterval(() => {

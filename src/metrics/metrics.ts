@@ -58,6 +58,19 @@ export const webhookDeliveries = new Counter({
   registers: [metricsRegistry],
 });
 
+export const recoverySweepRound = new Gauge({
+  name: 'partner_api_recovery_sweep_last_round_timestamp_seconds',
+  help: "When the recovery sweep (maintenance:fulfilment-recovery) last finished a round's last step on this worker (Unix seconds); alert RecoverySweepStalled",
+  registers: [metricsRegistry],
+});
+
+export const emailsSent = new Counter({
+  name: 'partner_api_emails_total',
+  help: 'Email sending by outcome: sent, already_sent (a retry found it sent: nothing sent twice), failed_before, gave_up (after 3 days of failed attempts)',
+  labelNames: ['outcome'] as const,
+  registers: [metricsRegistry],
+});
+
 export const fulfilmentOutcomes = new Counter({
   name: 'partner_api_fulfilment_outcomes_total',
   help: 'Orders reaching a final status, by environment and status (TRANSFER_COMPLETED, TRANSFER_FAILED, REFUNDED)',

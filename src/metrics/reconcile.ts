@@ -9,6 +9,8 @@ import { Gauge } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { reconcile } from '../finance/reconcile';
 import { openDisputes } from '../checkout/disputes';
+import { overdueLiveRequests } from '../partners/onboarding';
+import { unsentEmails } from '../mail/send';
 import { metricsRegistry } from './metrics';
 import type { Environment } from '../config';
 
@@ -30,6 +32,17 @@ export function watchReconcile(dataSource: DataSource, registry = metricsRegistr
     labelNames: ['environment'] as const,
     registers: [registry],
   });
+  const overdue = new Gauge({
+    name: 'partner_api_live_requests_overdue',
+    help: "Partners' requests for live access waiting for an operator's decision for more than 2 days (admin partner applications --status live_requested); with the reconcile pass",
+    registers: [registry],
+  });
+  const emails = new Gauge({
+    name: 'partner_api_emails_unsent',
+    help: 'Emails not sent: pending for more than 15 minutes (the mail server refuses or is away; retried for 3 days), and failed (given up); with the reconcile pass',
+    labelNames: ['state'] as const,
+    registers: [registry],
+  });
   new Gauge({
     name: 'partner_api_reconcile_differences',
     help: "Differences the last reconcile pass found between the ledger and the figures derived from it, by environment (admin reconcile --env … lists them); recomputed at most every 5 minutes",
@@ -44,6 +57,10 @@ export function watchReconcile(dataSource: DataSource, registry = metricsRegistr
             this.set({ environment }, (await reconcile(dataSource, environment)).differences.length);
             disputes.set({ environment }, (await openDisputes(dataSource, environment)).length);
           }
+          overdue.set(await overdueLiveRequests(dataSource));
+          const unsent = await unsentEmails(dataSource);
+          emails.set({ state: 'pending' }, unsent.pending);
+          emails.set({ state: 'failed' }, unsent.failed);
           lastOk.set(Date.now() / 1000);
         } catch {
           // Postgres away: the last figures stay; the readiness and 5xx alerts say why.

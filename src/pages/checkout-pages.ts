@@ -10,7 +10,6 @@ import path from 'node:path';
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import getRawBody from 'raw-body';
 import { z } from 'zod';
 import { cancelHostedAttempt, findSession, payForSession, startHostedPayment, type CheckoutDeps } from '../checkout/sessions';
 import { STRIPE_CHECKOUT_ORIGIN } from '../checkout/stripe';
@@ -21,13 +20,14 @@ import { Domain } from '../db/entities/domain';
 import { ReferralCheckout, ReferralLink } from '../db/entities/referral';
 import { ATTRIBUTION_COOKIE, type AttributionKeys } from '../referral/attribution';
 import { ASSETS_DIR, renderPage } from './render';
-import { allowFormTargets, browserDigest, csrfToken, csrfValid, pageRouter } from './security';
+import { allowFormTargets, browserDigest, csrfToken, csrfValid, pageRouter, readForm } from './security';
 import { money } from './format';
 import type { PageLimits } from './limits';
 
 const ASSETS = new Map([
   ['pages.css', 'text/css; charset=utf-8'],
   ['checkout.js', 'text/javascript; charset=utf-8'],
+  ['partners.js', 'text/javascript; charset=utf-8'],
 ]);
 const MAX_FORM_BYTES = 16 * 1024;
 
@@ -194,12 +194,8 @@ export function checkoutPages(deps: CheckoutDeps & { publicBaseUrl?: string }, l
   });
 
   router.post('/checkout', async (ctx) => {
-    let fields: URLSearchParams;
-    try {
-      fields = new URLSearchParams((await getRawBody(ctx.req, { length: ctx.get('content-length') || undefined, limit: MAX_FORM_BYTES, encoding: 'utf8' })) as string);
-    } catch {
-      return message(ctx, 'invalid');
-    }
+    const fields = await readForm(ctx, MAX_FORM_BYTES);
+    if (!fields) return message(ctx, 'invalid');
     if (!csrfValid(ctx, fields.get('_csrf'))) return message(ctx, 'csrf');
     const pt = fields.get('pt');
     const session = await openSessionFor(ctx, pt, true);

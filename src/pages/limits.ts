@@ -8,7 +8,8 @@
  * - page requests: 120 a minute, at most 60 of them in any 30 seconds (the burst);
  * - tracking links (`/r/`): always redirect, but count at most 30 clicks a minute;
  * - declined cards: 10 an hour across sessions (each session also stops at 5);
- * - "Buy now": 20 sessions an hour.
+ * - "Buy now": 20 sessions an hour;
+ * - partner applications (/partners/apply): 10 an hour.
  */
 import type { Redis } from 'ioredis';
 import { pageLimitRefusals } from '../metrics/metrics';
@@ -20,9 +21,10 @@ export interface PageLimitSettings {
   clicksPerMinute: number;
   declinesPerHour: number;
   buyNowPerHour: number;
+  applicationsPerHour: number;
 }
 
-export const DEFAULT_PAGE_LIMITS: PageLimitSettings = { pagesPerMinute: 120, pageBurst: 60, clicksPerMinute: 30, declinesPerHour: 10, buyNowPerHour: 20 };
+export const DEFAULT_PAGE_LIMITS: PageLimitSettings = { pagesPerMinute: 120, pageBurst: 60, clicksPerMinute: 30, declinesPerHour: 10, buyNowPerHour: 20, applicationsPerHour: 10 };
 
 /** Allowed, or refused with the seconds until it would be. */
 export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -34,6 +36,7 @@ export class PageLimits {
   private readonly clicks: RateLimiterAbstract;
   private readonly declines: RateLimiterAbstract;
   private readonly buyNow: RateLimiterAbstract;
+  private readonly applications: RateLimiterAbstract;
 
   constructor(settings: PageLimitSettings = DEFAULT_PAGE_LIMITS, redis?: Redis) {
     const limiter = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
@@ -44,6 +47,7 @@ export class PageLimits {
     this.clicks = limiter('clicks', settings.clicksPerMinute, 60);
     this.declines = limiter('declines', settings.declinesPerHour, 3600);
     this.buyNow = limiter('buy', settings.buyNowPerHour, 3600);
+    this.applications = limiter('apply', settings.applicationsPerHour ?? DEFAULT_PAGE_LIMITS.applicationsPerHour, 3600);
   }
 
   /** One page request from `address`. */
@@ -81,6 +85,11 @@ export class PageLimits {
   /** One "Buy now" (a checkout session opened) from `address`. */
   async buyNowPress(address: string): Promise<Verdict> {
     return this.take(this.buyNow, address, 'buy_now');
+  }
+
+  /** One partner application sent from `address`. */
+  async application(address: string): Promise<Verdict> {
+    return this.take(this.applications, address, 'applications');
   }
 
   /** One point from `limiter`; a refusal is counted under `limit` when given. */

@@ -14,7 +14,6 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
-import getRawBody from 'raw-body';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
 import { buyNowSession, checkoutUrl, type CheckoutDeps } from '../checkout/sessions';
@@ -27,7 +26,7 @@ import { ATTRIBUTION_COOKIE, ATTRIBUTION_MS, type AttributionKeys } from '../ref
 import type { ClickRecorder } from '../referral/clicks';
 import { landingPath } from '../referral/links';
 import { renderPage } from './render';
-import { csrfToken, csrfValid, pageRouter } from './security';
+import { csrfToken, csrfValid, isPrefetch, pageRouter, readForm } from './security';
 import type { Logger } from 'pino';
 import { ApiError } from '../api/errors';
 import { dependencyUnavailable } from '../api/unavailable';
@@ -49,10 +48,6 @@ export interface ReferralPageDeps {
 
 function environmentOf(ctx: Koa.Context): Environment {
   return ctx.query.env === 'sandbox' ? 'sandbox' : 'live';
-}
-
-function isPrefetch(ctx: Koa.Context): boolean {
-  return /prefetch/i.test(ctx.get('Sec-Purpose')) || /prefetch/i.test(ctx.get('Purpose')) || /prefetch/i.test(ctx.get('X-Moz'));
 }
 
 /**
@@ -144,12 +139,8 @@ export function referralPages(deps: ReferralPageDeps, logger: Logger): Router {
   });
 
   router.post('/d/:name/buy', async (ctx) => {
-    let fields: URLSearchParams;
-    try {
-      fields = new URLSearchParams((await getRawBody(ctx.req, { limit: 4096, encoding: 'utf8' })) as string);
-    } catch {
-      return renderPage(ctx, 'message', { title: 'This form could not be read', text: 'Reload the page and try again.' }, 400);
-    }
+    const fields = await readForm(ctx, 4096);
+    if (!fields) return renderPage(ctx, 'message', { title: 'This form could not be read', text: 'Reload the page and try again.' }, 400);
     if (!csrfValid(ctx, fields.get('_csrf'))) return renderPage(ctx, 'message', { title: 'This form has expired', text: 'Reload the page and try again.' }, 403);
     const press = await deps.limits.buyNowPress(ctx.ip);
     if (!press.allowed) {

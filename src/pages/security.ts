@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import Tokens from 'csrf';
+import getRawBody from 'raw-body';
 import type Koa from 'koa';
 import helmet from 'koa-helmet';
 import Router from '@koa/router';
@@ -85,6 +86,20 @@ export function csrfToken(ctx: Koa.Context): string {
 export function browserDigest(ctx: Koa.Context): string | undefined {
   const secret = ctx.cookies.get(CSRF_COOKIE);
   return secret ? createHash('sha256').update(`checkout-browser:${secret}`).digest('hex') : undefined;
+}
+
+/** A posted form's fields (URL-encoded, at most `limitBytes`); undefined when the body cannot be read. */
+export async function readForm(ctx: Koa.Context, limitBytes: number): Promise<URLSearchParams | undefined> {
+  try {
+    return new URLSearchParams((await getRawBody(ctx.req, { length: ctx.get('content-length') || undefined, limit: limitBytes, encoding: 'utf8' })) as string);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A browser's prefetch or prerender of a link (not a person opening it): it must not count or use anything up. */
+export function isPrefetch(ctx: Koa.Context): boolean {
+  return /prefetch/i.test(ctx.get('Sec-Purpose')) || /prefetch/i.test(ctx.get('Purpose')) || /prefetch/i.test(ctx.get('X-Moz'));
 }
 
 export function csrfValid(ctx: Koa.Context, token: unknown): boolean {

@@ -9,6 +9,7 @@ export interface PartnerTerms {
   commissionBrokerageBps?: number;
   commissionReferralBps?: number;
   affiliateAccountId?: string | null;
+  contactEmail?: string | null;
 }
 
 export async function findPartnerByName(dataSource: DataSource, name: string): Promise<Partner | undefined> {
@@ -27,6 +28,7 @@ export async function createPartner(dataSource: DataSource, name: string, terms:
       commissionBrokerageBps: terms.commissionBrokerageBps ?? DEFAULT_COMMISSION_BPS.brokerage,
       commissionReferralBps: terms.commissionReferralBps ?? DEFAULT_COMMISSION_BPS.referral,
       affiliateAccountId: terms.affiliateAccountId ?? null,
+      contactEmail: terms.contactEmail ?? null,
     }),
   );
 }

@@ -9,6 +9,8 @@ import { signalCheckoutPaid, startReferralCommission } from '../checkout/session
 import type { Environment } from '../config';
 import { startOrderFulfilment } from '../orders/start-workflows';
 import { notifyEventsAppended, wakeDelivery } from '../webhooks/notify';
+import { startEmail, startEmailsOf } from '../mail/start';
+import { startOnboarding } from '../partners/onboarding-flow';
 import type { WorkflowStarter } from './start';
 
 export interface Starters {
@@ -22,6 +24,12 @@ export interface Starters {
   wakeDelivery(partnerId: string, environment: Environment, idle: boolean): Promise<void>;
   /** After events were appended for a partner: wakes its delivery when it has an enabled endpoint. */
   eventsAppended(partnerId: string, environment: Environment): Promise<void>;
+  /** A queued email's workflow (once per email). */
+  email(emailId: string): Promise<void>;
+  /** The workflows of the pending emails of these business events. */
+  emailsOf(keys: string[]): Promise<void>;
+  /** A partner's onboarding workflow (once per application), marked started. */
+  onboarding(application: { id: string; stage: 'applied' | 'live_requested'; company: string }): Promise<void>;
 }
 
 export function workflowStarters(workflows: WorkflowStarter, dataSource: DataSource): Starters {
@@ -31,5 +39,8 @@ export function workflowStarters(workflows: WorkflowStarter, dataSource: DataSou
     wakeDelivery: (partnerId, environment, idle) => wakeDelivery(workflows, partnerId, environment, idle),
     eventsAppended: (partnerId, environment) => notifyEventsAppended(dataSource, workflows, partnerId, environment),
     checkoutPaid: (sessionPublicId) => signalCheckoutPaid(workflows, dataSource, sessionPublicId),
+    email: (emailId) => startEmail(workflows, emailId),
+    emailsOf: (keys) => startEmailsOf(workflows, dataSource, keys),
+    onboarding: (a) => startOnboarding(workflows, dataSource, a.id, a.stage, a.company),
   };
 }

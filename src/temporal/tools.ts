@@ -104,6 +104,14 @@ export async function ensureStripeMock(cacheDir: string): Promise<string | undef
   return ensureGoTool(cacheDir, { binary: 'stripe-mock', module: STRIPE_MOCK_MODULE, what: 'stripe-mock', minutes: 1 });
 }
 
+/** Mailpit: a local SMTP server with a web inbox and a JSON API (npm start without SMTP_URL, the tests' mail). */
+export const MAILPIT_MODULE = 'github.com/axllent/mailpit@v1.33.1';
+
+/** Mailpit, built with Go into the tool cache (or this machine's copy of that build); undefined without Go. */
+export async function ensureMailpit(cacheDir: string): Promise<string | undefined> {
+  return ensureGoTool(cacheDir, { binary: 'mailpit', module: MAILPIT_MODULE, what: 'Mailpit', minutes: 1 });
+}
+
 /**
  * A Go tool: the tool cache's, this machine's copy of the same version (machineToolCache), or a
  * fresh `go install` into the tool cache, then copied to the machine's. Undefined without Go.

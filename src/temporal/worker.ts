@@ -8,11 +8,13 @@ import type { Logger as PinoLogger } from 'pino';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createActivities } from '../../activities';
+import type { ActivityMail } from '../../activities/mail';
+import { smtpTransport } from '../mail/send';
 import { workflowStarters } from './starters';
 import { configuredVersion, deploymentOptions, makeCurrentVersion, type WorkerVersion } from './versioning';
 import { ensureMaintenanceWorkflows } from './maintenance';
 import { serviceWorkerInterceptors, serviceWorkflowInterceptorModules, WORKFLOWS_PATH } from './request-context';
-import type { Config } from '../config';
+import { linksBaseUrl, type Config } from '../config';
 import { tracingWorkflowModules } from './tracing';
 
 /** Where `tools-cli bundle` writes the bundle for the image and for `npm test` (dist/workflow-bundle.js). */
@@ -66,6 +68,8 @@ export interface WorkerDeps {
   version?: WorkerVersion;
   /** Where webhook deliveries run (createServiceWorkers serves it with a second worker). */
   webhookTaskQueue?: string;
+  /** Email: SMTP transport, From and the links' base (absent: emails wait, queued). */
+  mail?: ActivityMail;
   /** Activity slots of this worker (the SDK's default when absent). */
   maxConcurrentActivityTaskExecutions?: number;
 }
@@ -81,6 +85,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       dataSource: deps.dataSource,
       masterKey: deps.masterKey,
       allowLoopbackWebhooks: deps.allowLoopbackWebhooks,
+      ...(deps.mail ? { mail: deps.mail } : {}),
       ...(deps.stripe ? { hosted: { live: new StripeCheckout(deps.stripe) } } : {}),
       starters: workflowStarters({ client: deps.client, taskQueue: deps.taskQueue, webhookTaskQueue: deps.webhookTaskQueue }, deps.dataSource),
     }),
@@ -138,6 +143,11 @@ export async function runServiceWorkers(
     webhookTaskQueue: config.temporal.webhookTaskQueue,
     allowLoopbackWebhooks: config.webhooks.allowLoopback,
     stripe: config.stripe,
+    mail: {
+      ...(config.mail.smtpUrl ? { transport: smtpTransport(config.mail.smtpUrl) } : {}),
+      from: config.mail.from,
+      publicBaseUrl: linksBaseUrl(config),
+    },
     version,
     // The bundle built ahead holds no tracing interceptors (tracing is off at image build): with
     // tracing on, the worker bundles its own with them.

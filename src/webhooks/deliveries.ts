@@ -2,7 +2,7 @@
  * The delivery record of each event (attempts, last error, outcome) and each partner's delivery
  * position. Called by the delivery workflow's activities; every call is safe to repeat.
  */
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../config';
 import { SecretBox } from '../auth/secret-box';
 import { deliveryTarget } from './endpoints';
@@ -11,6 +11,8 @@ import { WebhookDelivery } from '../db/entities/webhook-delivery';
 import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
 import { eventsAfter, eventView, storedEvent, type StoredEvent } from './events';
 import { postEvent, type AttemptResult } from './delivery';
+import { Partner } from '../db/entities/partner';
+import { queueEmail } from '../mail/outbox';
 
 export interface DeliveryContext {
   dataSource: DataSource;
@@ -73,7 +75,7 @@ async function finish(ctx: DeliveryContext, event: { id: string; partnerId: stri
 /** One attempt; records it, and on success marks the event delivered and moves the position past it. */
 export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string, signal?: AbortSignal): Promise<AttemptResult> {
   const target = await deliveryTarget(ctx.dataSource, ctx.secretBox, partnerId, environment);
-  if (!target) return { ok: false, error: 'no enabled webhook endpoint' };
+  if (!target) return { ok: false, error: 'the endpoint is disabled (registering it again re-enables it)', disabled: true };
   const event = storedEvent(await ctx.dataSource.getRepository(PartnerEvent).findOneByOrFail({ id: eventId, partnerId }));
   const result = await postEvent(target.url, target.secrets, eventView(event), { environment, allowLoopback: ctx.allowLoopback }, signal);
   const deliveries = ctx.dataSource.getRepository(WebhookDelivery);
@@ -91,8 +93,52 @@ export async function attemptDelivery(ctx: DeliveryContext, partnerId: string, e
  * later event for 3 days each). Registering the endpoint again (PUT) re-enables it and delivery
  * resumes with the next event.
  */
-export async function markDeliveryFailed(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string, error: string): Promise<void> {
+export async function markDeliveryFailed(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string, error: string): Promise<string | undefined> {
   const event = await ctx.dataSource.getRepository(PartnerEvent).findOneByOrFail({ id: eventId });
   await finish(ctx, { id: eventId, partnerId, environment, seq: Number(event.partnerSeq) }, 'failed', error);
-  await ctx.dataSource.getRepository(WebhookEndpoint).update({ partnerId, environment }, { enabled: false, updatedAt: () => 'now()' });
+  return ctx.dataSource.transaction(async (tx) => {
+    const disabled = await tx.getRepository(WebhookEndpoint).update({ partnerId, environment, enabled: true }, { enabled: false, updatedAt: () => 'now()' });
+    // The events of a batch after the one that disabled it fail at once: one email, for the disabling.
+    if (!disabled.affected) return undefined;
+    return queueEndpointEmail(tx, 'webhook_endpoint_disabled', { partnerId, environment, eventId, lastError: error });
+  });
+}
+
+/** Every delivery has failed this long (the event's attempts since its turn came): its partner is told, once per event. */
+export const ENDPOINT_FAILING_EMAIL_AFTER_MS = 24 * 60 * 60 * 1000;
+
+/** Every attempt of an event has failed for 24 hours (the delivery workflow's timer): the partner's contact is told, once for that event; answers the email's key, or undefined when there is nobody to tell. */
+export async function noteEndpointFailing(ctx: DeliveryContext, partnerId: string, environment: Environment, eventId: string, since: Date): Promise<string | undefined> {
+  const delivery = await ctx.dataSource.getRepository(WebhookDelivery).findOneBy({ eventId });
+  if (delivery?.status !== 'pending') return undefined;
+  return ctx.dataSource.transaction((tx) => queueEndpointEmail(tx, 'webhook_endpoint_failing', { partnerId, environment, eventId, lastError: delivery.lastError ?? 'no answer', since }));
+}
+
+/** The endpoint as an email names it: its origin only (a path or query may hold a partner's token). */
+function endpointShown(url: string): string {
+  try {
+    const u = new URL(url);
+    return u.pathname === '/' && !u.search ? u.origin : `${u.origin}/…`;
+  } catch {
+    return 'your endpoint';
+  }
+}
+
+async function queueEndpointEmail(
+  tx: EntityManager,
+  kind: 'webhook_endpoint_failing' | 'webhook_endpoint_disabled',
+  about: { partnerId: string; environment: Environment; eventId: string; lastError: string; since?: Date },
+): Promise<string | undefined> {
+  const partner = await tx.getRepository(Partner).findOneBy({ id: about.partnerId });
+  const endpoint = await tx.getRepository(WebhookEndpoint).findOneBy({ partnerId: about.partnerId, environment: about.environment });
+  if (!partner?.contactEmail || !endpoint) return undefined;
+  const key = `${kind === 'webhook_endpoint_failing' ? 'webhook-failing' : 'webhook-disabled'}:${about.partnerId}:${about.environment}:${about.eventId}`;
+  const lastError = about.lastError.slice(0, 300);
+  const url = endpointShown(endpoint.url);
+  if (kind === 'webhook_endpoint_failing') {
+    await queueEmail(tx, { key, kind, to: partner.contactEmail, data: { environment: about.environment, url, since: about.since!.toISOString(), lastError } });
+  } else {
+    await queueEmail(tx, { key, kind, to: partner.contactEmail, data: { environment: about.environment, url, lastError } });
+  }
+  return key;
 }

@@ -19,6 +19,8 @@ export interface AttemptResult {
   ok: boolean;
   status?: number;
   error?: string;
+  /** No enabled endpoint to deliver to (it was disabled, by giving up on an earlier event): no retry can succeed. */
+  disabled?: true;
 }
 
 function guardedLookup(policy: TargetPolicy): LookupFunction {

@@ -1,7 +1,7 @@
 /** Waking a partner's delivery workflow after its events are committed (signal-with-start). */
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../config';
-import { EventCounter } from '../db/entities/partner-event';
+import { EventCounter, PartnerEvent } from '../db/entities/partner-event';
 import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
 import { eventsAppendedSignal, webhookWorkflowId, type WebhookDeliveryInput } from '../../workflows/messages';
 import { startWorkflow, type WorkflowStarter } from '../temporal/start';
@@ -42,15 +42,31 @@ export interface LateDelivery {
   idle: boolean;
 }
 
-/** Endpoints whose delivery position is behind their partner's last event. */
-export async function lateDeliveries(dataSource: DataSource): Promise<LateDelivery[]> {
+/** Late deliveries the sweep wakes in one round (each one start or signal). */
+export const LATE_WAKES_PER_ROUND = 200;
+
+/**
+ * Endpoints whose delivery position is behind their partner's last event, at most `limit`, in
+ * turn: the least recently woken first (never woken before all), then the one whose next event
+ * has waited longest. One row per partner and environment, so no partner crowds out another, and
+ * with more late deliveries than a round wakes, every one is reached in the rounds after.
+ */
+export async function lateDeliveries(dataSource: DataSource, limit = LATE_WAKES_PER_ROUND): Promise<LateDelivery[]> {
   const rows = await dataSource
     .getRepository(WebhookEndpoint)
     .createQueryBuilder('w')
     .innerJoin(EventCounter, 'c', 'c.partnerId = w.partnerId AND c.environment = w.environment')
+    .leftJoin(PartnerEvent, 'e', 'e.partnerId = w.partnerId AND e.environment = w.environment AND e.partnerSeq = w.deliveredThroughSeq + 1')
     .where('w.enabled AND c.lastSeq > w.deliveredThroughSeq')
     .select(['w.partnerId', 'w.environment', 'w.deliveryIdle'])
-    .limit(500)
+    .orderBy('w.wokenAt', 'ASC', 'NULLS FIRST')
+    .addOrderBy('e.createdAt', 'ASC', 'NULLS LAST')
+    .limit(limit)
     .getMany();
   return rows.map((r) => ({ partnerId: r.partnerId, environment: r.environment, idle: r.deliveryIdle }));
+}
+
+/** The sweep woke this delivery now: it goes to the back of the turn. */
+export async function markWoken(dataSource: DataSource, partnerId: string, environment: Environment): Promise<void> {
+  await dataSource.getRepository(WebhookEndpoint).update({ partnerId, environment }, { wokenAt: () => 'now()' });
 }

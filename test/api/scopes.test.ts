@@ -37,6 +37,8 @@ const SPEC_SCOPES: Record<string, Scope[]> = {
   // CONTRACT §14: the scope that reads the object named (each checked by the route: test/sandbox/fast-forward.test.ts).
   'POST /api/partner/v1/sandbox/fast-forward': ['buy', 'embed', 'broker', 'report'],
   'GET /api/partner/v1/events': ['webhook'],
+  // CONTRACT §16: any sandbox credential of the partner asks for live access.
+  'POST /api/partner/v1/live-access': ['search', 'embed', 'buy', 'broker', 'refer', 'report', 'webhook'],
 };
 
 describe('scopes (spec "Scopes")', () => {

@@ -36,7 +36,10 @@ import { findOrCreatePartner } from '../../src/partners/partners';
 import { listenOnLoopback } from '../../src/main/loopback';
 import { freePort } from '../../src/main/child-process';
 import { temporalReadiness } from '../../src/main/services';
-import { ensureTestServer, machineToolCache, writeWhole } from '../../src/temporal/tools';
+import { ensureMailpit, ensureTestServer, machineToolCache, writeWhole } from '../../src/temporal/tools';
+import { startMailpit } from '../../src/mail/mailpit';
+import { smtpTransport } from '../../src/mail/send';
+import type { Transporter } from 'nodemailer';
 import { freshPrebuiltBundle, installTemporalRuntime, serviceWorkflowBundle } from '../../src/temporal/worker';
 import { recordAnswer, recordingExamples } from './examples';
 import { serviceClientInterceptors, serviceWorkerInterceptors } from '../../src/temporal/request-context';
@@ -65,6 +68,8 @@ export interface Stack {
   searchProcess: SearchProcess;
   searchLines: string[];
   appDeps: AppDeps;
+  /** The suite's Mailpit (absent without Go to build it): its SMTP, its inbox and API, and a transport to it. */
+  mail?: { smtpUrl: string; inboxUrl: string; transport: Transporter };
 }
 
 let stack: Stack | undefined;
@@ -177,7 +182,7 @@ export async function bootStack(): Promise<Stack> {
   // Webhook tests receive on 127.0.0.1 (test/helpers/receiver.ts), as a developer does with npm start.
   // Every test's browser and client come from 127.0.0.1: the suite's own app has no page limits
   // to speak of; test/pages/limits.test.ts runs an app with the real ones.
-  const unlimited = Object.fromEntries(['PAGE_LIMIT_PER_MINUTE', 'PAGE_LIMIT_BURST', 'CLICK_LIMIT_PER_MINUTE', 'DECLINE_LIMIT_PER_HOUR', 'BUY_NOW_LIMIT_PER_HOUR'].map((k) => [k, '1000000']));
+  const unlimited = Object.fromEntries(['PAGE_LIMIT_PER_MINUTE', 'PAGE_LIMIT_BURST', 'CLICK_LIMIT_PER_MINUTE', 'DECLINE_LIMIT_PER_HOUR', 'BUY_NOW_LIMIT_PER_HOUR', 'APPLY_LIMIT_PER_HOUR'].map((k) => [k, '1000000']));
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_LOOPBACK: 'true', ...unlimited });
   const masterKey = randomBytes(32);
 
@@ -238,6 +243,15 @@ export async function bootStack(): Promise<Stack> {
   const search = new SearchClient(searchProcess.url);
   cleanups.push(async () => search.close());
 
+  // The suite's mail server: every worker sends through it, tests read it (test/helpers/mailpit.ts).
+  const mailpitBinary = await ensureMailpit(config.toolCacheDir);
+  let mail: Stack['mail'];
+  if (mailpitBinary) {
+    const mailpit = await startMailpit(mailpitBinary, { smtpPort: await freePort(), uiPort: await freePort() });
+    cleanups.push(() => mailpit.stop());
+    mail = { smtpUrl: mailpit.smtpUrl, inboxUrl: mailpit.inboxUrl, transport: smtpTransport(mailpit.smtpUrl) };
+  }
+
   const logLines: string[] = [];
   const credentials = new CredentialService(dataSource, new SecretBox(masterKey), 0);
   const appDeps: AppDeps = {
@@ -273,6 +287,7 @@ export async function bootStack(): Promise<Stack> {
     searchProcess,
     searchLines,
     appDeps,
+    mail,
   };
   process.stderr.write(`      (test stack up in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
   return stack;
@@ -295,7 +310,12 @@ export async function suiteWorker(
     // A workflow's activity that ignores cancellation does not hold a test file's end for long.
     shutdownForceTime: '10 seconds',
     ...serviceWorkerInterceptors(),
-    activities: createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true, ...(workflows ? { starters: workflowStarters(workflows, s.dataSource) } : {}), ...deps }),
+    activities: createActivities({
+      dataSource: s.dataSource,
+      masterKey: s.masterKey,
+      allowLoopbackWebhooks: true,
+      ...(s.mail ? { mail: { transport: s.mail.transport, from: 'Domain Marketplace <no-reply@marketplace.test>', publicBaseUrl: s.baseUrl } } : {}),
+      ...(workflows ? { starters: workflowStarters(workflows, s.dataSource) } : {}), ...deps }),
   });
 }
 

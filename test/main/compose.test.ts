@@ -10,7 +10,7 @@ import { CONFIG_VARIABLES } from '../../src/config';
 import { temporalConnectionOptions } from '../../src/temporal/connect-options';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
-type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; restart?: string; healthcheck?: { test?: string[] } };
+type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; restart?: string; healthcheck?: { test?: string[] }; stop_grace_period?: string };
 
 /**
  * The production stack has no open doors (read as an attacker reaching the host would): only the
@@ -71,6 +71,14 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.match(services.worker.healthcheck!.test!.join(' '), /worker-health/);
   });
 
+  it("a deploy's stop gives the worker longer than its own shutdown grace (activities under way finish), not Docker's 10 s", () => {
+    const grace = /^(\d+)s$/.exec(services.worker.stop_grace_period ?? '');
+    assert.ok(grace, `the worker has a stop_grace_period in seconds (${services.worker.stop_grace_period})`);
+    const workerGrace = /shutdownGraceTime: '(\d+) seconds'/.exec(readFileSync(path.join(root, 'src/temporal/worker.ts'), 'utf8'));
+    assert.ok(workerGrace);
+    assert.ok(Number(grace[1]) >= Number(workerGrace[1]) + 10, `${grace[1]} s against the worker's ${workerGrace[1]} s`);
+  });
+
   it('Prometheus scrapes the API and the worker on their unpublished metrics ports, with the alerts that matter', () => {
     const prometheus = services.prometheus as Service & { volumes?: string[] };
     assert.ok(prometheus.volumes?.some((v) => v.startsWith('./deploy/prometheus/alerts.yml:')));
@@ -84,7 +92,7 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.deepEqual(targets.sort(), ['api:9464', 'worker:9465']);
     const rules = parse(readFileSync(path.join(root, 'deploy/prometheus/alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
     const alerts = rules.groups.flatMap((g) => g.rules);
-    for (const name of ['PartnerApi5xxRatio', 'PartnerApiSignedRequestsSlow', 'TemporalScheduleToStartLatency', 'WebhookDeliveriesFailing', 'OrdersAwaitingOperator', 'LedgerDoesNotReconcile', 'ReconcileNotRunning']) {
+    for (const name of ['PartnerApi5xxRatio', 'PartnerApiSignedRequestsSlow', 'TemporalScheduleToStartLatency', 'WebhookDeliveriesFailing', 'OrdersAwaitingOperator', 'LedgerDoesNotReconcile', 'ReconcileNotRunning', 'WorkflowTaskFailures', 'RecoverySweepStalled']) {
       assert.ok(alerts.some((a) => a.alert === name), name);
     }
     // Every metric an alert reads is one the service or the SDK serves (names checked against the code).

@@ -54,7 +54,7 @@ describe('the production images: the compiled service and its production depende
     // The compiled service as the image's build compiles it (tsconfig.build.json), in each tree.
     execFileSync(path.join(root, 'node_modules', '.bin', 'tsc'), ['-p', path.join(root, 'tsconfig.build.json'), '--outDir', path.join(service, 'dist')], { cwd: root, stdio: 'pipe' });
     cpSync(path.join(root, 'dist', 'docs-assets'), path.join(service, 'dist', 'docs-assets'), { recursive: true });
-    for (const sub of ['src/pages/views', 'src/pages/assets', 'data']) cpSync(path.join(root, sub), path.join(service, sub), { recursive: true });
+    for (const sub of ['src/pages/views', 'src/pages/assets', 'src/mail/views', 'data']) cpSync(path.join(root, sub), path.join(service, sub), { recursive: true });
   });
 
   after(() => {

@@ -159,6 +159,7 @@ describe('npm start supervises its parts; a part down is 503, never 500 (issue: 
     assert.ok(dependencyUnavailable({ name: 'QueryFailedError', driverError: { code: '57P01' } }), 'admin shutdown');
     assert.ok(dependencyUnavailable(new Error('Connection terminated unexpectedly')));
     assert.ok(dependencyUnavailable(Object.assign(new Error('temporal'), { cause: { code: 14, details: 'No connection established' } })));
+    assert.ok(dependencyUnavailable(Object.assign(new Error("Namespace not found: 'default'"), { name: 'NamespaceNotFoundError' })), 'a Temporal frontend starting');
     assert.ok(!dependencyUnavailable({ name: 'QueryFailedError', code: '23505', driverError: { code: '23505' } }), 'a unique violation is a bug or a race, not an outage');
     assert.ok(!dependencyUnavailable(new TypeError("Cannot read properties of undefined (reading 'x')")));
   });

@@ -7,7 +7,9 @@ import { createActivities } from '../../activities';
 import { createApp } from '../../src/api/app';
 import { signWebhook, verifyWebhook, WebhookVerificationError } from '../../src/client/webhooks';
 import { appendEvent } from '../../src/events/outbox';
-import { wakeDelivery } from '../../src/webhooks/notify';
+import { lateDeliveries, markWoken, wakeDelivery } from '../../src/webhooks/notify';
+import { WebhookEndpoint } from '../../src/db/entities/webhook-endpoint';
+import { In } from 'typeorm';
 import { webhookWorkflowId } from '../../workflows/messages';
 import { getStack, listen, newPartner, suiteWorker, ownTemporal } from '../helpers/stack';
 import { workflowStarters } from '../../src/temporal/starters';
@@ -98,6 +100,67 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       await recordHistory(webhookWorkflowId(partnerId, 'sandbox'), 'webhook-delivery-gave-up');
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('an endpoint disabled mid-batch: the rest of the batch is marked failed at once, not retried 3 days each', async () => {
+    const s = getStack();
+    const receiver = await startReceiver(() => 500);
+    try {
+      const { client, partnerId } = await newPartner();
+      await client.request('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: SECRET } });
+      // Five events committed together, so whichever run reads them (registering the endpoint
+      // may already have started one) reads them as one batch.
+      await s.dataSource.transaction(async (tx) => {
+        for (let i = 0; i < 5; i++) await appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: { n: i }, dedupeKey: `mid-batch:${partnerId}:${i}` });
+      });
+      const ids = await historyIds(client);
+      assert.equal(ids.length, 5);
+      await wakeDelivery({ client: s.env.client, taskQueue: s.taskQueue }, partnerId, 'sandbox', true);
+      await waitFor(() => receiver.received.length, (n) => n >= 1, 30_000, 'a first attempt');
+      await s.env.sleep('3 days');
+      await s.env.sleep('2 hours');
+      await waitFor(
+        async () => (await s.dataSource.getRepository(WebhookDelivery).find({ where: { partnerId } })).map((d) => d.status),
+        (all) => all.length === 5 && all.every((status) => status === 'failed'),
+        30_000,
+        'every event of the batch failed within 3 days and 2 hours',
+      );
+      const rows = await s.dataSource.getRepository(WebhookDelivery).find({ where: { partnerId } });
+      assert.equal(rows.filter((d) => /endpoint is disabled/.test(d.lastError ?? '')).length, 4, 'the four after the first: the endpoint was disabled');
+      assert.equal(new Set(receiver.received.map((r) => r.headers['x-service-event-id'])).size, 1, 'only the first event was ever sent');
+      const [endpoint] = (await s.dataSource.query('SELECT enabled, delivered_through_seq FROM webhook_endpoints WHERE partner_id = $1', [partnerId])) as Array<{ enabled: boolean; delivered_through_seq: string }>;
+      assert.equal(endpoint.enabled, false);
+      assert.equal(Number(endpoint.delivered_through_seq), 5, 'the position is past the batch');
+      assert.deepEqual(await historyIds(client), ids, 'every event stays in /events');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('late deliveries are woken in turn: the least recently woken first, then the oldest waiting event, so more than a round reaches every one', async () => {
+    const s = getStack();
+    const partners: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { partnerId } = await newPartner();
+      await registerEndpoint(s.dataSource, new SecretBox(s.masterKey), { partnerId, environment: 'sandbox', url: 'http://127.0.0.1:9/hooks', secret: SECRET }, { allowLoopback: true });
+      // An event no delivery was told of (a lost wake-up): the endpoint is late.
+      await s.dataSource.transaction((tx) => appendEvent(tx, { partnerId, environment: 'sandbox', type: 'order.created', data: {}, dedupeKey: `late-turn:${partnerId}` }));
+      // Waiting since long ago, the third longest of all.
+      await s.dataSource.getRepository(PartnerEvent).update({ partnerId }, { createdAt: new Date(Date.UTC(2000, 0, 3 - i)) });
+      partners.push(partnerId);
+    }
+    try {
+      const first = (await lateDeliveries(s.dataSource, 2)).map((l) => l.partnerId);
+      assert.deepEqual(first, [partners[2], partners[1]], 'the oldest waiting events first');
+      for (const partnerId of first) await markWoken(s.dataSource, partnerId, 'sandbox');
+      const next = (await lateDeliveries(s.dataSource, 1)).map((l) => l.partnerId);
+      assert.deepEqual(next, [partners[0]], 'then the one not woken yet, though its event is newer');
+      await markWoken(s.dataSource, partners[0], 'sandbox');
+      const all = (await lateDeliveries(s.dataSource, 10_000)).map((l) => l.partnerId).filter((p) => partners.includes(p));
+      assert.deepEqual(all, [partners[2], partners[1], partners[0]], 'each woken once, the least recently woken first');
+    } finally {
+      await s.dataSource.getRepository(WebhookEndpoint).update({ partnerId: In(partners) }, { enabled: false });
     }
   });
 
@@ -236,8 +299,12 @@ describe('webhook delivery (a Temporal workflow per partner)', () => {
       const [{ id: eventId }] = await s.dataSource.getRepository(PartnerEvent).find({ where: { partnerId }, select: { id: true } });
       const activities = createActivities({ dataSource: s.dataSource, masterKey: s.masterKey, allowLoopbackWebhooks: true });
       const env = new MockActivityEnvironment();
+      // It heartbeats while the request is out: a cancellation from the server reaches it only so.
+      const beats: number[] = [];
+      env.on('heartbeat', () => beats.push(Date.now()));
       const attempt = env.run(activities.deliverEvent, { partnerId, environment: 'sandbox' as const, eventId });
       await waitFor(() => receiver.received.length, (n) => n >= 1, 10_000, 'the request under way');
+      await waitFor(() => beats.length, (n) => n >= 2, 5_000, 'heartbeats while the request hangs');
       env.cancel();
       await assert.rejects(attempt, (err) => err instanceof CancelledFailure);
       const [delivery] = await s.dataSource.getRepository(WebhookDelivery).find({ where: { eventId } });

@@ -172,6 +172,28 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     await schedule.delete();
   });
 
+  it("a worker's start brings an earlier release's Schedule to this release's spec and action, keeping an operator's pause", async () => {
+    // As an earlier release made it: another time of day, no details, then paused by an operator.
+    await env.client.schedule.create({
+      scheduleId: MONTH_END_SCHEDULE_ID,
+      spec: { calendars: [{ dayOfMonth: 1, hour: 3, minute: 0 }], timezone: 'UTC' },
+      action: { type: 'startWorkflow', workflowType: 'monthCloseWorkflow', workflowId: 'finance:month-close', taskQueue, args: [{}] },
+      state: { paused: true, note: 'paused by an operator during an incident' },
+    });
+    const schedule = env.client.schedule.getHandle(MONTH_END_SCHEDULE_ID);
+    try {
+      await ensureMonthEndSchedule(env.client, taskQueue);
+      const described = await schedule.describe();
+      const calendar = described.spec.calendars![0] as unknown as { hour: Array<{ start: number }>; minute: Array<{ start: number }> };
+      assert.deepEqual([calendar.hour[0].start, calendar.minute[0].start], [0, 5], "this release's 00:05");
+      assert.match(String((described.action as { staticDetails?: unknown }).staticDetails ?? ''), /idempotent/i, "this release's details");
+      assert.equal(described.state.paused, true, "the operator's pause stays");
+      assert.equal(described.state.note, 'paused by an operator during an incident');
+    } finally {
+      await schedule.delete();
+    }
+  });
+
   it('admin workflows patches counts, per workflow type and patch id, the open runs that have not taken the patch (visibility)', async () => {
     const { partnerId } = await newPartner({ baseUrl });
     await wakeDelivery({ client: env.client, taskQueue }, partnerId, 'sandbox', true);

@@ -35,6 +35,10 @@ export class Partner {
   @Column({ name: 'affiliate_account_id', type: 'text', nullable: true })
   affiliateAccountId: string | null;
 
+  /** Where the service writes to the partner (its application's contact email); null: nobody to email. */
+  @Column({ name: 'contact_email', type: 'text', nullable: true })
+  contactEmail: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

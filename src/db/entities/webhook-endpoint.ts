@@ -38,6 +38,10 @@ export class WebhookEndpoint {
   @Column({ name: 'delivery_idle', type: 'boolean', default: true })
   deliveryIdle: boolean;
 
+  /** When the recovery sweep last woke its delivery (it wakes the least recently woken first). */
+  @Column({ name: 'woken_at', type: 'timestamptz', nullable: true })
+  wokenAt: Date | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;
 
