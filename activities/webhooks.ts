@@ -25,8 +25,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
       const signal = context.cancellationSignal;
       // Heartbeats while the request is out (up to 10 s): the server's cancellation (the delivery
       // cancelled, its run reset or terminated) reaches an activity only in a heartbeat's answer.
-      // None before the first interval: an attempt answered at once (or finding the endpoint
-      // disabled) then completes with no heartbeat pending to flush first.
+      context.heartbeat();
       const beating = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
       let result: Awaited<ReturnType<typeof attemptDelivery>>;
       try {

@@ -12,7 +12,7 @@
  * round, so a step that keeps failing never holds back the others; inside a step one partner's
  * or one row's failure is logged and skipped (activities/index.ts).
  */
-import { continueAsNew, isCancellation, log, patched, proxyActivities, setWorkflowOptions, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, isCancellation, log, patched, proxyActivities, setCurrentDetails, setWorkflowOptions, sleep, workflowInfo } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
 import { STALLED_PAYMENT_SECONDS } from './messages';
@@ -46,6 +46,8 @@ async function step(name: string, run: () => Promise<number>): Promise<void> {
 }
 
 export async function fulfilmentRecoveryWorkflow(): Promise<void> {
+  // A run continued as new has no start summary (the SDK's continueAsNew takes none): each run says what it is here.
+  setCurrentDetails('Recovery sweep, every minute: unstarted fulfilments, referral windows, emails and applications started; late deliveries woken; card money settled. Continues as new; the next worker start starts it again if it is terminated.');
   // Referral windows were added after runs of this workflow were in flight: patched() keeps their
   // histories replaying (old runs: 240 rounds of two activities; new ones: fewer, longer rounds).
   const withReferrals = patched(PATCHES.recoveryReferralWindows.patchId);

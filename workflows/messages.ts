@@ -137,6 +137,8 @@ export interface PayoutRunResult {
 }
 
 export interface MonthCloseResult {
+  /** Settlements of months before this first-of-month were closed. */
+  before?: string;
   closed: number;
   payouts: PayoutSummary[];
 }

@@ -11,8 +11,8 @@
  * so that runs started by earlier releases finish (ensureMaintenanceWorkflows cancels a running
  * one once the Schedule exists); nothing starts it any more.
  */
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { continueAsNew, executeChild, proxyActivities, setWorkflowOptions, sleep, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { continueAsNew, executeChild, proxyActivities, setWorkflowOptions, sleep, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import type { MonthCloseResult, PayoutRunInput, PayoutRunResult } from './messages';
@@ -55,17 +55,22 @@ export async function monthEndWorkflow(): Promise<void> {
   await continueAsNew<typeof monthEndWorkflow>();
 }
 
+/** Set by a Schedule on each run it starts: the time the run was due (a catch-up or a backfill starts later). */
+const SCHEDULED_START = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
+
 /**
  * One month's close: settlements of months before `before` closed, then the payout run. The
- * Schedule gives no input: `before` is then the first of the month the run started in (the
- * Schedule's own time, as the workflow's clock).
+ * Schedule gives no input: `before` is then the first of the month the run was due in
+ * (TemporalScheduledStartTime), so a run caught up after an outage, or backfilled by an operator,
+ * closes the month it was due for, not the one it happens to run in; without a Schedule, the
+ * month it started in (the workflow's clock).
  */
 export async function monthCloseWorkflow(input: { before?: string } = {}): Promise<MonthCloseResult> {
-  const before = input.before ?? monthStart(new Date());
+  const before = input.before ?? monthStart(workflowInfo().typedSearchAttributes.get(SCHEDULED_START) ?? new Date());
   const closed = await finance.closeSettlements({ before });
   const paid: PayoutRunResult[] = [];
   for (const environment of ['sandbox', 'live'] as const) paid.push(await payoutRunWorkflowBody({ environment }));
-  return { closed, payouts: paid.flatMap((p) => p.payouts) };
+  return { before, closed, payouts: paid.flatMap((p) => p.payouts) };
 }
 
 async function payoutRunWorkflowBody(input: PayoutRunInput): Promise<PayoutRunResult> {

@@ -4,7 +4,7 @@
  * workflow runs forever, one per namespace (id `maintenance:nonce-retention`): prune, sleep
  * 5 minutes, and continue-as-new every 288 rounds (a day) to keep its history short.
  */
-import { continueAsNew, proxyActivities, setWorkflowOptions, sleep } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, setCurrentDetails, setWorkflowOptions, sleep } from '@temporalio/workflow';
 import type { NonceRetentionState } from './messages';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
@@ -20,6 +20,8 @@ const { pruneNonces } = proxyActivities<Activities>({
 });
 
 export async function nonceRetentionWorkflow(state: NonceRetentionState = { prunedTotal: 0 }): Promise<void> {
+  // A run continued as new has no start summary (the SDK's continueAsNew takes none): each run says what it is here.
+  setCurrentDetails(`Prunes request nonces older than 15 minutes, every 5 minutes (${state.prunedTotal} pruned by earlier runs). Safe to terminate: the next worker start starts it again.`);
   let prunedTotal = state.prunedTotal;
   for (let round = 0; round < ROUNDS_PER_RUN; round++) {
     // Workflow time, so the cut-off follows the one clock Temporal keeps (and skips in tests).

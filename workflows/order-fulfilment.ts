@@ -9,7 +9,7 @@
  *   TRANSFER_PENDING   the registry is processing; polled every 15 s, backing off to hourly.
  *                      Without a registrar adapter (live, today) the order goes here at once and
  *                      waits for an operator's recordTransferOutcome Update (BusinessStatus
- *                      AWAITING_OPERATOR), reminding operators after 1 hour and then every 24 hours
+ *                      AWAITING_OPERATOR), reminding operators after 1 hour and then every 24 hours for two weeks
  *   TRANSFER_COMPLETED the registry confirmed; the sale is booked (transaction + ledger)
  *   TRANSFER_FAILED    the registry rejected it, or did not confirm within 5 days
  *   REFUNDED           a refund was granted; the name is back on the market if the order held it
@@ -49,6 +49,12 @@ const FIRST_POLL_MS = 15_000;
 const MAX_POLL_MS = 60 * 60 * 1000;
 export const FIRST_OPERATOR_REMINDER_MS = 60 * 60 * 1000;
 export const OPERATOR_REMINDER_EVERY_MS = 24 * 60 * 60 * 1000;
+/**
+ * Reminders before the workflow stops sending them (two weeks: the first after an hour, then daily):
+ * the order still waits, with no timer, so its history stops growing; the OrdersAwaitingOperator
+ * alert (partner_api_orders_awaiting_operator) keeps saying it waits.
+ */
+export const OPERATOR_REMINDERS = 14;
 
 const registrar = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -225,12 +231,18 @@ export async function orderFulfilmentWorkflow(input: OrderFulfilmentInput): Prom
     show('AWAITING_OPERATOR');
     let reminders = 0;
     let refundAnnounced = false;
+    // Runs that began waiting before this patch remind every day until an operator acts.
+    const remindersEnd = patched(PATCHES.boundedOperatorReminders.patchId);
     for (;;) {
       setCurrentDetails(
         `${why} (Update recordTransferOutcome, or npm run admin -- order transfer-completed|transfer-failed ${orderPublicId}).` +
           (refundPending() ? ' A refund was requested: if the transfer was stopped, record transfer-failed and the refund is granted.' : ''),
       );
-      const woken = await condition(() => operatorOutcome !== undefined || (refundPending() && !refundAnnounced), reminders === 0 ? FIRST_OPERATOR_REMINDER_MS : OPERATOR_REMINDER_EVERY_MS, { summary: 'waiting for an operator: the next reminder' });
+      const wakes = () => operatorOutcome !== undefined || (refundPending() && !refundAnnounced);
+      const woken =
+        remindersEnd && reminders >= OPERATOR_REMINDERS
+          ? (await condition(wakes), true)
+          : await condition(wakes, reminders === 0 ? FIRST_OPERATOR_REMINDER_MS : OPERATOR_REMINDER_EVERY_MS, { summary: 'waiting for an operator: the next reminder' });
       if (operatorOutcome) break;
       if (woken) refundAnnounced = true;
       else reminders++;

@@ -1,9 +1,16 @@
 /**
  * Every `patched()` id in the workflows, with the workflow type it branches. Workflows take their
- * ids from here, and `admin workflows patches` counts, per entry, the open runs that have not
- * recorded the patch (visibility's TemporalChangeVersion, which the SDK sets when a run takes the
- * new branch): a patch is retired (deprecatePatch, then removed) only when that count is 0.
+ * ids from here, and `admin workflows patches` reads this list: a patch goes in three releases,
+ * `patched()`, then `deprecatePatch()` (set `deprecatedIn` to that release's package version),
+ * then removed, each step only when the command says so (docs/design/testing.md).
  */
+export interface PatchEntry {
+  workflowType: string;
+  patchId: string;
+  /** The release (package version) whose code calls deprecatePatch(patchId) instead of patched(). */
+  deprecatedIn?: string;
+}
+
 export const PATCHES = {
   fulfilmentJoinedSteps: { workflowType: 'orderFulfilmentWorkflow', patchId: 'fulfilment-joined-steps' },
   recoveryReferralWindows: { workflowType: 'fulfilmentRecoveryWorkflow', patchId: 'start-unstarted-referral-windows' },
@@ -13,4 +20,5 @@ export const PATCHES = {
   checkoutCommissionWindow: { workflowType: 'checkoutSessionWorkflow', patchId: 'service-commission-window' },
   checkoutWindowSingleCall: { workflowType: 'checkoutSessionWorkflow', patchId: 'checkout-window-single-call' },
   deliveryFailingEmail: { workflowType: 'webhookDeliveryWorkflow', patchId: 'delivery-failing-email' },
-} as const;
+  boundedOperatorReminders: { workflowType: 'orderFulfilmentWorkflow', patchId: 'bounded-operator-reminders' },
+} as const satisfies Record<string, PatchEntry>;

@@ -18,7 +18,7 @@
  * recovery sweep, within a minute, for an endpoint behind its events) starts delivery again
  * with that same event.
  */
-import { ActivityFailure, ApplicationFailure, condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, continueAsNew, isCancellation, patched, proxyActivities, setCurrentDetails, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import { onVersionedWorker } from './versioning';
 import { PATCHES } from './patches';
 import type { Activities } from '../activities';
@@ -34,8 +34,6 @@ const bookkeeping = proxyActivities<Activities>({
 const pushing = proxyActivities<Activities>({
   // One attempt is at most 10 s of HTTP plus bookkeeping.
   startToCloseTimeout: '30 seconds',
-  // The attempt heartbeats every 2 s while its request is out; throttled to 4/5 of this.
-  heartbeatTimeout: '10 seconds',
   scheduleToCloseTimeout: DELIVERY_WINDOW_MS,
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumInterval: '1 hour' },
 });
@@ -58,6 +56,8 @@ async function tellIfFailingForADay(delivering: Promise<void>, input: WebhookDel
 }
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<void> {
+  // A run continued as new has no start summary (the SDK's continueAsNew takes none): each run says what it is here.
+  setCurrentDetails(`Webhook delivery for partner ${input.partnerId} (${input.environment}): events in order, the one being delivered is the pending activity deliverEvent (retried for 3 days).`);
   let woken = false;
   let wakeUps = 0;
   setHandler(eventsAppendedSignal, () => {

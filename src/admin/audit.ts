@@ -8,7 +8,7 @@ import type { DataSource } from 'typeorm';
 import { OperatorAction } from '../db/entities/operator-action';
 
 /** Commands that only read: not recorded. */
-const READ_ONLY = new Set(['partner list', 'partner applications', 'credential list', 'webhooks list', 'webhooks deliveries', 'workflows patches', 'reconcile', 'audit']);
+const READ_ONLY = new Set(['partner list', 'partner applications', 'credential list', 'webhooks list', 'webhooks deliveries', 'workflows patches', 'deploy status', 'disputes list', 'reconcile', 'audit']);
 
 /** Who runs this command: ADMIN_OPERATOR, else the OS user (the one behind sudo when there is one). */
 export function operatorName(env: NodeJS.ProcessEnv = process.env): string {

@@ -24,6 +24,8 @@ import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages'
 import { reconcile } from '../finance/reconcile';
 import { openDisputes } from '../checkout/disputes';
 import { patchUse, withTemporal } from './temporal';
+import { deployStatus, promoteDeployment, rampDeployment, rollbackDeployment, type Deployment, type DeployMove, type DeployVersion } from './deploy';
+import { DEPLOYMENT_NAME } from '../temporal/versioning';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';
@@ -462,11 +464,57 @@ program
 const workflowsCommand = program.command('workflows').description('the Temporal workflows behind the service');
 workflowsCommand
   .command('patches')
-  .description("per workflow type and patch id, the open runs that started before the patch (from visibility); retire a patch only at 0")
-  .option('--json', 'JSON output: an array of { workflow_type, patch_id, open_runs, open_runs_patched, open_runs_before_patch, retirable }')
+  .description('per workflow type and patch id, the runs (open, or closed within retention) that still need it, and whether it may be deprecated or removed')
+  .option('--json', 'JSON output: an array of { workflow_type, patch_id, open_runs, open_runs_patched, open_runs_before_patch, runs_without_patch, deprecated_in, deprecation_shipped, runs_before_deprecation, retirable, verdict }')
   .action(async (o) => {
-    const uses = await withTemporal(loadConfig(), patchUse);
-    output(o.json, uses, uses.map((u) => `${u.workflow_type}\t${u.patch_id}\t${u.open_runs_before_patch} of ${u.open_runs} open runs before it${u.retirable ? ' (retirable)' : ''}`).join('\n'));
+    const uses = await withSession(({ dataSource }) => withTemporal(loadConfig(), (client) => patchUse(client, dataSource)));
+    output(o.json, uses, uses.map((u) => `${u.workflow_type}\t${u.patch_id}\t${u.verdict}`).join('\n'));
+  });
+
+const deployCommand = program.command('deploy').description('worker releases under Worker Versioning: their versions, and ramping, promoting or rolling back one (docs/operators/runbook.md)');
+const deployment = (): Deployment => {
+  const config = loadConfig();
+  return { namespace: config.temporal.namespace, deploymentName: DEPLOYMENT_NAME, taskQueues: [config.temporal.taskQueue, config.temporal.webhookTaskQueue] };
+};
+const versionLine = (v: DeployVersion) =>
+  `${v.build_id}\t${v.status}${v.ramp_percent !== null ? ` ${v.ramp_percent}%` : ''}\t${v.pollers} poller(s)\t${v.pinned_open_runs} pinned open run(s)`;
+const moveText = (m: DeployMove) => [m.done, ...m.status.versions.map(versionLine)].join('\n');
+deployCommand
+  .command('status')
+  .description('the versions of the worker deployment, newest first: status, ramp, pollers and pinned open runs')
+  .option('--json', 'JSON output: { deployment, current_build_id, ramping_build_id, ramp_percent, versions: [ { build_id, status, ramp_percent, created_at, last_current_at, pollers, pinned_open_runs } ] }')
+  .action(async (o) => {
+    const status = await withTemporal(loadConfig(), (client) => deployStatus(client, deployment()));
+    output(o.json, status, status.versions.map(versionLine).join('\n') || 'no version has polled yet');
+  });
+deployCommand
+  .command('ramp')
+  .description('send a share of new runs to the release being rolled out (its worker polling beside the current one)')
+  .argument('<percent>', 'share of new runs, 0 to 100', (v) => {
+    const n = Number(v);
+    if (!/^\d+(\.\d+)?$/.test(v) || n > 100) throw new InvalidArgumentError('a percentage from 0 to 100');
+    return n;
+  })
+  .option('--json', 'JSON output: { move, done, status }')
+  .action(async (percent: number, o) => {
+    const moved = await withTemporal(loadConfig(), (client) => rampDeployment(client, deployment(), percent));
+    output(o.json, moved, moveText(moved));
+  });
+deployCommand
+  .command('promote')
+  .description('make the release being rolled out current: every new run goes to it; runs pinned to the previous one stay there')
+  .option('--json', 'JSON output: { move, done, status }')
+  .action(async (o) => {
+    const moved = await withTemporal(loadConfig(), (client) => promoteDeployment(client, deployment()));
+    output(o.json, moved, moveText(moved));
+  });
+deployCommand
+  .command('rollback')
+  .description('withdraw a ramp, or make the previously current version current again (its worker must still poll)')
+  .option('--json', 'JSON output: { move, done, status }')
+  .action(async (o) => {
+    const moved = await withTemporal(loadConfig(), (client) => rollbackDeployment(client, deployment()));
+    output(o.json, moved, moveText(moved));
   });
 
 program

@@ -64,6 +64,8 @@ import { Email } from './entities/email';
 import { PartnerApplication } from './entities/partner-application';
 import { OnboardingEmail1795003300000 } from './migrations/1795003300000-onboarding-email';
 import { LateDeliveryOrder1795003400000 } from './migrations/1795003400000-late-delivery-order';
+import { WorkerRelease } from './entities/worker-release';
+import { WorkerReleases1795003500000 } from './migrations/1795003500000-worker-releases';
 
 export const entities = [
   Partner,
@@ -99,6 +101,7 @@ export const entities = [
   CardDispute,
   Email,
   PartnerApplication,
+  WorkerRelease,
   BrokerageCase,
   BrokerageTimelineEntry,
   ReferralLink,
@@ -144,6 +147,7 @@ export const migrations = [
   CardDisputes1795003200000,
   OnboardingEmail1795003300000,
   LateDeliveryOrder1795003400000,
+  WorkerReleases1795003500000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -169,3 +169,47 @@ new Gauge({
     }
   },
 });
+
+/** The worker deployment's versions under Worker Versioning (src/admin/deploy.ts), read from Temporal at most every 30 s. */
+type DeploymentVersions = Array<{ build_id: string; pollers: number; pinned_open_runs: number }>;
+const deployment: { read?: () => Promise<DeploymentVersions>; last?: { at: number; versions: Promise<DeploymentVersions | undefined> } } = {};
+const DEPLOYMENT_READ_EVERY_MS = 30_000;
+
+export function watchDeployment(read: () => Promise<DeploymentVersions>): void {
+  deployment.read = read;
+}
+
+function deploymentVersions(): Promise<DeploymentVersions | undefined> {
+  if (!deployment.read) return Promise.resolve(undefined);
+  if (!deployment.last || Date.now() - deployment.last.at > DEPLOYMENT_READ_EVERY_MS) {
+    // Temporal away: no figures (the gauges keep their last), as the other dependency gauges do.
+    deployment.last = { at: Date.now(), versions: deployment.read().catch(() => undefined) };
+  }
+  return deployment.last.versions;
+}
+
+new Gauge({
+  name: 'partner_api_worker_deployment_pinned_open_runs',
+  help: 'Open runs pinned to each worker deployment version (they finish only on its workers); with Worker Versioning on',
+  labelNames: ['build_id'] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    const versions = await deploymentVersions();
+    if (!versions) return;
+    this.reset();
+    for (const v of versions) this.set({ build_id: v.build_id }, v.pinned_open_runs);
+  },
+});
+
+new Gauge({
+  name: 'partner_api_worker_deployment_pollers',
+  help: "Each worker deployment version's workers polling now; with Worker Versioning on",
+  labelNames: ['build_id'] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    const versions = await deploymentVersions();
+    if (!versions) return;
+    this.reset();
+    for (const v of versions) this.set({ build_id: v.build_id }, v.pollers);
+  },
+});

@@ -1,9 +1,9 @@
-/** `node dist/src/temporal/tools-cli.js cli|test-server|model|opensearch|stripe-mock|mailpit|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
+/** `node dist/src/temporal/tools-cli.js cli|test-server|model|opensearch|stripe-mock|mailpit|promtool|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config';
 import { ensureModelFiles } from '../search/model-files';
-import { ensureMailpit, ensureStripeMock, ensureTemporalCli, ensureTestServer, writeWhole } from './tools';
+import { ensureMailpit, ensurePromtool, ensureStripeMock, ensureTemporalCli, ensureTestServer, writeWhole } from './tools';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -41,12 +41,16 @@ async function main(): Promise<void> {
     const mock = await ensureStripeMock(config.toolCacheDir);
     if (!mock) throw new Error('stripe-mock is built with Go, and there is no Go toolchain here');
     process.stdout.write(`${mock}\n`);
+  } else if (what === 'promtool') {
+    const promtool = await ensurePromtool(config.toolCacheDir);
+    if (!promtool) throw new Error('promtool is built with Go, and there is no Go toolchain here');
+    process.stdout.write(`${promtool}\n`);
   } else if (what === 'mailpit') {
     const mailpit = await ensureMailpit(config.toolCacheDir);
     if (!mailpit) throw new Error('Mailpit is built with Go, and there is no Go toolchain here');
     process.stdout.write(`${mailpit}\n`);
   } else {
-    throw new Error('usage: tools-cli cli|test-server|model|opensearch|stripe-mock|mailpit|bundle <file.js>');
+    throw new Error('usage: tools-cli cli|test-server|model|opensearch|stripe-mock|mailpit|promtool|bundle <file.js>');
   }
 }
 

@@ -112,6 +112,14 @@ export async function ensureMailpit(cacheDir: string): Promise<string | undefine
   return ensureGoTool(cacheDir, { binary: 'mailpit', module: MAILPIT_MODULE, what: 'Mailpit', minutes: 1 });
 }
 
+/** Prometheus' own rule checker and unit tester (`promtool test rules`), for the tests of deploy/prometheus/alerts.yml. */
+export const PROMTOOL_MODULE = 'github.com/prometheus/prometheus/cmd/promtool@v0.316.0';
+
+/** promtool, built with Go into the tool cache (or this machine's copy of that build); undefined without Go. */
+export async function ensurePromtool(cacheDir: string): Promise<string | undefined> {
+  return ensureGoTool(cacheDir, { binary: 'promtool', module: PROMTOOL_MODULE, what: 'promtool', minutes: 6 });
+}
+
 /**
  * A Go tool: the tool cache's, this machine's copy of the same version (machineToolCache), or a
  * fresh `go install` into the tool cache, then copied to the machine's. Undefined without Go.

@@ -22,10 +22,15 @@ export interface WorkerVersion {
   buildId: string;
 }
 
+/** The release's package version (package.json). */
+export function packageVersion(projectRoot: string): string {
+  return (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
 /** `<package version>+<commit>`: TEMPORAL_BUILD_ID when given (an image has no .git), else from git. */
 export function workerBuildId(projectRoot: string, override?: string): string {
   if (override) return override;
-  const version = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  const version = packageVersion(projectRoot);
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
@@ -45,25 +50,22 @@ export function deploymentOptions(version: WorkerVersion): NonNullable<WorkerOpt
 }
 
 /**
- * Makes `version` the deployment's current version, so new workflows start on it and
- * auto-upgrading ones move to it, unless the deployment has already seen a newer version (an old
- * build's worker restarting must not take the deployment back). The server knows a version only
- * once one of its workers has polled, so this waits for that for up to `timeoutMs`. A rollout that
- * ramps instead uses `temporal worker deployment set-ramping-version`. Answers whether it
- * promoted (or found itself current already).
+ * Makes `version` the deployment's current version when it has none yet (its first versioned
+ * release, or a dev stack): a later release's worker takes no new run until an operator ramps or
+ * promotes it (`admin deploy`, src/admin/deploy.ts), so a restart never moves the deployment and
+ * a rollback stays rolled back. The server knows a version only once one of its workers has
+ * polled, so this waits for that for up to `timeoutMs`. Answers whether `version` is current.
  */
-export async function makeCurrentVersion(client: Client, namespace: string, version: WorkerVersion, timeoutMs = 60_000): Promise<boolean> {
+export async function makeCurrentIfFirst(client: Client, namespace: string, version: WorkerVersion, timeoutMs = 60_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({ namespace, deploymentName: version.deploymentName });
-      const summaries = info?.versionSummaries ?? [];
-      const mine = summaries.find((v) => v.deploymentVersion?.buildId === version.buildId);
+      const { workerDeploymentInfo: info, conflictToken } = await client.workflowService.describeWorkerDeployment({ namespace, deploymentName: version.deploymentName });
+      const mine = (info?.versionSummaries ?? []).find((v) => v.deploymentVersion?.buildId === version.buildId);
       if (mine) {
-        if (info?.routingConfig?.currentDeploymentVersion?.buildId === version.buildId) return true;
-        const newer = summaries.some((v) => v.deploymentVersion?.buildId !== version.buildId && millis(v.createTime) > millis(mine.createTime));
-        if (newer) return false;
-        await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, identity: `partner-api ${version.buildId}` });
+        const current = info?.routingConfig?.currentDeploymentVersion?.buildId;
+        if (current) return current === version.buildId;
+        await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, conflictToken, identity: `partner-api ${version.buildId}` });
         return true;
       }
     } catch (err) {
@@ -72,8 +74,4 @@ export async function makeCurrentVersion(client: Client, namespace: string, vers
     if (Date.now() > deadline) throw new Error(`${version.deploymentName} ${version.buildId} was not registered within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 500));
   }
-}
-
-function millis(t: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
-  return t ? Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : 0;
 }

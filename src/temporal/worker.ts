@@ -11,7 +11,8 @@ import { createActivities } from '../../activities';
 import type { ActivityMail } from '../../activities/mail';
 import { smtpTransport } from '../mail/send';
 import { workflowStarters } from './starters';
-import { configuredVersion, deploymentOptions, makeCurrentVersion, type WorkerVersion } from './versioning';
+import { configuredVersion, deploymentOptions, makeCurrentIfFirst, packageVersion, workerBuildId, type WorkerVersion } from './versioning';
+import { keepReleaseSeen, recordRelease } from './releases';
 import { ensureMaintenanceWorkflows } from './maintenance';
 import { serviceWorkerInterceptors, serviceWorkflowInterceptorModules, WORKFLOWS_PATH } from './request-context';
 import { linksBaseUrl, type Config } from '../config';
@@ -136,6 +137,10 @@ export async function runServiceWorkers(
   parts: { connection: NativeConnection; client: Client; dataSource: DataSource; masterKey: MasterKeyring | Buffer },
 ): Promise<{ workers: ServiceWorkers; running: Promise<void> }> {
   const version = configuredVersion(config);
+  // Recorded before it can start a run: when code of a release last ran decides when a
+  // deprecated patch may go (admin workflows patches).
+  const release = { buildId: version?.buildId ?? workerBuildId(config.projectRoot, config.temporal.buildId), version: packageVersion(config.projectRoot) };
+  await recordRelease(parts.dataSource, release);
   const workers = await createServiceWorkers({
     ...parts,
     namespace: config.temporal.namespace,
@@ -153,8 +158,12 @@ export async function runServiceWorkers(
     // tracing on, the worker bundles its own with them.
     ...(config.temporal.workflowBundle && tracingWorkflowModules().length === 0 ? { workflowBundle: { codePath: config.temporal.workflowBundle } } : {}),
   });
-  const running = workers.run();
-  if (version) await makeCurrentVersion(parts.client, config.temporal.namespace, version);
+  const stopSeeing = keepReleaseSeen(parts.dataSource, release, () => undefined);
+  const running = workers.run().finally(async () => {
+    stopSeeing();
+    await recordRelease(parts.dataSource, release).catch(() => undefined);
+  });
+  if (version) await makeCurrentIfFirst(parts.client, config.temporal.namespace, version);
   await ensureMaintenanceWorkflows(parts.client, config.temporal.taskQueue);
   return { workers, running };
 }

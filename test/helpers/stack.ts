@@ -378,7 +378,7 @@ export async function teardownStack(): Promise<void> {
   openSearch = undefined;
 }
 
-const quietBundlerLogger = {
+export const quietBundlerLogger = {
   log: () => undefined,
   trace: () => undefined,
   debug: () => undefined,

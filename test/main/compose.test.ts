@@ -92,7 +92,7 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.deepEqual(targets.sort(), ['api:9464', 'worker:9465']);
     const rules = parse(readFileSync(path.join(root, 'deploy/prometheus/alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
     const alerts = rules.groups.flatMap((g) => g.rules);
-    for (const name of ['PartnerApi5xxRatio', 'PartnerApiSignedRequestsSlow', 'TemporalScheduleToStartLatency', 'WebhookDeliveriesFailing', 'OrdersAwaitingOperator', 'LedgerDoesNotReconcile', 'ReconcileNotRunning', 'WorkflowTaskFailures', 'RecoverySweepStalled']) {
+    for (const name of ['PartnerApi5xxRatio', 'PartnerApiSignedRequestsSlow', 'TemporalScheduleToStartLatency', 'WebhookDeliveriesFailing', 'OrdersAwaitingOperator', 'LedgerDoesNotReconcile', 'ReconcileNotRunning', 'WorkflowTaskFailures', 'RecoverySweepStalled', 'WorkerVersionWithoutPoller']) {
       assert.ok(alerts.some((a) => a.alert === name), name);
     }
     // Every metric an alert reads is one the service or the SDK serves (names checked against the code).

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { importInventory, parseInventoryCsv } from '../../src/discovery/inventory';
 import type { PartnerClient } from '../../src/client/partner-client';
 import { orderWorkflowId, transferOutcomeUpdate } from '../../workflows/messages';
+import { OPERATOR_REMINDERS } from '../../workflows/order-fulfilment';
 import { BusinessStatus } from '../../workflows/search-attributes';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
 import { count, freshDomain, fulfilmentResult, order, quote, type OrderBody } from '../helpers/orders';
@@ -72,6 +73,27 @@ describe('live transfers: without a registrar adapter, operators record each out
     assert.match(again.stderr, /not waiting for an operator/);
     await recordHistory(orderWorkflowId(o.public_id), 'order-operator-completed');
     assert.equal((await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body.status, 'TRANSFER_COMPLETED');
+  });
+
+  it('reminders stop after two weeks (the order still waits, its history no longer grows); the operator can still decide', async () => {
+    const s = getStack();
+    const { client } = await newPartner({ environment: 'live' });
+    const o = await liveOrder(client, 'pay_live_reminders_end');
+    await awaitingOperator(client, o.public_id);
+    const handle = s.env.client.workflow.getHandle(orderWorkflowId(o.public_id));
+    const remindersScheduled = async () => ((await handle.fetchHistory()).events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'remindOperators').length;
+    await s.env.sleep('20 days');
+    const reminders = await waitFor(remindersScheduled, (n) => n >= OPERATOR_REMINDERS, STEP_MS, 'two weeks of reminders');
+    assert.equal(reminders, OPERATOR_REMINDERS);
+    const length = (await handle.fetchHistory()).events?.length ?? 0;
+    await s.env.sleep('30 days');
+    assert.equal(await remindersScheduled(), OPERATOR_REMINDERS, 'no reminder after the last');
+    assert.equal((await handle.fetchHistory()).events?.length, length, 'a month more adds nothing to the history');
+    assert.equal((await client.get<OrderBody>(`/api/partner/v1/orders/${o.public_id}`)).body.status, 'TRANSFER_PENDING');
+    const done = await admin('order', 'transfer-completed', o.public_id, '--json');
+    assert.equal(done.code, 0, done.stderr);
+    assert.deepEqual(await fulfilmentResult(o.public_id), { status: 'TRANSFER_COMPLETED' });
+    await recordHistory(orderWorkflowId(o.public_id), 'order-operator-reminders-ended');
   });
 
   it('the admin command records a failed live transfer with its reason; the name goes back on sale', async () => {

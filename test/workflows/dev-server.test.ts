@@ -10,8 +10,11 @@ import { ensureMonthEndSchedule, MONTH_END_SCHEDULE_ID } from '../../src/tempora
 import { stuckQuery } from '../../src/temporal/operator-queries';
 import { cancelQuoteReservation, signalQuoteConsumed, startQuoteReservation } from '../../src/orders/start-workflows';
 import { createWorker } from '../../src/temporal/worker';
-import { makeCurrentVersion } from '../../src/temporal/versioning';
+import { DEPLOYMENT_NAME, makeCurrentIfFirst } from '../../src/temporal/versioning';
+import type { DeployMove, DeployStatus } from '../../src/admin/deploy';
 import { temporal } from '@temporalio/proto';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
+import type { MonthCloseResult } from '../../workflows/messages';
 import { nonceRetentionWorkflow } from '../../workflows';
 import { quoteWorkflowId, webhookWorkflowId } from '../../workflows/messages';
 import { MONTH_END_WORKFLOW_ID, monthEndWorkflow } from '../../workflows/month-end';
@@ -21,9 +24,11 @@ import { buy, freshDomain, quote } from '../helpers/orders';
 import { waitFor } from '../helpers/wait';
 import { adminWith } from '../helpers/admin';
 import { wakeDelivery } from '../../src/webhooks/notify';
-import type { PatchUse } from '../../src/admin/temporal';
+import { patchUse, type PatchUse } from '../../src/admin/temporal';
+import { In } from 'typeorm';
+import { WorkerRelease } from '../../src/db/entities/worker-release';
 import { recordHistory } from '../helpers/histories';
-import { PATCHES } from '../../workflows/patches';
+import { PATCHES, type PatchEntry } from '../../workflows/patches';
 import { launchBrowser, screenshotsDir } from '../helpers/browser';
 import path from 'node:path';
 
@@ -169,6 +174,14 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     const triggered = (ids: string[]) => ids.some((id) => id.startsWith('finance:month-close-'));
     const closes = await visible(`WorkflowType = 'monthCloseWorkflow' AND ExecutionStatus = 'Completed'`, 'the triggered close completed', triggered);
     assert.ok(triggered(closes), closes.join(', '));
+    // A backfill of last month's run (an outage over the first, caught up today): it closes the
+    // months before the one it was due in, not before today's.
+    const lastMonths = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1, 0, 5);
+    await schedule.backfill([{ start: new Date(lastMonths - 60_000), end: new Date(lastMonths + 60_000), overlap: ScheduleOverlapPolicy.ALLOW_ALL }]);
+    const due = new Date(lastMonths).toISOString().slice(0, 10);
+    const [backfilledId] = await visible(`WorkflowId STARTS_WITH 'finance:month-close-${due}' AND ExecutionStatus = 'Completed'`, 'the backfilled close completed');
+    const backfilled = (await env.client.workflow.getHandle(backfilledId!).result()) as MonthCloseResult;
+    assert.equal(backfilled.before, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 10), 'the month it was due in');
     await schedule.delete();
   });
 
@@ -205,54 +218,140 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     assert.deepEqual(uses.map((u) => `${u.workflow_type}/${u.patch_id}`).sort(), Object.values(PATCHES).map((p) => `${p.workflowType}/${p.patchId}`).sort());
     const delivery = uses.find((u) => u.patch_id === 'delivery-wake-ups-count')!;
     assert.ok(delivery.open_runs >= 1 && delivery.open_runs_patched >= 1, JSON.stringify(delivery));
+    assert.equal(delivery.deprecated_in, null);
+    assert.equal(delivery.retirable, false, 'a patch not yet deprecated is never removed');
+    assert.match(delivery.verdict, /patched\(\)/);
     await handle.cancel();
   });
 
-  it('two worker versions side by side: a pinned quote stays on the version that started it, an auto-upgrading workflow moves to the new current version', async () => {
+  it('a deprecated patch may be removed only when no run, open or closed within retention, started before code calling patched() last ran', async () => {
+    const s = getStack();
+    const releases = s.dataSource.getRepository(WorkerRelease);
+    const workflowType = `patchRuleProbe${randomUUID().replace(/-/g, '').slice(0, 8)}`;
+    const entry = { workflowType, patchId: 'patch-rule-step', deprecatedIn: '90.1.0' };
+    const useOf = async (e: PatchEntry = entry) => (await patchUse(env.client, s.dataSource, [e]))[0]!;
+    // A run of the type, started while release 90.0.0 (calling patched()) runs; no worker serves it.
+    const run = await env.client.workflow.start(workflowType, { workflowId: `${workflowType}-1`, taskQueue: `no-worker-${randomUUID()}` });
+    await visible(`WorkflowType = '${workflowType}'`, 'the run in visibility');
+    await releases.save([
+      { buildId: '90.0.0+old', version: '90.0.0', firstSeenAt: new Date(Date.now() - 3_600_000), lastSeenAt: new Date() },
+      { buildId: '90.1.0+new', version: '90.1.0', firstSeenAt: new Date(), lastSeenAt: new Date() },
+    ]);
+    try {
+      assert.equal((await useOf({ ...entry, deprecatedIn: '90.2.0' })).verdict, 'keep deprecatePatch(): release 90.2.0 has not run here yet');
+      const open = await useOf();
+      assert.equal(open.deprecation_shipped, true);
+      assert.equal(open.runs_before_deprecation, 1);
+      assert.equal(open.retirable, false, JSON.stringify(open));
+      // Closed, but within retention: a query or a reset still replays it.
+      await run.terminate('closed within retention');
+      await visible(`WorkflowType = '${workflowType}' AND ExecutionStatus = 'Terminated'`, 'the run closed');
+      const closed = await useOf();
+      assert.equal(closed.runs_before_deprecation, 1);
+      assert.equal(closed.retirable, false);
+      assert.match(closed.verdict, /keep deprecatePatch\(\): 1 run/);
+      // Had the old release last run long before the run started, no run could hold its marker.
+      await releases.update({ buildId: '90.0.0+old' }, { lastSeenAt: new Date(Date.now() - 3_600_000) });
+      const after = await useOf();
+      assert.equal(after.runs_before_deprecation, 0);
+      assert.equal(after.retirable, true, after.verdict);
+    } finally {
+      await releases.delete({ buildId: In(['90.0.0+old', '90.1.0+new']) });
+    }
+  });
+
+  it('the release procedure with two worker versions (admin deploy): ramp, roll back, promote; pinned runs finish on the old version, which then drains; a rollback puts new runs back on it', async () => {
     const s = getStack();
     const queue = `versions-${randomUUID()}`;
-    const deploymentName = `partner-api-test-${randomUUID().slice(0, 8)}`;
     const workflows = { client: env.client, taskQueue: queue };
     const versionedWorker = (buildId: string) =>
-      createWorker({ connection: env.nativeConnection, namespace: 'default', taskQueue: queue, dataSource: s.dataSource, client: env.client, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflowBundle: s.workflowBundle, version: { deploymentName, buildId } });
+      createWorker({ connection: env.nativeConnection, namespace: 'default', taskQueue: queue, dataSource: s.dataSource, client: env.client, masterKey: s.masterKey, allowLoopbackWebhooks: true, workflowBundle: s.workflowBundle, version: { deploymentName: DEPLOYMENT_NAME, buildId } });
     const versionOf = async (workflowId: string) => {
       const info = (await env.client.workflow.getHandle(workflowId).describe()).raw.workflowExecutionInfo?.versioningInfo;
       return { behavior: info?.behavior, buildId: info?.deploymentVersion?.buildId };
     };
+    const deploy = async (...args: string[]) => {
+      const res = await adminWith({ TEMPORAL_ADDRESS: env.address, TEMPORAL_TASK_QUEUE: queue }, 'deploy', ...args, '--json');
+      assert.equal(res.code, 0, `admin deploy ${args.join(' ')}: ${res.stderr}`);
+      return JSON.parse(res.stdout) as DeployMove & DeployStatus;
+    };
+    /** A new quote's reservation, and the version it was started on. */
+    const newQuoteOn = async (expected: string, what: string) => {
+      const id = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      await startQuoteReservation(workflows, { quotePublicId: id, partnerId: randomUUID(), environment: 'sandbox', domain: `${id}.com` });
+      await waitFor(async () => (await versionOf(quoteWorkflowId(id))).buildId, (build) => build === expected, 30_000, what);
+      return id;
+    };
     const PINNED = temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED;
     const AUTO_UPGRADE = temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE;
+    const ONE = '0.1.0+one';
+    const TWO = '0.2.0+two';
+    const quotes: string[] = [];
 
-    const v1 = await versionedWorker('0.1.0+one');
+    // Release one: the deployment's first version becomes current as its worker starts.
+    const v1 = await versionedWorker(ONE);
     const v1Run = v1.run();
-    await makeCurrentVersion(env.client, 'default', { deploymentName, buildId: '0.1.0+one' });
-    const oldQuote = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-    await startQuoteReservation(workflows, { quotePublicId: oldQuote, partnerId: randomUUID(), environment: 'sandbox', domain: 'pinned-one.com' });
+    assert.equal(await makeCurrentIfFirst(env.client, 'default', { deploymentName: DEPLOYMENT_NAME, buildId: ONE }), true);
+    const oldQuote = await newQuoteOn(ONE, 'a quote on version one');
     const retention = await env.client.workflow.start(nonceRetentionWorkflow, { workflowId: `nonce-retention-${randomUUID()}`, taskQueue: queue, args: [{ prunedTotal: 0 }] });
-    await waitFor(async () => [(await versionOf(quoteWorkflowId(oldQuote))).buildId, (await versionOf(retention.workflowId)).buildId], (builds) => builds.every((b) => b === '0.1.0+one'), 30_000, 'both on version one');
+    await waitFor(async () => (await versionOf(retention.workflowId)).buildId, (b) => b === ONE, 30_000, 'the maintenance loop on version one');
     assert.equal((await versionOf(quoteWorkflowId(oldQuote))).behavior, PINNED);
     assert.equal((await versionOf(retention.workflowId)).behavior, AUTO_UPGRADE);
 
-    const v2 = await versionedWorker('0.2.0+two');
+    // Release two's worker starts beside it, and takes nothing until an operator moves.
+    const v2 = await versionedWorker(TWO);
     const v2Run = v2.run();
+    let v1Stopped = false;
     try {
-      await makeCurrentVersion(env.client, 'default', { deploymentName, buildId: '0.2.0+two' });
-      const newQuote = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-      await startQuoteReservation(workflows, { quotePublicId: newQuote, partnerId: randomUUID(), environment: 'sandbox', domain: 'pinned-two.com' });
-      await waitFor(async () => (await versionOf(quoteWorkflowId(newQuote))).buildId, (build) => build === '0.2.0+two', 30_000, 'a new quote on version two');
-      // The old quote's next task (the order's signal) is served by version one, which still runs.
+      assert.equal(await makeCurrentIfFirst(env.client, 'default', { deploymentName: DEPLOYMENT_NAME, buildId: TWO }), false, 'a new release never makes itself current');
+      const status = await waitFor(
+        () => deploy('status'),
+        (st) => st.versions.length === 2 && st.versions.every((v) => v.pollers > 0) && st.versions.find((v) => v.build_id === ONE)!.pinned_open_runs >= 1,
+        30_000,
+        'both versions polling, the old quote pinned to one',
+      );
+      assert.equal(status.current_build_id, ONE);
+      assert.deepEqual(status.versions.map((v) => [v.build_id, v.status]), [[TWO, 'inactive'], [ONE, 'current']]);
+      quotes.push(await newQuoteOn(ONE, 'before any move, new runs on version one'));
+
+      // Ramp: the share of new runs given goes to two (all of them at 100 %).
+      const ramped = await deploy('ramp', '100');
+      assert.equal(ramped.status.ramping_build_id, TWO);
+      assert.equal(ramped.status.ramp_percent, 100);
+      quotes.push(await newQuoteOn(TWO, 'ramped: a new run on version two'));
+      // Rollback of a ramp: every new run back on one.
+      const withdrawn = await deploy('rollback');
+      assert.equal(withdrawn.status.ramping_build_id, null);
+      quotes.push(await newQuoteOn(ONE, 'the ramp withdrawn: new runs on version one'));
+
+      // Promote: two is current; the pinned quote finishes on one, the auto-upgrading loop moves to two.
+      const promoted = await deploy('promote');
+      assert.equal(promoted.status.current_build_id, TWO);
+      quotes.push(await newQuoteOn(TWO, 'promoted: new runs on version two'));
       await signalQuoteConsumed(workflows, oldQuote);
       assert.equal(await env.client.workflow.getHandle(quoteWorkflowId(oldQuote)).result(), 'consumed');
-      assert.equal((await versionOf(quoteWorkflowId(oldQuote))).buildId, '0.1.0+one', 'pinned: finished on the version that started it');
-      // The auto-upgrading run's next task goes to the current version.
+      assert.equal((await versionOf(quoteWorkflowId(oldQuote))).buildId, ONE, 'pinned: finished on the version that started it');
       await retention.signal('wake');
-      await waitFor(async () => (await versionOf(retention.workflowId)).buildId, (build) => build === '0.2.0+two', 30_000, 'the auto-upgrading run on version two');
-      // Version one's worker restarting does not take the deployment back to it.
-      assert.equal(await makeCurrentVersion(env.client, 'default', { deploymentName, buildId: '0.1.0+one' }), false);
-      const routing = (await env.client.workflowService.describeWorkerDeployment({ namespace: 'default', deploymentName })).workerDeploymentInfo?.routingConfig;
-      assert.equal(routing?.currentDeploymentVersion?.buildId, '0.2.0+two');
-      for (const id of [quoteWorkflowId(newQuote), retention.workflowId]) await env.client.workflow.getHandle(id).terminate('test done');
-    } finally {
+      await waitFor(async () => (await versionOf(retention.workflowId)).buildId, (b) => b === TWO, 30_000, 'the auto-upgrading run on version two');
+
+      // Rollback: one is current again (its worker still runs): new runs go back to it.
+      const rolledBack = await deploy('rollback');
+      assert.equal(rolledBack.status.current_build_id, ONE);
+      quotes.push(await newQuoteOn(ONE, 'rolled back: new runs on version one'));
+      // Restarting two's worker does not take the deployment back.
+      assert.equal(await makeCurrentIfFirst(env.client, 'default', { deploymentName: DEPLOYMENT_NAME, buildId: TWO }), false);
+      assert.equal((await deploy('promote')).status.current_build_id, TWO, 'promoted again');
+
+      // One drains: its pinned runs end (here: cancelled), then its worker is stopped.
+      for (const id of quotes) await env.client.workflow.getHandle(quoteWorkflowId(id)).cancel();
+      const drained = await waitFor(() => deploy('status'), (st) => st.versions.find((v) => v.build_id === ONE)!.pinned_open_runs === 0, 30_000, 'version one holding no pinned run');
+      assert.equal(drained.versions.find((v) => v.build_id === ONE)!.status === 'current', false);
       v1.shutdown();
+      await v1Run;
+      v1Stopped = true;
+      await retention.terminate('test done');
+    } finally {
+      if (!v1Stopped) v1.shutdown();
       v2.shutdown();
       await Promise.all([v1Run, v2Run]);
     }
