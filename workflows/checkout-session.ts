@@ -49,6 +49,7 @@ export async function checkoutSessionWorkflow(input: CheckoutSessionInput): Prom
   fastForward.settled();
   // Runs started before this patch end here, as they did.
   if (outcome === 'complete' && patched(PATCHES.checkoutCommissionWindow.patchId)) await refundWindow(input.sessionPublicId, paidAt || Date.now());
+  await fastForward.finish();
   return outcome;
 }
 

@@ -9,7 +9,7 @@
  * A `condition` with a timeout starts the same timer as the `sleep` it replaces, so histories
  * recorded before replay unchanged (test/workflows/replay.test.ts).
  */
-import { condition, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, setHandler } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { fastForwardUpdate, type FastForwardWait } from './messages';
 
@@ -19,6 +19,12 @@ export interface FastForward {
   settled(): void;
   /** Whether the last wait was ended by a fast-forward (until settled). */
   readonly fired: boolean;
+  /**
+   * The workflow ends: a fast-forward still waiting is answered, and every handler is let finish
+   * (also in a cancelled run), so no caller is left with "workflow completed before the update".
+   * Adds no command when nothing is waiting.
+   */
+  finish(): Promise<void>;
 }
 
 export function fastForwardable(): FastForward {
@@ -31,7 +37,8 @@ export function fastForwardable(): FastForward {
       const wait = waiting!;
       fired = wait;
       answered = false;
-      await condition(() => answered);
+      // Answered when the step after the wait is done, also in a run being cancelled.
+      await CancellationScope.nonCancellable(() => condition(() => answered));
       return wait;
     },
     {
@@ -56,6 +63,10 @@ export function fastForwardable(): FastForward {
     },
     get fired() {
       return fired !== undefined;
+    },
+    async finish() {
+      this.settled();
+      await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     },
   };
 }

@@ -21,4 +21,5 @@ export const PATCHES = {
   checkoutWindowSingleCall: { workflowType: 'checkoutSessionWorkflow', patchId: 'checkout-window-single-call' },
   deliveryFailingEmail: { workflowType: 'webhookDeliveryWorkflow', patchId: 'delivery-failing-email' },
   boundedOperatorReminders: { workflowType: 'orderFulfilmentWorkflow', patchId: 'bounded-operator-reminders' },
+  quoteCancelAnswersFastForward: { workflowType: 'quoteReservationWorkflow', patchId: 'quote-cancel-answers-fast-forward' },
 } as const satisfies Record<string, PatchEntry>;

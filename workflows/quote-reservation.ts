@@ -7,7 +7,8 @@
  * A quote that lost its race before it was written is cancelled by the API: the run ends with
  * BusinessStatus not_taken.
  */
-import { isCancellation, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { isCancellation, patched, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
+import { PATCHES } from './patches';
 import { onVersionedWorker } from './versioning';
 import type { Activities } from '../activities';
 import { quoteConsumedSignal, type QuoteReservationInput } from './messages';
@@ -29,24 +30,39 @@ export async function quoteReservationWorkflow(input: QuoteReservationInput): Pr
   // Sandbox fast-forward ends the 10 minutes now (CONTRACT §14).
   const fastForward = fastForwardable();
   showBusinessStatus('active');
+  // The API cancels a reservation whose quote lost a race and was never written: an ordinary
+  // end (BusinessStatus not_taken), not an incident as a termination would read.
+  const notTaken = async (): Promise<'absent'> => {
+    showBusinessStatus('not_taken');
+    await fastForward.finish();
+    return 'absent';
+  };
   let ended: boolean;
   try {
     ended = await fastForward.wait('quote_expiry', () => consumed, QUOTE_RESERVATION, 'the 10-minute reservation');
   } catch (err) {
-    // The API cancels a reservation whose quote lost a race and was never written: an ordinary
-    // end (BusinessStatus not_taken), not an incident as a termination would read.
     if (!isCancellation(err)) throw err;
+    // Runs before this patch ended without answering a fast-forward accepted in the same task.
+    if (patched(PATCHES.quoteCancelAnswersFastForward.patchId)) return notTaken();
     showBusinessStatus('not_taken');
     return 'absent';
   }
   if (ended) {
     showBusinessStatus('consumed');
-    fastForward.settled();
+    await fastForward.finish();
     return 'consumed';
   }
-  const outcome = await expireQuote({ quotePublicId: input.quotePublicId });
+  let outcome: 'expired' | 'consumed' | 'absent';
+  try {
+    outcome = await expireQuote({ quotePublicId: input.quotePublicId });
+  } catch (err) {
+    // Cancelled as the wait ended (a fast-forward, or the 10 minutes, in the task that brought the
+    // cancellation): not taken, as above; runs before this patch ended cancelled, the update unanswered.
+    if (isCancellation(err) && patched(PATCHES.quoteCancelAnswersFastForward.patchId)) return notTaken();
+    throw err;
+  }
   showBusinessStatus(outcome);
-  fastForward.settled();
+  await fastForward.finish();
   return outcome;
 }
 

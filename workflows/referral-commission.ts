@@ -25,7 +25,7 @@ export async function referralCommissionWorkflow(input: ReferralCommissionInput)
   await fastForward.wait('referral_window', () => false, REFERRAL_REFUND_WINDOW, 'the 30-day refund window');
   const outcome = await accrueReferralCommission({ salePublicId: input.salePublicId, at: new Date().toISOString() });
   showBusinessStatus(outcome);
-  fastForward.settled();
+  await fastForward.finish();
   return outcome;
 }
 
