@@ -137,11 +137,12 @@ export class Stack {
    * search process does not embed the sandbox inventory again (the tests' own, on this machine).
    * `prebuiltBundle`: the worker loads the workflow bundle `npm test`'s pretest built, when it is
    * current, instead of bundling at each start (the tests'; the benchmark measures a real start).
+   * `entry`: the dev stack of another release's checkout (its dist/src/main/dev-stack.js).
    */
   constructor(
     readonly dataDir: string,
     readonly env: Record<string, string> = {},
-    readonly options: { seedEmbeddings?: string; prebuiltBundle?: boolean } = {},
+    readonly options: { seedEmbeddings?: string; prebuiltBundle?: boolean; entry?: string } = {},
   ) {}
 
   get pid(): number {
@@ -166,7 +167,8 @@ export class Stack {
     // Its own parts only: nothing named by this shell's environment.
     const inherited = { ...process.env };
     for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'REDIS_URL', 'SEARCH_URL', 'PUBLIC_BASE_URL', 'MASTER_KEY', 'QUOTE_SIGNING_KEY', 'SMTP_URL']) delete inherited[name];
-    this.child = spawn(process.execPath, [DEV_STACK], {
+    // `entry`: another release's dev stack (bench/upgrade-check.ts), else this one's.
+    this.child = spawn(process.execPath, [this.options.entry ?? DEV_STACK], {
       env: {
         ...inherited,
         DATA_DIR: this.dataDir,
