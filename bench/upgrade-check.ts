@@ -185,16 +185,21 @@ async function main(): Promise<void> {
     const caseState = (await call<{ status: string }>(after, 'GET', `${API}/brokerage/${brokerageCase.body.case_id}`)).body.status;
     if (caseState !== 'closed') problems.push(`the brokerage case is ${caseState}, not closed`);
 
-    // Every event of the partner's history delivered once.
+    // Every event of the partner's history delivered once (read again until all have come: the
+    // last steps' events are written as they end).
     const eventIds: string[] = [];
-    for (let cursor: string | null | undefined; ; ) {
-      const page = await call<{ data: Array<{ id: string }>; next_cursor: string | null }>(after, 'GET', `${API}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-      eventIds.push(...page.body.data.map((e) => e.id));
-      // next_cursor is never null: the history ends at an empty page.
-      if (!page.body.data.length || !page.body.next_cursor) break;
-      cursor = page.body.next_cursor;
-    }
-    await until(async () => eventIds.filter((id) => !received.has(id)).length, (n) => n === 0, 5 * 60_000, 'every event delivered').catch((err: Error) => problems.push(err.message));
+    const readEvents = async () => {
+      eventIds.length = 0;
+      for (let cursor: string | null | undefined; ; ) {
+        const page = await call<{ data: Array<{ id: string }>; next_cursor: string | null }>(after!, 'GET', `${API}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        eventIds.push(...page.body.data.map((e) => e.id));
+        // next_cursor is never null: the history ends at an empty page.
+        if (!page.body.data.length || !page.body.next_cursor) break;
+        cursor = page.body.next_cursor;
+      }
+      return eventIds.filter((id) => !received.has(id)).length + [...received.keys()].filter((id) => !eventIds.includes(id)).length;
+    };
+    await until(readEvents, (n) => n === 0, 5 * 60_000, 'every event of /events delivered, and nothing else').catch((err: Error) => problems.push(err.message));
     const twice = [...received].filter(([, n]) => n > 1).map(([id]) => id);
     if (twice.length) problems.push(`delivered more than once: ${twice.join(', ')}`);
     const stray = [...received.keys()].filter((id) => !eventIds.includes(id));

@@ -9,7 +9,8 @@
  * A `condition` with a timeout starts the same timer as the `sleep` it replaces, so histories
  * recorded before replay unchanged (test/workflows/replay.test.ts).
  */
-import { allHandlersFinished, CancellationScope, condition, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, patched, setHandler } from '@temporalio/workflow';
+import { FAST_FORWARD_OUTLIVES_CANCEL } from './patches';
 import type { Duration } from '@temporalio/common';
 import { fastForwardUpdate, type FastForwardWait } from './messages';
 
@@ -37,8 +38,10 @@ export function fastForwardable(): FastForward {
       const wait = waiting!;
       fired = wait;
       answered = false;
-      // Answered when the step after the wait is done, also in a run being cancelled.
-      await CancellationScope.nonCancellable(() => condition(() => answered));
+      // Answered when the step after the wait is done, also in a run being cancelled. Runs before
+      // this patch failed it (CancelledFailure) when the run was cancelled meanwhile, and replay so.
+      if (patched(FAST_FORWARD_OUTLIVES_CANCEL)) await CancellationScope.nonCancellable(() => condition(() => answered));
+      else await condition(() => answered);
       return wait;
     },
     {

@@ -22,4 +22,12 @@ export const PATCHES = {
   deliveryFailingEmail: { workflowType: 'webhookDeliveryWorkflow', patchId: 'delivery-failing-email' },
   boundedOperatorReminders: { workflowType: 'orderFulfilmentWorkflow', patchId: 'bounded-operator-reminders' },
   quoteCancelAnswersFastForward: { workflowType: 'quoteReservationWorkflow', patchId: 'quote-cancel-answers-fast-forward' },
+  // One id in the fast-forward every such workflow shares (workflows/fast-forward.ts).
+  quoteFastForwardOutlivesCancel: { workflowType: 'quoteReservationWorkflow', patchId: 'fast-forward-outlives-cancel' },
+  checkoutFastForwardOutlivesCancel: { workflowType: 'checkoutSessionWorkflow', patchId: 'fast-forward-outlives-cancel' },
+  referralFastForwardOutlivesCancel: { workflowType: 'referralCommissionWorkflow', patchId: 'fast-forward-outlives-cancel' },
+  orderFastForwardOutlivesCancel: { workflowType: 'orderFulfilmentWorkflow', patchId: 'fast-forward-outlives-cancel' },
+  brokerageFastForwardOutlivesCancel: { workflowType: 'brokerageCaseWorkflow', patchId: 'fast-forward-outlives-cancel' },
 } as const satisfies Record<string, PatchEntry>;
+
+export const FAST_FORWARD_OUTLIVES_CANCEL = PATCHES.quoteFastForwardOutlivesCancel.patchId;

@@ -42,7 +42,7 @@ export async function quoteReservationWorkflow(input: QuoteReservationInput): Pr
     ended = await fastForward.wait('quote_expiry', () => consumed, QUOTE_RESERVATION, 'the 10-minute reservation');
   } catch (err) {
     if (!isCancellation(err)) throw err;
-    // Runs before this patch ended without answering a fast-forward accepted in the same task.
+    // Runs before this patch ended here as they did (a fast-forward accepted in the same task failed with the run).
     if (patched(PATCHES.quoteCancelAnswersFastForward.patchId)) return notTaken();
     showBusinessStatus('not_taken');
     return 'absent';
@@ -57,7 +57,7 @@ export async function quoteReservationWorkflow(input: QuoteReservationInput): Pr
     outcome = await expireQuote({ quotePublicId: input.quotePublicId });
   } catch (err) {
     // Cancelled as the wait ended (a fast-forward, or the 10 minutes, in the task that brought the
-    // cancellation): not taken, as above; runs before this patch ended cancelled, the update unanswered.
+    // cancellation): not taken, as above; runs before this patch ended cancelled, and replay so.
     if (isCancellation(err) && patched(PATCHES.quoteCancelAnswersFastForward.patchId)) return notTaken();
     throw err;
   }

@@ -465,7 +465,7 @@ const workflowsCommand = program.command('workflows').description('the Temporal 
 workflowsCommand
   .command('patches')
   .description('per workflow type and patch id, the runs (open, or closed within retention) that still need it, and whether it may be deprecated or removed')
-  .option('--json', 'JSON output: an array of { workflow_type, patch_id, open_runs, open_runs_patched, open_runs_before_patch, runs_without_patch, deprecated_in, deprecation_shipped, runs_before_deprecation, retirable, verdict }')
+  .option('--json', 'JSON output: an array of { workflow_type, patch_id, open_runs, open_runs_patched, open_runs_before_patch, runs_before_patch, deprecated_in, deprecation_shipped, runs_before_deprecation, retirable, verdict }')
   .action(async (o) => {
     const uses = await withSession(({ dataSource }) => withTemporal(loadConfig(), (client) => patchUse(client, dataSource)));
     output(o.json, uses, uses.map((u) => `${u.workflow_type}\t${u.patch_id}\t${u.verdict}`).join('\n'));

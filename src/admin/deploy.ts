@@ -22,13 +22,16 @@ export interface Deployment {
 
 export interface DeployVersion {
   build_id: string;
-  /** current | ramping | draining (pinned runs may remain) | drained | inactive (never current yet). */
+  /** current | ramping | draining (pinned runs may remain) | drained | inactive (never current yet) | created. */
   status: string;
   ramp_percent: number | null;
   created_at: string | null;
-  /** When it last stopped being current (null: current now, or never was). */
+  /** When it last became current (null: never was). */
   last_current_at: string | null;
-  /** Workers of this version polling now (distinct identities over the task queues). */
+  /**
+   * Workers of this version polling (distinct identities over the task queues' root partitions).
+   * The server keeps a poller listed for a few minutes after it stops: 0 is sure, more may be stale.
+   */
   pollers: number;
   /** Open runs pinned to this version: they finish only on its workers. */
   pinned_open_runs: number;
@@ -55,6 +58,7 @@ const STATUS_NAMES: Record<number, string> = {
   [Status.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING]: 'draining',
   [Status.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED]: 'drained',
   [Status.WORKER_DEPLOYMENT_VERSION_STATUS_INACTIVE]: 'inactive',
+  [Status.WORKER_DEPLOYMENT_VERSION_STATUS_CREATED]: 'created',
 };
 
 type Timestamp = { seconds?: unknown; nanos?: number | null } | null | undefined;
@@ -175,12 +179,10 @@ export async function rollbackDeployment(client: Client, d: Deployment): Promise
     return { move: 'rollback', done: `the ramp of ${before.ramping_build_id} withdrawn: new runs all go to ${before.current_build_id ?? 'unversioned workers'}`, status: await deployStatus(client, d) };
   }
   const current = before.versions.find((v) => v.build_id === before.current_build_id);
-  const others = before.versions.filter((v) => v.build_id !== before.current_build_id);
-  // The one current last before this one; a server that does not report when a version was last
-  // current: the newest version created before the current one (versions are newest first).
-  const previous =
-    others.filter((v) => v.last_current_at).sort((a, b) => (b.last_current_at ?? '').localeCompare(a.last_current_at ?? ''))[0] ??
-    others.find((v) => (v.created_at ?? '') < (current?.created_at ?? ''));
+  // Only back: a version created before the current one (a second rollback never brings back the
+  // release just rolled back from). Among them the one current most recently, else the newest.
+  const older = before.versions.filter((v) => v.build_id !== before.current_build_id && (v.created_at ?? '') < (current?.created_at ?? ''));
+  const previous = older.filter((v) => v.last_current_at).sort((a, b) => (b.last_current_at ?? '').localeCompare(a.last_current_at ?? ''))[0] ?? older[0];
   if (!previous) throw new Error(`no earlier version to roll back to (current: ${before.current_build_id ?? 'none'})`);
   if (previous.pollers === 0) throw new Error(`${previous.build_id} has no worker polling: start the previous release's worker again, then roll back`);
   await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace: d.namespace, deploymentName: d.deploymentName, buildId: previous.build_id, conflictToken, identity: identity('rollback') });

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     const deployment = { namespace: config.temporal.namespace, deploymentName: DEPLOYMENT_NAME, taskQueues: [config.temporal.taskQueue, config.temporal.webhookTaskQueue] };
     watchDeployment(async () => (await deployStatus(temporal.client, deployment)).versions);
   }
-  const { workers: worker, running: run } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey });
+  const { workers: worker, running: run } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey, logger });
   started = worker;
   if (stopRequested) worker.shutdown();
   const healthFile = config.workerHealthFile;

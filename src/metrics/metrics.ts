@@ -6,6 +6,7 @@
  * Label values are bounded: routes are templates (`/api/partner/v1/orders/{public_id}`), never
  * concrete paths; partners are never a label.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { Order } from '../db/entities/order';
@@ -171,7 +172,9 @@ new Gauge({
 });
 
 /** The worker deployment's versions under Worker Versioning (src/admin/deploy.ts), read from Temporal at most every 30 s. */
-type DeploymentVersions = Array<{ build_id: string; pollers: number; pinned_open_runs: number }>;
+type DeploymentVersions = Array<{ build_id: string; status: string; pollers: number; pinned_open_runs: number }>;
+/** A read of the deployment that does not answer within this is given up (the scrape answers without it). */
+const DEPLOYMENT_READ_TIMEOUT_MS = 5_000;
 const deployment: { read?: () => Promise<DeploymentVersions>; last?: { at: number; versions: Promise<DeploymentVersions | undefined> } } = {};
 const DEPLOYMENT_READ_EVERY_MS = 30_000;
 
@@ -183,7 +186,9 @@ function deploymentVersions(): Promise<DeploymentVersions | undefined> {
   if (!deployment.read) return Promise.resolve(undefined);
   if (!deployment.last || Date.now() - deployment.last.at > DEPLOYMENT_READ_EVERY_MS) {
     // Temporal away: no figures (the gauges keep their last), as the other dependency gauges do.
-    deployment.last = { at: Date.now(), versions: deployment.read().catch(() => undefined) };
+    const read = deployment.read().catch(() => undefined);
+    const timeout = delay(DEPLOYMENT_READ_TIMEOUT_MS, undefined, { ref: false });
+    deployment.last = { at: Date.now(), versions: Promise.race([read, timeout]) };
   }
   return deployment.last.versions;
 }
@@ -211,5 +216,18 @@ new Gauge({
     if (!versions) return;
     this.reset();
     for (const v of versions) this.set({ build_id: v.build_id }, v.pollers);
+  },
+});
+
+new Gauge({
+  name: 'partner_api_worker_deployment_routed',
+  help: 'Worker deployment versions that take new runs (1: current or ramping); with Worker Versioning on',
+  labelNames: ['build_id'] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    const versions = await deploymentVersions();
+    if (!versions) return;
+    this.reset();
+    for (const v of versions) this.set({ build_id: v.build_id }, v.status === 'current' || v.status === 'ramping' ? 1 : 0);
   },
 });

@@ -12,7 +12,7 @@ import type { ActivityMail } from '../../activities/mail';
 import { smtpTransport } from '../mail/send';
 import { workflowStarters } from './starters';
 import { configuredVersion, deploymentOptions, makeCurrentIfFirst, packageVersion, workerBuildId, type WorkerVersion } from './versioning';
-import { keepReleaseSeen, recordRelease } from './releases';
+import { keepReleaseSeen, recordRelease, workerCode } from './releases';
 import { ensureMaintenanceWorkflows } from './maintenance';
 import { serviceWorkerInterceptors, serviceWorkflowInterceptorModules, WORKFLOWS_PATH } from './request-context';
 import { linksBaseUrl, type Config } from '../config';
@@ -134,12 +134,12 @@ export async function createServiceWorkers(deps: WorkerDeps & { webhookTaskQueue
  */
 export async function runServiceWorkers(
   config: Config,
-  parts: { connection: NativeConnection; client: Client; dataSource: DataSource; masterKey: MasterKeyring | Buffer },
+  parts: { connection: NativeConnection; client: Client; dataSource: DataSource; masterKey: MasterKeyring | Buffer; logger?: PinoLogger },
 ): Promise<{ workers: ServiceWorkers; running: Promise<void> }> {
   const version = configuredVersion(config);
   // Recorded before it can start a run: when code of a release last ran decides when a
   // deprecated patch may go (admin workflows patches).
-  const release = { buildId: version?.buildId ?? workerBuildId(config.projectRoot, config.temporal.buildId), version: packageVersion(config.projectRoot) };
+  const release = workerCode(version?.buildId ?? workerBuildId(config.projectRoot, config.temporal.buildId), packageVersion(config.projectRoot));
   await recordRelease(parts.dataSource, release);
   const workers = await createServiceWorkers({
     ...parts,
@@ -158,7 +158,7 @@ export async function runServiceWorkers(
     // tracing on, the worker bundles its own with them.
     ...(config.temporal.workflowBundle && tracingWorkflowModules().length === 0 ? { workflowBundle: { codePath: config.temporal.workflowBundle } } : {}),
   });
-  const stopSeeing = keepReleaseSeen(parts.dataSource, release, () => undefined);
+  const stopSeeing = keepReleaseSeen(parts.dataSource, release, (err) => parts.logger?.warn({ err }, 'could not record that this release still runs (worker_releases): retried in a minute'));
   const running = workers.run().finally(async () => {
     stopSeeing();
     await recordRelease(parts.dataSource, release).catch(() => undefined);

@@ -25,7 +25,7 @@ import { waitFor } from '../helpers/wait';
 import { adminWith } from '../helpers/admin';
 import { wakeDelivery } from '../../src/webhooks/notify';
 import { patchUse, type PatchUse } from '../../src/admin/temporal';
-import { In } from 'typeorm';
+import { Like } from 'typeorm';
 import { WorkerRelease } from '../../src/db/entities/worker-release';
 import { recordHistory } from '../helpers/histories';
 import { PATCHES, type PatchEntry } from '../../workflows/patches';
@@ -224,21 +224,31 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
     await handle.cancel();
   });
 
-  it('a deprecated patch may be removed only when no run, open or closed within retention, started before code calling patched() last ran', async () => {
+  it('a patch may be deprecated only when no run within retention started before code without it last ran, and removed only when none started before code calling patched() last ran', async () => {
     const s = getStack();
     const releases = s.dataSource.getRepository(WorkerRelease);
     const workflowType = `patchRuleProbe${randomUUID().replace(/-/g, '').slice(0, 8)}`;
-    const entry = { workflowType, patchId: 'patch-rule-step', deprecatedIn: '90.1.0' };
+    const P = `patch-rule-${randomUUID().slice(0, 8)}`;
+    const entry = { workflowType, patchId: P, deprecatedIn: '0.3.0' };
     const useOf = async (e: PatchEntry = entry) => (await patchUse(env.client, s.dataSource, [e]))[0]!;
-    // A run of the type, started while release 90.0.0 (calling patched()) runs; no worker serves it.
+    const hour = 3_600_000;
+    const code = (id: string, patches: string[], deprecatedPatches: string[], lastSeenAt: Date) => ({
+      id: `${id} ${P}`, buildId: id, version: '0.1.0', patches, deprecatedPatches, firstSeenAt: new Date(Date.now() - 3 * hour), lastSeenAt,
+    });
+    // A run of the type, started while code calling patched(P) runs; no worker serves it.
     const run = await env.client.workflow.start(workflowType, { workflowId: `${workflowType}-1`, taskQueue: `no-worker-${randomUUID()}` });
     await visible(`WorkflowType = '${workflowType}'`, 'the run in visibility');
+    const startedAt = Date.now();
     await releases.save([
-      { buildId: '90.0.0+old', version: '90.0.0', firstSeenAt: new Date(Date.now() - 3_600_000), lastSeenAt: new Date() },
-      { buildId: '90.1.0+new', version: '90.1.0', firstSeenAt: new Date(), lastSeenAt: new Date() },
+      code('before-the-patch', [], [], new Date(startedAt - 2 * hour)),
+      code('patched-call', [P], [], new Date()),
     ]);
     try {
-      assert.equal((await useOf({ ...entry, deprecatedIn: '90.2.0' })).verdict, 'keep deprecatePatch(): release 90.2.0 has not run here yet');
+      const patchedOnly = await useOf({ workflowType, patchId: P });
+      assert.equal(patchedOnly.runs_before_patch, 0, 'started after code without the patch last ran');
+      assert.match(patchedOnly.verdict, /^may be deprecated/);
+      assert.equal((await useOf()).verdict, 'keep deprecatePatch(): no worker whose code deprecates it (0.3.0) has run here yet');
+      await releases.save(code('deprecating', [P], [P], new Date()));
       const open = await useOf();
       assert.equal(open.deprecation_shipped, true);
       assert.equal(open.runs_before_deprecation, 1);
@@ -250,13 +260,16 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
       assert.equal(closed.runs_before_deprecation, 1);
       assert.equal(closed.retirable, false);
       assert.match(closed.verdict, /keep deprecatePatch\(\): 1 run/);
-      // Had the old release last run long before the run started, no run could hold its marker.
-      await releases.update({ buildId: '90.0.0+old' }, { lastSeenAt: new Date(Date.now() - 3_600_000) });
+      // Had code calling patched() last run long before the run started, no run could hold its marker.
+      await releases.update({ id: `patched-call ${P}` }, { lastSeenAt: new Date(startedAt - 2 * hour) });
       const after = await useOf();
       assert.equal(after.runs_before_deprecation, 0);
       assert.equal(after.retirable, true, after.verdict);
+      // A release that reuses a build id for other code is another record: the old one still counts.
+      await releases.save(code('patched-call-again', [P], [], new Date()));
+      assert.equal((await useOf()).retirable, false, 'code calling patched() ran again');
     } finally {
-      await releases.delete({ buildId: In(['90.0.0+old', '90.1.0+new']) });
+      await releases.delete({ id: Like(`% ${P}`) });
     }
   });
 
@@ -338,6 +351,10 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
       const rolledBack = await deploy('rollback');
       assert.equal(rolledBack.status.current_build_id, ONE);
       quotes.push(await newQuoteOn(ONE, 'rolled back: new runs on version one'));
+      // A second rollback never brings back the release just rolled back from.
+      const again = await adminWith({ TEMPORAL_ADDRESS: env.address, TEMPORAL_TASK_QUEUE: queue }, 'deploy', 'rollback', '--json');
+      assert.notEqual(again.code, 0);
+      assert.match(again.stderr, /no earlier version to roll back to/);
       // Restarting two's worker does not take the deployment back.
       assert.equal(await makeCurrentIfFirst(env.client, 'default', { deploymentName: DEPLOYMENT_NAME, buildId: TWO }), false);
       assert.equal((await deploy('promote')).status.current_build_id, TWO, 'promoted again');

@@ -1,8 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The releases whose workers have run here, and when (src/db/entities/worker-release.ts): what
- * decides when a deprecated workflow patch may be removed. Raw SQL: a table made by a migration.
+ * The workers' code that has run here, and when (src/db/entities/worker-release.ts): what decides
+ * when a workflow patch may be deprecated, and then removed. Raw SQL: a table made by a migration.
  */
 export class WorkerReleases1795003500000 implements MigrationInterface {
   name = 'WorkerReleases1795003500000';
@@ -10,8 +10,11 @@ export class WorkerReleases1795003500000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
       CREATE TABLE worker_releases (
-        build_id text PRIMARY KEY,
+        id text PRIMARY KEY,
+        build_id text NOT NULL,
         version text NOT NULL,
+        patches text[] NOT NULL,
+        deprecated_patches text[] NOT NULL,
         first_seen_at timestamptz NOT NULL DEFAULT now(),
         last_seen_at timestamptz NOT NULL DEFAULT now()
       )`);
