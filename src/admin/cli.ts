@@ -38,6 +38,7 @@ import type { ApplicationStatus } from '../db/entities/partner-application';
 
 const APPLICATION_STATUSES = ['applied', 'expired', 'verified', 'live_requested', 'approved', 'rejected'] as const;
 import { SearchClient } from '../search/search-client';
+import type { Client } from '@temporalio/client';
 
 interface Session {
   dataSource: DataSource;
@@ -478,7 +479,11 @@ const deployment = (): Deployment => {
 };
 const versionLine = (v: DeployVersion) =>
   `${v.build_id}\t${v.status}${v.ramp_percent !== null ? ` ${v.ramp_percent}%` : ''}\t${v.pollers} poller(s)\t${v.pinned_open_runs} pinned open run(s)`;
-const moveText = (m: DeployMove) => [m.done, ...m.status.versions.map(versionLine)].join('\n');
+/** One move of the deployment, printed with the versions after it. */
+async function deployMove(json: boolean, move: (client: Client) => Promise<DeployMove>): Promise<void> {
+  const moved = await withTemporal(loadConfig(), move);
+  output(json, moved, [moved.done, ...moved.status.versions.map(versionLine)].join('\n'));
+}
 deployCommand
   .command('status')
   .description('the versions of the worker deployment, newest first: status, ramp, pollers and pinned open runs')
@@ -496,26 +501,17 @@ deployCommand
     return n;
   })
   .option('--json', 'JSON output: { move, done, status }')
-  .action(async (percent: number, o) => {
-    const moved = await withTemporal(loadConfig(), (client) => rampDeployment(client, deployment(), percent));
-    output(o.json, moved, moveText(moved));
-  });
+  .action((percent: number, o) => deployMove(o.json, (client) => rampDeployment(client, deployment(), percent)));
 deployCommand
   .command('promote')
   .description('make the release being rolled out current: every new run goes to it; runs pinned to the previous one stay there')
   .option('--json', 'JSON output: { move, done, status }')
-  .action(async (o) => {
-    const moved = await withTemporal(loadConfig(), (client) => promoteDeployment(client, deployment()));
-    output(o.json, moved, moveText(moved));
-  });
+  .action((o) => deployMove(o.json, (client) => promoteDeployment(client, deployment())));
 deployCommand
   .command('rollback')
   .description('withdraw a ramp, or make the previously current version current again (its worker must still poll)')
   .option('--json', 'JSON output: { move, done, status }')
-  .action(async (o) => {
-    const moved = await withTemporal(loadConfig(), (client) => rollbackDeployment(client, deployment()));
-    output(o.json, moved, moveText(moved));
-  });
+  .action((o) => deployMove(o.json, (client) => rollbackDeployment(client, deployment())));
 
 program
   .command('reconcile')

@@ -193,17 +193,22 @@ function deploymentVersions(): Promise<DeploymentVersions | undefined> {
   return deployment.last.versions;
 }
 
+/** A gauge's collect: one figure per version of the deployment, labelled by its build id. */
+function perVersion(figure: (v: DeploymentVersions[number]) => number) {
+  return async function (this: Gauge<'build_id'>): Promise<void> {
+    const versions = await deploymentVersions();
+    if (!versions) return;
+    this.reset();
+    for (const v of versions) this.set({ build_id: v.build_id }, figure(v));
+  };
+}
+
 new Gauge({
   name: 'partner_api_worker_deployment_pinned_open_runs',
   help: 'Open runs pinned to each worker deployment version (they finish only on its workers); with Worker Versioning on',
   labelNames: ['build_id'] as const,
   registers: [metricsRegistry],
-  async collect() {
-    const versions = await deploymentVersions();
-    if (!versions) return;
-    this.reset();
-    for (const v of versions) this.set({ build_id: v.build_id }, v.pinned_open_runs);
-  },
+  collect: perVersion((v) => v.pinned_open_runs),
 });
 
 new Gauge({
@@ -211,12 +216,7 @@ new Gauge({
   help: "Each worker deployment version's workers polling now; with Worker Versioning on",
   labelNames: ['build_id'] as const,
   registers: [metricsRegistry],
-  async collect() {
-    const versions = await deploymentVersions();
-    if (!versions) return;
-    this.reset();
-    for (const v of versions) this.set({ build_id: v.build_id }, v.pollers);
-  },
+  collect: perVersion((v) => v.pollers),
 });
 
 new Gauge({
@@ -224,10 +224,5 @@ new Gauge({
   help: 'Worker deployment versions that take new runs (1: current or ramping); with Worker Versioning on',
   labelNames: ['build_id'] as const,
   registers: [metricsRegistry],
-  async collect() {
-    const versions = await deploymentVersions();
-    if (!versions) return;
-    this.reset();
-    for (const v of versions) this.set({ build_id: v.build_id }, v.status === 'current' || v.status === 'ramping' ? 1 : 0);
-  },
+  collect: perVersion((v) => (v.status === 'current' || v.status === 'ramping' ? 1 : 0)),
 });
