@@ -222,8 +222,11 @@ async function main(): Promise<void> {
     );
     if (problems.length) process.exitCode = 1;
   } finally {
-    before?.kill();
-    after?.kill();
+    // Ctrl-C first, so that the stack stops its parts (Postgres, Redis, Temporal) with it; then killed.
+    for (const stack of [before, after]) {
+      if (stack && stack.exitCode === undefined) await stack.interrupt(60_000);
+      stack?.kill();
+    }
     receiver.close();
     try {
       execFileSync('git', ['worktree', 'remove', '--force', oldTree], { cwd: PROJECT_ROOT, stdio: 'ignore' });

@@ -215,12 +215,14 @@ export function checkoutPages(deps: CheckoutDeps & { publicBaseUrl?: string }, l
       return showForm(ctx, session, pt!, 422, errors, keep);
     }
     const form = parsed.data;
-    // Card testing across sessions: an address with too many declines this hour gets no form.
-    const may = await limits.mayPay(ctx.ip);
+    // Card testing across sessions: each card takes one of the address's hourly declines before
+    // the processor is asked (given back unless declined); used up, no card is sent.
+    const may = await limits.takeCardAttempt(ctx.ip);
     if (!may.allowed) {
       ctx.set('Retry-After', String(may.retryAfterSeconds));
       return message(ctx, 'tooManyDeclinesHere');
     }
+    let keepPoint = false;
     const outcome = await payForSession(
       deps,
       session.publicId,
@@ -232,7 +234,10 @@ export function checkoutPages(deps: CheckoutDeps & { publicBaseUrl?: string }, l
         registrant: Object.fromEntries(Object.entries({ organisation: form.organisation, phone: form.phone, address: form.address }).filter(([, v]) => v)) as Record<string, string>,
       },
       await referredBy(ctx, session).then((link) => (link ? { linkCode: link.code } : undefined)),
-    );
+    )
+      // Declined, or not yet answered (it may yet be declined): the point stays taken.
+      .then((answer) => ((keepPoint = answer.kind === 'declined' || answer.kind === 'pending'), answer))
+      .finally(() => (keepPoint ? undefined : limits.notDeclined(ctx.ip).catch(() => undefined)));
     switch (outcome.kind) {
       case 'paid': {
         const orderId = outcome.orderPublicId;
@@ -245,7 +250,6 @@ export function checkoutPages(deps: CheckoutDeps & { publicBaseUrl?: string }, l
         return receipt(ctx, outcome.session, orderId);
       }
       case 'declined':
-        await limits.declined(ctx.ip);
         return showForm(ctx, session, pt!, 402, { card_number: outcome.reason }, keep);
       case 'expired':
         return message(ctx, 'expired');

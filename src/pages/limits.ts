@@ -1,16 +1,18 @@
 /**
  * Limits on the public pages per client address (CONTRACT §15), in Redis when the API has one
  * (every API process shares the counts) and in the process otherwise (npm start without Redis,
- * tests): rate-limiter-flexible's fixed windows, keyed by the client's address (`ctx.ip`, which
- * reads X-Forwarded-For only with TRUST_PROXY). If Redis stops answering, each process keeps
+ * tests): rate-limiter-flexible's fixed windows, keyed by the client (`clientKey` of `ctx.ip`,
+ * which reads X-Forwarded-For only with TRUST_PROXY: an IPv4 address, an IPv6 /64). If Redis stops answering, each process keeps
  * limiting on its own (the library's insurance limiter) rather than letting everyone through.
  *
  * - page requests: 120 a minute, at most 60 of them in any 30 seconds (the burst);
  * - tracking links (`/r/`): always redirect, but count at most 30 clicks a minute;
- * - declined cards: 10 an hour across sessions (each session also stops at 5);
+ * - declined cards: 10 an hour across sessions (each session also stops at 5), each card taking
+ *   its point before the processor is asked;
  * - "Buy now": 20 sessions an hour;
  * - partner applications (/partners/apply): 10 an hour.
  */
+import { isIP } from 'node:net';
 import type { Redis } from 'ioredis';
 import { pageLimitRefusals } from '../metrics/metrics';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RateLimiterUnion, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -30,6 +32,23 @@ export const DEFAULT_PAGE_LIMITS: PageLimitSettings = { pagesPerMinute: 120, pag
 export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 const refused = (msBeforeNext: number): Verdict => ({ allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)) });
+
+/**
+ * Whom an address stands for: an IPv4 address itself; an IPv6 address by its /64 (one host is
+ * given a whole /64, so counting single addresses would let it rotate past every limit); an
+ * IPv4-mapped IPv6 address as the IPv4 address it maps.
+ */
+export function clientKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!address.includes(':') || isIP(address) !== 6) return address;
+  // Expanded to eight groups, the first four are the /64.
+  const [head, tail = ''] = address.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+}
 
 export class PageLimits {
   private readonly pages: RateLimiterUnion;
@@ -53,7 +72,7 @@ export class PageLimits {
   /** One page request from `address`. */
   async page(address: string): Promise<Verdict> {
     try {
-      await this.pages.consume(address);
+      await this.pages.consume(clientKey(address));
       return { allowed: true };
     } catch (err) {
       // A union rejects with each limiter's answer that refused, by key prefix.
@@ -69,17 +88,18 @@ export class PageLimits {
     return (await this.take(this.clicks, address, 'clicks')).allowed;
   }
 
-  /** Whether `address` may still submit a card (its declines of the last hour are under the limit). */
-  async mayPay(address: string): Promise<Verdict> {
-    const used = await this.declines.get(address);
-    if (!used || used.remainingPoints > 0) return { allowed: true };
-    pageLimitRefusals.inc({ limit: 'declines' });
-    return refused(used.msBeforeNext);
+  /**
+   * A card submitted from `address`: one of its hourly declines is taken now, atomically, before
+   * the processor is asked, so simultaneous submits cannot all pass while none has been declined
+   * yet. Refused once they are used up. `notDeclined` gives the point back.
+   */
+  async takeCardAttempt(address: string): Promise<Verdict> {
+    return this.take(this.declines, address, 'declines');
   }
 
-  /** A card from `address` was declined. */
-  async declined(address: string): Promise<void> {
-    await this.take(this.declines, address);
+  /** The card submitted from `address` was not declined (paid, or never reached the processor): its point back. */
+  async notDeclined(address: string): Promise<void> {
+    await this.declines.reward(clientKey(address), 1);
   }
 
   /** One "Buy now" (a checkout session opened) from `address`. */
@@ -95,7 +115,7 @@ export class PageLimits {
   /** One point from `limiter`; a refusal is counted under `limit` when given. */
   private async take(limiter: RateLimiterAbstract, address: string, limit?: string): Promise<Verdict> {
     try {
-      await limiter.consume(address);
+      await limiter.consume(clientKey(address));
       return { allowed: true };
     } catch (err) {
       if (err instanceof RateLimiterRes) {

@@ -7,6 +7,7 @@
  * agent (HMAC-SHA256, truncated), which then becomes its cookie's visitor: the raw IP is never
  * stored. Clicks are counted under a second keyed hash of the visitor.
  */
+import { clientKey } from '../pages/limits';
 import { SignedFields } from '../auth/signed-fields';
 
 export const ATTRIBUTION_COOKIE = 'ref';
@@ -36,7 +37,8 @@ export class AttributionKeys {
 
   /** A visitor id for a browser without a cookie: a keyed hash, never the address itself. */
   visitorFor(ip: string, userAgent: string): string {
-    return this.hash('visitor', `${ip}|${userAgent}`);
+    // An IPv6 visitor by its /64, as the page limits count it: a host rotating addresses is one visitor.
+    return this.hash('visitor', `${clientKey(ip)}|${userAgent}`);
   }
 
   /** What clicks are counted under. */

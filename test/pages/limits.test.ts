@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createApp } from '../../src/api/app';
-import { DEFAULT_PAGE_LIMITS, PageLimits } from '../../src/pages/limits';
+import { clientKey, DEFAULT_PAGE_LIMITS, PageLimits } from '../../src/pages/limits';
 import { admissionRedis } from '../../src/auth/redis-admission';
 import { startTestRedis } from '../helpers/redis';
 import { BROWSER, openCheckoutForm } from '../helpers/checkout-form';
@@ -82,6 +82,38 @@ describe('public pages: limits per client address', function () {
     assert.match(await blocked.text(), /No more cards from here/);
     const buyer = await form(address());
     assert.ok([200, 303].includes((await buyer('4242424242424242')).status), 'another address pays');
+  });
+
+  it('card testing in parallel: 8 sessions × 5 simultaneous declined cards from one address reach the processor at most 10 times', async () => {
+    const { client } = await newPartner();
+    const tester = address();
+    const forms = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const session = (await client.post<{ checkout_url: string }>('/api/partner/v1/checkout-session', { domain: (await freshDomain()).name })).body;
+        return (await openCheckoutForm(session.checkout_url, { baseUrl, headers: tester, buyer: { name: 'Card Tester', email: 'tester@example.com' } })).pay;
+      }),
+    );
+    const statuses: number[] = [];
+    for (let round = 0; round < 5; round++) statuses.push(...(await Promise.all(forms.map((pay) => pay('4000000000000002')))).map((r) => r.status));
+    // 402: the processor declined the card (it was asked); 429: refused before it was asked.
+    const declined = statuses.filter((s) => s === 402).length;
+    assert.ok(declined <= DEFAULT_PAGE_LIMITS.declinesPerHour, `${declined} cards reached the processor and were declined: ${statuses.join(' ')}`);
+    assert.ok(statuses.includes(429), `the rest refused with the 429 page: ${statuses.join(' ')}`);
+  });
+
+  it('an IPv6 client is counted by its /64 (a host has a whole /64 to rotate through), an IPv4-mapped one as its IPv4 address', async () => {
+    const limits = new PageLimits({ ...DEFAULT_PAGE_LIMITS, buyNowPerHour: 3 });
+    const presses = async (addresses: string[]) => {
+      const allowed = [];
+      for (const a of addresses) allowed.push((await limits.buyNowPress(a)).allowed);
+      return allowed;
+    };
+    // Four addresses of one /64, written every way they can be.
+    assert.deepEqual(await presses(['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:0db8:0001:0002:0:0:0:7', '2001:db8:1:2:a:b:c:d']), [true, true, true, false]);
+    assert.deepEqual(await presses(['2001:db8:1:3::1']), [true], 'the next /64 is someone else');
+    assert.deepEqual(await presses(['::ffff:198.51.100.9', '198.51.100.9', '::ffff:198.51.100.9', '198.51.100.9']), [true, true, true, false], 'IPv4-mapped is the IPv4 address');
+    assert.equal(clientKey('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(clientKey('::1'), '0:0:0:0::/64');
   });
 
   it('"Buy now" opens at most 20 checkouts an hour per address', async () => {
