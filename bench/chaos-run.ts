@@ -10,7 +10,7 @@
  * one at a time at random moments, each of Postgres, Redis, the Temporal dev server, the search
  * process, the worker and the second API process, and waits for each to be back before the next.
  * The partners' client spreads requests over both API processes and retries connection errors,
- * timeouts, 5xx, 429 and a request refused as signed before the replay store restarted, always
+ * timeouts, 5xx (a request signed before the replay store restarted among them) and 429, always
  * with the same Idempotency-Key (and the same form, for a checkout).
  *
  * Afterwards it checks: no order lost (every order a partner was told of exists) or doubled (no
@@ -417,7 +417,7 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
           why = (err as Error).message;
           observed.push({ at: Date.now(), status: 'error' });
         }
-        const retryable = !res || res.status >= 500 || res.status === 429 || (res.status === 401 && /restarted/.test(res.text));
+        const retryable = !res || res.status >= 500 || res.status === 429;
         if (!retryable) return res!;
         if (Date.now() > deadline) throw new Error(`gave up on ${method} ${pathAndQuery} after 5 minutes: ${res ? `${res.status} ${res.text.slice(0, 200)}` : why}`);
         counts.retries++;
@@ -615,10 +615,11 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
           const r = replay;
           replayChecks.push(
             (async () => {
-              // Once admission answers again (not 503), the replay must be refused.
+              // Once admission answers again (not its 503 while Redis is away), the replay must be
+              // refused: as signed before the store restarted (503, "sign it again"), or as a used nonce (401).
               for (let i = 0; i < 100; i++) {
                 const again = await fetch(new URL(r.pathAndQuery, stack.apiUrl), { headers: r.headers }).catch(() => undefined);
-                if (again && again.status !== 503) {
+                if (again && (again.status !== 503 || /restarted/.test(await again.clone().text()))) {
                   if (again.status === 200) problems.push('a request signed before a Redis kill was admitted again after it (a replayed nonce)');
                   else counts.replaysRefused++;
                   return;

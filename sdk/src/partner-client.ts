@@ -23,6 +23,34 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/**
+ * How the clients send again, signed anew, an answer that asks for it: 429 (rate limited) and 503
+ * (a part of the service restarting, or the replay store restarted: "sign it again"), after the
+ * answer's Retry-After. A 503 of a POST is sent again only with an Idempotency-Key (whether it was
+ * acted on cannot be known otherwise); an answer asking to wait longer than `maxWaitSeconds`
+ * (a quota's hour, say) is returned as it is.
+ */
+export interface RetryPolicy {
+  /** Sends after the first, at most (default 3). */
+  attempts: number;
+  /** The longest Retry-After waited for (default 10 s). */
+  maxWaitSeconds: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, maxWaitSeconds: 10 };
+
+/** The seconds to wait before sending again, or undefined when the answer is final. */
+export function retryAfter(method: string, hasIdempotencyKey: boolean, status: number, headers: Headers, policy: RetryPolicy): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  if (status === 503 && !['GET', 'HEAD', 'PUT', 'DELETE'].includes(method.toUpperCase()) && !hasIdempotencyKey) return undefined;
+  const seconds = Number(headers.get('retry-after') ?? '1');
+  if (!Number.isFinite(seconds) || seconds < 0 || seconds > policy.maxWaitSeconds) return undefined;
+  return seconds;
+}
+
+const hasKey = (headers: Record<string, string> | Headers | undefined) =>
+  headers instanceof Headers ? headers.has('idempotency-key') : Object.keys(headers ?? {}).some((h) => h.toLowerCase() === 'idempotency-key');
+
 export interface PartnerResponse<T = unknown> {
   status: number;
   headers: Headers;
@@ -70,10 +98,15 @@ export function signRequestHeaders(
 }
 
 export class PartnerClient {
+  /**
+   * `retry`: how 429 and 503 answers are sent again, signed anew (RetryPolicy); `false` returns
+   * every answer as it comes (the server's own tests of those answers).
+   */
   constructor(
     readonly baseUrl: string,
     readonly credential: PartnerCredential,
     private readonly clock: () => number = Date.now,
+    private readonly retry: RetryPolicy | false = DEFAULT_RETRY,
   ) {}
 
   /** The headers that sign a request of `method` to `pathAndQuery` (e.g. `/api/partner/v1/pricing?domain=a.com`). */
@@ -82,6 +115,17 @@ export class PartnerClient {
   }
 
   async request<T = unknown>(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<PartnerResponse<T>> {
+    // A fixed timestamp or nonce is a test of the server's checks: sent once, as given.
+    const policy = this.retry && options.timestamp === undefined && options.nonce === undefined ? this.retry : undefined;
+    for (let attempt = 0; ; attempt++) {
+      const answer = await this.send<T>(method, pathAndQuery, options);
+      const wait = policy && attempt < policy.attempts ? retryAfter(method, hasKey(options.headers), answer.status, answer.headers, policy) : undefined;
+      if (wait === undefined) return answer;
+      await new Promise((r) => setTimeout(r, wait * 1000));
+    }
+  }
+
+  private async send<T>(method: string, pathAndQuery: string, options: CallOptions): Promise<PartnerResponse<T>> {
     const upper = method.toUpperCase();
     const body =
       options.body === undefined ? '' : typeof options.body === 'string' || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body);

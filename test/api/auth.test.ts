@@ -99,7 +99,7 @@ describe('authentication outcomes over HTTP (CONTRACT §1)', () => {
     assert.equal((await client.get(PRICING, { nonce })).status, 200);
   });
 
-  it('after crash recovery empties the replay store, a request signed before it restarted is 401; one signed since is answered', async () => {
+  it('after crash recovery empties the replay store, a request signed before it restarted is 503 with Retry-After (sign again), never a credential error; one signed since is answered', async () => {
     // Crash recovery empties the unlogged nonce table and, with it, admission_epoch; deleting the row is what it leaves behind.
     const { dataSource } = getStack();
     const { client } = await newPartner();
@@ -107,8 +107,9 @@ describe('authentication outcomes over HTTP (CONTRACT §1)', () => {
     try {
       const signedBefore = String(Math.floor(Date.now() / 1000) - 1);
       const refused = await client.get(PRICING, { timestamp: signedBefore });
-      expectError(refused, 401, 'invalid_signature');
-      assert.match((refused.body as { error: { message: string } }).error.message, /restarted/);
+      expectError(refused, 503, 'service_unavailable');
+      assert.equal(refused.headers.get('retry-after'), '1');
+      assert.match((refused.body as { error: { message: string } }).error.message, /restarted.*sign it again/);
       const [{ startedAt }] = (await dataSource.query('SELECT extract(epoch FROM started_at)::float8 AS "startedAt" FROM admission_epoch')) as Array<{ startedAt: number }>;
       // A wait on the clock, which the epoch is made of: until 50 ms into the second after the epoch began.
       const pastTheEpochMs = Math.max(0, (Math.ceil(startedAt) - Date.now() / 1000) * 1000 + 50);

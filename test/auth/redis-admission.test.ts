@@ -213,8 +213,9 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     redis = await redis.restart();
     await waitFor(async () => (await fetch(`${a.url}/readyz`)).status, (status) => status === 200, 5_000, 'Redis back');
     const refused = await client.get(PATH, { timestamp: signedBefore });
-    assert.equal(refused.status, 401);
-    assert.match((refused.body as { error: { message: string } }).error.message, /restarted/);
+    assert.equal(refused.status, 503, 'a restart is not a bad credential');
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.match((refused.body as { error: { message: string } }).error.message, /restarted.*sign it again/);
     // A wait on the clock, which the epoch is made of: the new epoch is the second after the refused
     // request's batch at the latest, so a request signed a second later is signed after it.
     const pastTheEpochMs = 1_000;

@@ -165,7 +165,10 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
       case 'revoked':
         reject('this credential has been revoked');
       case 'signed_before_restart':
-        reject('signed before the replay store restarted after a database failure: sign the request again with the current time');
+        // Not a bad credential: the replay store restarted and cannot tell whether this nonce was
+        // used. Counted (partner_api_admission_total{outcome="signed_before_restart"}); a client
+        // signs the request again and sends it, as for any 503.
+        throw new ApiError('service_unavailable', 'the replay store restarted while this request was on its way: sign it again with the current time and send it', undefined, { 'Retry-After': '1' });
       case 'replayed':
         reject('this nonce has already been used');
       case 'forbidden':
