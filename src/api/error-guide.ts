@@ -44,8 +44,8 @@ const GUIDE: Record<ErrorCode, Omit<ErrorGuide, 'code' | 'status'>> = {
   quota_exceeded: { meaning: 'The partner holds as many open quotes or brokerage cases as its quota allows.', action: 'Let quotes expire or use them, or close cases; an operator can raise the quota.', retry: false },
   internal_error: { meaning: 'An unexpected failure; it is logged with the request id and nothing was half-written.', action: 'Retry with exponential back-off (the same Idempotency-Key); quote request_id to support if it persists.', retry: true },
   service_unavailable: {
-    meaning: 'A part the service needs (its database, Temporal, the admission store or the search process) is restarting.',
-    action: 'Retry after the seconds in Retry-After, with the same Idempotency-Key and signed anew.',
+    meaning: 'A part the service needs (its database, Temporal, the admission store or the search process) is restarting, or the replay store restarted while the request was on its way.',
+    action: 'Retry after the seconds in Retry-After, with the same Idempotency-Key and signed anew (the SDK\'s clients do it by themselves).',
     retry: true,
   },
 };
