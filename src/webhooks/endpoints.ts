@@ -25,12 +25,15 @@ const aad = webhookSecretAad;
 export async function resolvedAddressProblems(url: URL, policy: TargetPolicy): Promise<string[]> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
+  // One answer whether the name does not resolve or resolves to an address that is not public:
+  // telling them apart would let anyone learn which names exist inside the deployment.
+  const refused = [`${host} does not resolve to a public address`];
   try {
     addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
   } catch {
-    return [`${host} does not resolve`];
+    return refused;
   }
-  return addresses.map((a) => forbiddenAddress(a, policy)).filter((why): why is string => !!why).map((why) => `${host} resolves to ${why}`);
+  return addresses.some((a) => forbiddenAddress(a, policy)) ? refused : [];
 }
 
 /** How long a replaced secret keeps signing deliveries beside the new one (CONTRACT §7). */
