@@ -66,6 +66,7 @@ import { OnboardingEmail1795003300000 } from './migrations/1795003300000-onboard
 import { LateDeliveryOrder1795003400000 } from './migrations/1795003400000-late-delivery-order';
 import { WorkerRelease } from './entities/worker-release';
 import { WorkerReleases1795003500000 } from './migrations/1795003500000-worker-releases';
+import { LeastPrivilege1795003600000 } from './migrations/1795003600000-least-privilege';
 
 export const entities = [
   Partner,
@@ -148,6 +149,7 @@ export const migrations = [
   OnboardingEmail1795003300000,
   LateDeliveryOrder1795003400000,
   WorkerReleases1795003500000,
+  LeastPrivilege1795003600000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */
