@@ -53,7 +53,10 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.equal(services.temporal.environment?.POSTGRES_USER, 'temporal');
     const init = readFileSync(path.join(root, 'deploy', 'postgres-init.sh'), 'utf8');
     assert.match(init, /GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO partner_api_app/);
-    assert.match(init, /GRANT SELECT ON TABLES TO partner_api_search/);
+    // The search role gets its one table by migration, never every table by default
+    // (test/db/roles.test.ts connects as each role).
+    assert.doesNotMatch(init, /ON TABLES TO partner_api_search/);
+    assert.match(init, /GRANT USAGE ON SCHEMA public TO partner_api_app, partner_api_search/);
     assert.doesNotMatch(init, /SUPERUSER/);
   });
 
