@@ -1,10 +1,12 @@
 /**
  * Which operator did each manual act (issue: operators see the service): every admin command that
- * changes something is recorded in `operator_actions` once it succeeded, with who ran it and what
- * it was given; `admin audit` lists them.
+ * changes something is recorded in `operator_actions` before it acts, with who ran it and what it
+ * was given, and its outcome (succeeded, refused with the reason, failed) appended after it;
+ * `admin audit` lists them. In production the operator must be named (ADMIN_OPERATOR): in a
+ * container the OS user is always `node`.
  */
 import os from 'node:os';
-import type { DataSource } from 'typeorm';
+import { In, IsNull, type DataSource } from 'typeorm';
 import { OperatorAction } from '../db/entities/operator-action';
 
 /** Commands that only read: not recorded. */
@@ -21,9 +23,19 @@ export function isRecorded(command: string, args: Record<string, unknown>): bool
   return !READ_ONLY.has(command);
 }
 
-export async function recordAction(dataSource: DataSource, command: string, args: Record<string, unknown>, operator = operatorName()): Promise<void> {
+/** Records a command about to act (`started`); answers the row's id, which its outcome points at. */
+export async function recordAttempt(dataSource: DataSource, command: string, args: Record<string, unknown>, operator = operatorName()): Promise<string> {
   const { json: _json, ...given } = args;
-  await dataSource.getRepository(OperatorAction).insert({ operator, command, arguments: given as object });
+  const inserted = await dataSource.getRepository(OperatorAction).insert({ operator, command, arguments: given as object, outcome: 'started' });
+  return String(inserted.identifiers[0]!.id);
+}
+
+/** Appends the outcome of the attempt `attemptId` (the started row is never changed). */
+export async function recordOutcome(dataSource: DataSource, attemptId: string, outcome: 'succeeded' | 'refused' | 'failed', error?: string): Promise<void> {
+  const attempt = await dataSource.getRepository(OperatorAction).findOneByOrFail({ id: attemptId });
+  await dataSource
+    .getRepository(OperatorAction)
+    .insert({ operator: attempt.operator, command: attempt.command, arguments: attempt.arguments as object, outcome, attemptId, error: error?.slice(0, 2000) ?? null });
 }
 
 export interface ActionView {
@@ -31,9 +43,28 @@ export interface ActionView {
   command: string;
   arguments: Record<string, unknown>;
   at: string;
+  /** succeeded, refused, failed; `unfinished` when its process ended before saying (killed, say). */
+  outcome: 'succeeded' | 'refused' | 'failed' | 'unfinished';
+  /** Why it was refused, or how it failed. */
+  error: string | null;
 }
 
+/** The acts, newest first, each with its outcome (rows recorded before outcomes were: succeeded). */
 export async function recentActions(dataSource: DataSource, limit: number): Promise<ActionView[]> {
-  const rows = await dataSource.getRepository(OperatorAction).find({ order: { id: 'DESC' }, take: limit });
-  return rows.map((r) => ({ operator: r.operator, command: r.command, arguments: r.arguments, at: r.at.toISOString() }));
+  const repo = dataSource.getRepository(OperatorAction);
+  const acts = await repo.find({ where: { attemptId: IsNull() }, order: { id: 'DESC' }, take: limit });
+  const started = acts.filter((a) => a.outcome === 'started').map((a) => a.id);
+  const outcomes = started.length ? await repo.find({ where: { attemptId: In(started) } }) : [];
+  const outcomeOf = new Map(outcomes.map((o) => [String(o.attemptId), o]));
+  return acts.map((a) => {
+    const ended = a.outcome === 'started' ? outcomeOf.get(a.id) : a;
+    return {
+      operator: a.operator,
+      command: a.command,
+      arguments: a.arguments,
+      at: a.at.toISOString(),
+      outcome: ended ? (ended.outcome as ActionView['outcome']) : 'unfinished',
+      error: ended?.error ?? null,
+    };
+  });
 }

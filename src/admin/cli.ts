@@ -29,7 +29,7 @@ import { DEPLOYMENT_NAME } from '../temporal/versioning';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';
-import { isRecorded, operatorName, recentActions, recordAction } from './audit';
+import { isRecorded, operatorName, recentActions, recordAttempt, recordOutcome } from './audit';
 import { decideLiveAccess, listApplications, OnboardingRefused, SANDBOX_SCOPES } from '../partners/onboarding';
 import { tellOnboarding } from '../partners/onboarding-flow';
 import { OnboardingLinkToken, onboardingUrl } from '../partners/onboarding-links';
@@ -632,29 +632,42 @@ program
   .command('audit')
   .description('the manual acts recorded, newest first: who (ADMIN_OPERATOR, else the OS user), which command, with what')
   .option('--limit <n>', 'how many (default 50, at most 1000)', countOption(1000))
-  .option('--json', 'JSON output: an array of { operator, command, arguments, at }')
+  .option('--json', 'JSON output: an array of { operator, command, arguments, at, outcome, error }, outcome being succeeded, refused, failed or unfinished')
   .action(async (o) =>
     withSession(async ({ dataSource }) => {
       const acts = await recentActions(dataSource, o.limit ?? 50);
-      output(o.json, acts, acts.map((a) => `${a.at}\t${a.operator}\t${a.command}\t${JSON.stringify(a.arguments)}`).join('\n') || '(nothing recorded)');
+      output(o.json, acts, acts.map((a) => `${a.at}\t${a.operator}\t${a.command}\t${JSON.stringify(a.arguments)}\t${a.outcome}${a.error ? `: ${a.error}` : ''}`).join('\n') || '(nothing recorded)');
     }),
   );
 
-// Every command that changed something is recorded with who ran it, once it succeeded.
-program.hook('postAction', async (_root, action) => {
+// Every command that changes something is recorded before it acts, with who runs it; its outcome
+// (succeeded, refused with the reason, failed) is appended once it is known.
+let attempt: { id: string } | undefined;
+program.hook('preAction', async (_root, action) => {
   const names: string[] = [];
   for (let c: Command | null = action; c && c !== program; c = c.parent) names.unshift(c.name());
   const command = names.join(' ');
   const args = { ...action.opts(), ...(action.args.length ? { args: action.args } : {}) };
   if (!isRecorded(command, args)) return;
-  try {
-    await withSession(({ dataSource }) => recordAction(dataSource, command, args));
-  } catch (err) {
-    process.stderr.write(`admin: done, but not recorded in the operators' log: ${(err as Error).message}\n`);
-  }
+  // In production the log must name a person: in a container the OS user is always `node`.
+  if (loadConfig().production && !process.env.ADMIN_OPERATOR?.trim()) throw new Error('set ADMIN_OPERATOR to your name: every change is recorded with the operator who made it');
+  attempt = { id: await withSession(({ dataSource }) => recordAttempt(dataSource, command, args)) };
+});
+program.hook('postAction', async () => {
+  if (!attempt) return;
+  const id = attempt.id;
+  attempt = undefined;
+  await withSession(({ dataSource }) => recordOutcome(dataSource, id, 'succeeded')).catch((err: Error) =>
+    process.stderr.write(`admin: done, but its outcome is not recorded in the operators' log: ${err.message}\n`),
+  );
 });
 
-program.parseAsync().catch((err) => {
+program.parseAsync().catch(async (err) => {
   process.stderr.write(`admin: ${(err as Error).message}\n`);
+  // A command that was recorded as started and then stopped with a reason: refused, with it.
+  if (attempt) {
+    const id = attempt.id;
+    await withSession(({ dataSource }) => recordOutcome(dataSource, id, 'refused', (err as Error).message)).catch(() => undefined);
+  }
   process.exit(1);
 });

@@ -67,6 +67,7 @@ import { LateDeliveryOrder1795003400000 } from './migrations/1795003400000-late-
 import { WorkerRelease } from './entities/worker-release';
 import { WorkerReleases1795003500000 } from './migrations/1795003500000-worker-releases';
 import { LeastPrivilege1795003600000 } from './migrations/1795003600000-least-privilege';
+import { AuditTrail1795003700000 } from './migrations/1795003700000-audit-trail';
 
 export const entities = [
   Partner,
@@ -150,6 +151,7 @@ export const migrations = [
   LateDeliveryOrder1795003400000,
   WorkerReleases1795003500000,
   LeastPrivilege1795003600000,
+  AuditTrail1795003700000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -7,7 +7,7 @@ describe('admin audit: which operator did each manual act', () => {
   // These commands need no Temporal (this file runs none).
   const as = (operator: string, ...args: string[]) => adminWith({ TEMPORAL_ADDRESS: '127.0.0.1:1', ADMIN_OPERATOR: operator }, ...args);
 
-  it('records a change with its operator, command and arguments once it succeeded; not a read, not a refused command', async () => {
+  it('records each change with its operator, command, arguments and outcome (a refusal with its reason); not a read', async () => {
     const name = `audited-${randomUUID().slice(0, 8)}`;
     const created = await as('alice', 'partner', 'create', '--name', name, '--referral-bps', '700', '--json');
     assert.equal(created.code, 0, created.stderr);
@@ -19,14 +19,28 @@ describe('admin audit: which operator did each manual act', () => {
 
     const audit = await as('erin', 'audit', '--limit', '20', '--json');
     assert.equal(audit.code, 0, audit.stderr);
-    const acts = (JSON.parse(audit.stdout) as Array<{ operator: string; command: string; arguments: Record<string, unknown>; at: string }>).filter((a) => JSON.stringify(a.arguments).includes(name));
+    const acts = (JSON.parse(audit.stdout) as Array<{ operator: string; command: string; arguments: Record<string, unknown>; at: string; outcome: string; error: string | null }>).filter((a) =>
+      JSON.stringify(a.arguments).includes(name),
+    );
     assert.deepEqual(
-      acts.map(({ operator, command, arguments: args }) => ({ operator, command, args })),
+      acts.map(({ operator, command, arguments: args, outcome }) => ({ operator, command, args, outcome })),
       [
-        { operator: 'bob', command: 'partner quota', args: { partner: name, env: 'sandbox', activeQuotes: 250 } },
-        { operator: 'alice', command: 'partner create', args: { name, referralBps: 700 } },
+        { operator: 'dave', command: 'partner create', args: { name }, outcome: 'refused' },
+        { operator: 'bob', command: 'partner quota', args: { partner: name, env: 'sandbox', activeQuotes: 250 }, outcome: 'succeeded' },
+        { operator: 'alice', command: 'partner create', args: { name, referralBps: 700 }, outcome: 'succeeded' },
       ],
     );
+    assert.ok(acts[0].error, 'the refusal says why');
     assert.ok(!Number.isNaN(Date.parse(acts[0].at)));
   });
+
+  it('in production a change is refused until the operator is named (ADMIN_OPERATOR): in a container the OS user is always node', async () => {
+    const name = `unnamed-${randomUUID().slice(0, 8)}`;
+    const res = await adminWith({ TEMPORAL_ADDRESS: '127.0.0.1:1', ADMIN_OPERATOR: '', NODE_ENV: 'production', QUOTE_SIGNING_KEY: 'unused' }, 'partner', 'create', '--name', name, '--json');
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr, /ADMIN_OPERATOR/);
+    const list = await adminWith({ TEMPORAL_ADDRESS: '127.0.0.1:1' }, 'partner', 'list', '--json');
+    assert.ok(!list.stdout.includes(name), 'nothing was made');
+  });
 });
+
