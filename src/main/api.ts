@@ -9,7 +9,7 @@ import { activeTracing } from '../telemetry/register-api';
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import { loadConfig } from '../config';
 import { createLogger } from '../logger';
-import { exitStartFailed, openProjectDatabase, productionKeys } from './runtime';
+import { exitStartFailed, openProjectDatabase, productionKeys, StartRefused } from './runtime';
 import { SearchClient } from '../search/search-client';
 import { API_TEMPORAL_CALL_ATTEMPTS, connectTemporal, startApiServer } from './services';
 import { metricsRegistry } from '../metrics/metrics';
@@ -17,6 +17,11 @@ import { startMetricsServer } from '../metrics/server';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Every link the API hands out (checkout, progress, referral, onboarding) starts with it: in
+  // production a link to localhost would reach nobody.
+  if (config.production && !config.http.publicBaseUrl) {
+    throw new StartRefused('api: refusing to start in production without PUBLIC_BASE_URL (https://partners.example.com): the links handed to partners and buyers start with it');
+  }
   const { masterKey, quoteSigner } = productionKeys(config, 'api');
   const logger = createLogger(config.logLevel);
   if (!config.temporal.address) throw new Error('TEMPORAL_ADDRESS is required for the API process (npm start runs a dev server)');

@@ -24,11 +24,27 @@ describe('docker-compose.yml: no open doors in production', () => {
   const services = compose.services;
   const env = (name: string) => ({ ...compose['x-app-env'], ...(services[name].environment ?? {}) });
 
-  it('publishes only the API on every interface; no Temporal port; the UIs on the host loopback only', () => {
+  it('publishes only the TLS proxy on every interface (not the API); no Temporal port; the UIs on the host loopback only', () => {
     const published = Object.entries(services).flatMap(([name, s]) => (s.ports ?? []).map((p) => [name, String(p)] as const));
-    assert.deepEqual(published.filter(([, p]) => !p.startsWith('127.0.0.1:')).map(([name]) => name), ['api']);
+    assert.deepEqual([...new Set(published.filter(([, p]) => !p.startsWith('127.0.0.1:')).map(([name]) => name))], ['proxy']);
+    assert.equal(services.api.ports, undefined, 'the API is reached through the proxy only');
     assert.equal(services.temporal.ports, undefined, 'the Temporal frontend is not published');
     assert.ok(published.every(([, p]) => !p.endsWith(':7233')));
+  });
+
+  it('the proxy is Caddy with TLS for PUBLIC_HOST and HSTS, in front of the API; the API trusts its forwarded headers, and its links are https on that name', () => {
+    const proxy = services.proxy as Service & { image?: string; volumes?: string[] };
+    assert.match(proxy.image ?? '', /^caddy:\d+\.\d+\.\d+$/);
+    assert.deepEqual((proxy.ports ?? []).map(String).sort(), ['443:443', '443:443/udp', '80:80']);
+    assert.ok(proxy.volumes?.some((v) => v.startsWith('./deploy/caddy/Caddyfile:/etc/caddy/Caddyfile')));
+    const caddyfile = readFileSync(path.join(root, 'deploy', 'caddy', 'Caddyfile'), 'utf8');
+    assert.match(caddyfile, /^\{\$PUBLIC_HOST\} \{/m, 'a site on the public name: Caddy serves it with TLS (and redirects HTTP)');
+    assert.match(caddyfile, /Strict-Transport-Security "max-age=\d+/);
+    assert.match(caddyfile, /reverse_proxy api:3000/);
+    assert.match(caddyfile, /header_up X-Forwarded-For \{remote_host\}/, 'a client\'s own X-Forwarded-For is replaced, never passed on');
+    assert.equal(env('api').TRUST_PROXY, 'true');
+    assert.equal(env('worker').TRUST_PROXY, undefined);
+    assert.match(env('api').PUBLIC_BASE_URL, /^https:\/\/\$\{PUBLIC_HOST/);
   });
 
   it('the everyday UI is read-only; the one that allows actions signs operators in first', () => {

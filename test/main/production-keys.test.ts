@@ -47,7 +47,7 @@ describe('production entry points refuse to start without MASTER_KEY and QUOTE_S
       execFile(
         process.execPath,
         [path.join(getStack().config.projectRoot, 'dist/src/admin/cli.js'), 'credential', 'create', '--partner', 'nobody', '--env', 'sandbox', '--scopes', 'search', '--json'],
-        { env: { ...inherited, NODE_ENV: 'production', DATA_DIR: dataDir, DATABASE_URL: getStack().databaseUrl }, timeout: 30_000 },
+        { env: { ...inherited, NODE_ENV: 'production', ADMIN_OPERATOR: 'keys test', DATA_DIR: dataDir, DATABASE_URL: getStack().databaseUrl }, timeout: 30_000 },
         (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
       );
     });
@@ -55,4 +55,12 @@ describe('production entry points refuse to start without MASTER_KEY and QUOTE_S
     assert.match(stderr, /MASTER_KEY is required in production/);
     assert.deepEqual(readdirSync(dataDir), [], 'no key file made up');
   });
+
+  it('the API in production refuses to start without PUBLIC_BASE_URL, rather than hand out links to localhost', async () => {
+    const { code, stderr } = await run('api', { DATA_DIR: dataDir, NODE_ENV: 'production', MASTER_KEY: 'ab'.repeat(32), QUOTE_SIGNING_KEY: 'unused', TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /^api: refusing to start in production without PUBLIC_BASE_URL/);
+    assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
+  });
 });
+
