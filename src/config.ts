@@ -74,6 +74,7 @@ const EnvSchema = z.object({
   DECLINE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
   BUY_NOW_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
   APPLY_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
+  LINK_LOOKUP_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(60),
   QUOTA_ACTIVE_QUOTES_SANDBOX: z.coerce.number().int().min(1).default(100),
   QUOTA_ACTIVE_QUOTES_LIVE: z.coerce.number().int().min(1).default(1000),
   QUOTA_OPEN_CASES_SANDBOX: z.coerce.number().int().min(1).default(100),
@@ -141,7 +142,7 @@ export interface Config {
   /** Per partner and environment (CONTRACT §15): the defaults; `admin partner quota` raises them for one partner. */
   quotas: QuotaDefaults;
   /** Per client address on the public pages (CONTRACT §15; src/pages/limits.ts). */
-  pageLimits: { pagesPerMinute: number; pageBurst: number; clicksPerMinute: number; declinesPerHour: number; buyNowPerHour: number; applicationsPerHour: number };
+  pageLimits: { pagesPerMinute: number; pageBurst: number; clicksPerMinute: number; declinesPerHour: number; buyNowPerHour: number; applicationsPerHour: number; lookupsPerMinute: number };
   /**
    * The search process of this host: where it listens and the API processes call it
    * (`unix:<path>` or `http://host:port`), the inventory size above which its vectors go into an
@@ -270,6 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       declinesPerHour: e.DECLINE_LIMIT_PER_HOUR,
       buyNowPerHour: e.BUY_NOW_LIMIT_PER_HOUR,
       applicationsPerHour: e.APPLY_LIMIT_PER_HOUR,
+      lookupsPerMinute: e.LINK_LOOKUP_LIMIT_PER_MINUTE,
     },
     quotas: {
       activeQuotes: { sandbox: e.QUOTA_ACTIVE_QUOTES_SANDBOX, live: e.QUOTA_ACTIVE_QUOTES_LIVE },

@@ -10,7 +10,8 @@
  * - declined cards: 10 an hour across sessions (each session also stops at 5), each card taking
  *   its point before the processor is asked;
  * - "Buy now": 20 sessions an hour;
- * - partner applications (/partners/apply): 10 an hour.
+ * - partner applications (/partners/apply): 10 an hour;
+ * - tracking-link codes looked up (`/r/` of a code not already known): 60 a minute.
  */
 import { isIP } from 'node:net';
 import type { Redis } from 'ioredis';
@@ -24,9 +25,11 @@ export interface PageLimitSettings {
   declinesPerHour: number;
   buyNowPerHour: number;
   applicationsPerHour: number;
+  /** Tracking-link codes an address may have looked up a minute (a code already known costs none). */
+  lookupsPerMinute: number;
 }
 
-export const DEFAULT_PAGE_LIMITS: PageLimitSettings = { pagesPerMinute: 120, pageBurst: 60, clicksPerMinute: 30, declinesPerHour: 10, buyNowPerHour: 20, applicationsPerHour: 10 };
+export const DEFAULT_PAGE_LIMITS: PageLimitSettings = { pagesPerMinute: 120, pageBurst: 60, clicksPerMinute: 30, declinesPerHour: 10, buyNowPerHour: 20, applicationsPerHour: 10, lookupsPerMinute: 60 };
 
 /** Allowed, or refused with the seconds until it would be. */
 export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -56,6 +59,7 @@ export class PageLimits {
   private readonly declines: RateLimiterAbstract;
   private readonly buyNow: RateLimiterAbstract;
   private readonly applications: RateLimiterAbstract;
+  private readonly lookups: RateLimiterAbstract;
 
   constructor(settings: PageLimitSettings = DEFAULT_PAGE_LIMITS, redis?: Redis) {
     const limiter = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
@@ -67,6 +71,7 @@ export class PageLimits {
     this.declines = limiter('declines', settings.declinesPerHour, 3600);
     this.buyNow = limiter('buy', settings.buyNowPerHour, 3600);
     this.applications = limiter('apply', settings.applicationsPerHour ?? DEFAULT_PAGE_LIMITS.applicationsPerHour, 3600);
+    this.lookups = limiter('lookups', settings.lookupsPerMinute ?? DEFAULT_PAGE_LIMITS.lookupsPerMinute, 60);
   }
 
   /** One page request from `address`. */
@@ -105,6 +110,11 @@ export class PageLimits {
   /** One "Buy now" (a checkout session opened) from `address`. */
   async buyNowPress(address: string): Promise<Verdict> {
     return this.take(this.buyNow, address, 'buy_now');
+  }
+
+  /** One tracking-link code from `address` looked up in the database (an unknown one, or one not cached). */
+  async linkLookup(address: string): Promise<Verdict> {
+    return this.take(this.lookups, address, 'lookups');
   }
 
   /** One partner application sent from `address`. */

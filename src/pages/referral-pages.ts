@@ -55,8 +55,10 @@ function environmentOf(ctx: Koa.Context): Environment {
  * every tracking link, kept to a cached lookup, a cached bot check, three HMACs and a queued write.
  */
 export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attribution' | 'clicks' | 'limits'> & { logger?: Logger }): Koa.Middleware {
-  // Only well-formed codes are looked up and remembered, so the cache's keys stay short.
-  const links = new LRUCache<string, ReferralLink | false>({ max: 10_000, ttl: 60_000 });
+  // Only well-formed codes are looked up and remembered, so the caches' keys stay short. Real links
+  // and unknown codes are remembered apart: a flood of made-up codes can never evict a real link.
+  const links = new LRUCache<string, ReferralLink>({ max: 10_000, ttl: 60_000 });
+  const unknown = new LRUCache<string, true>({ max: 10_000, ttl: 60_000 });
   // The same user agents come back again and again: isbot's verdict is remembered (for ordinary
   // lengths; a longer one is checked each time rather than kept). No user agent at all is no browser.
   const bots = new LRUCache<string, boolean>({ max: 10_000 });
@@ -79,8 +81,14 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('X-Frame-Options', 'DENY');
     if (!/^[A-Za-z0-9_-]{6,20}$/.test(code)) return notFound(ctx);
-    let link = links.get(code);
+    let link: ReferralLink | false | undefined = links.get(code) ?? (unknown.has(code) ? false : undefined);
     if (link === undefined) {
+      // A lookup in the database: bounded per address before it is made (a scan of codes).
+      const may = await deps.limits.linkLookup(ctx.ip);
+      if (!may.allowed) {
+        ctx.set('Retry-After', String(may.retryAfterSeconds));
+        return renderPage(ctx, 'message', { title: 'Too many requests', text: `Too many links were asked from your address. Try again in ${may.retryAfterSeconds} seconds.` }, 429);
+      }
       try {
         link = (await deps.dataSource.getRepository(ReferralLink).findOneBy({ code })) || false;
       } catch (err) {
@@ -89,7 +97,8 @@ export function linkRedirect(deps: Pick<ReferralPageDeps, 'dataSource' | 'attrib
         else deps.logger?.error({ err }, 'tracking link lookup failed');
         return renderPage(ctx, 'message', { title: 'This link is not working right now', text: 'Try again in a moment.' }, 503);
       }
-      links.set(code, link);
+      if (link) links.set(code, link);
+      else unknown.set(code, true);
     }
     if (!link) return notFound(ctx);
     // Always redirected; counted only within the address's click limit (a flood grows no table).

@@ -61,6 +61,23 @@ describe('public pages: limits per client address', function () {
     assert.equal((await client.get<{ clicks: number }>('/api/partner/v1/me/clicks')).body.clicks, 30, 'and no more');
   });
 
+  it('tracking links: an address is limited in the codes it makes the service look up (unknown ones answer 404, then 429), while a known link keeps redirecting', async () => {
+    const { client } = await affiliatePartner();
+    const link = (await client.post<{ url: string }>('/api/partner/v1/links', { kind: 'generic' })).body;
+    const real = `${baseUrl}${new URL(link.url).pathname}`;
+    const scanner = address();
+    assert.equal((await fetch(real, { headers: scanner, redirect: 'manual' })).status, 302, 'looked up once, then known');
+    const statuses: number[] = [];
+    for (let i = 0; i < DEFAULT_PAGE_LIMITS.lookupsPerMinute + 20; i++) {
+      statuses.push((await fetch(`${baseUrl}/r/scan${String(i).padStart(6, '0')}x`, { headers: scanner, redirect: 'manual' })).status);
+    }
+    assert.equal(statuses.filter((s) => s === 404).length, DEFAULT_PAGE_LIMITS.lookupsPerMinute - 1, `one lookup went to the real link: ${statuses.join(' ')}`);
+    assert.ok(statuses.slice(-20).every((s) => s === 429), 'then refused before any lookup');
+    assert.equal((await fetch(real, { headers: scanner, redirect: 'manual' })).status, 302, 'the known link still redirects');
+    assert.equal((await fetch(`${baseUrl}/r/scan000000x`, { headers: scanner, redirect: 'manual' })).status, 404, 'a code found unknown is remembered apart (no lookup, no point)');
+    assert.equal((await fetch(`${baseUrl}/r/other0001x`, { headers: address(), redirect: 'manual' })).status, 404, 'another address looks up');
+  });
+
   it('card testing across sessions: after 10 declined cards in an hour, one address gets the 429 page on any session; another address pays', async () => {
     const { client } = await newPartner();
     /** A new session's form, opened from `headers`' address; `pay(card)` submits it. */
