@@ -91,6 +91,7 @@ const EnvSchema = z.object({
   /** npm start only: when redis-server is missing and this process is root with apt-get, install Debian's. */
   REDIS_INSTALL: flag.default(true),
   REDIS_URL: z.string().regex(/^(rediss?:\/\/.+|\/.+)$/, 'redis://host:port, rediss://… or /absolute/path.sock').optional(),
+  LIMITS_REDIS_URL: z.string().regex(/^(rediss?:\/\/.+|\/.+)$/, 'redis://host:port, rediss://… or /absolute/path.sock').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().optional(),
 });
@@ -166,7 +167,8 @@ export interface Config {
    * in Postgres. `npm start` starts a redis-server of its own, and with `install` it may first
    * install Debian's when none is (root with apt-get).
    */
-  redis: { url?: string; install?: boolean };
+  /** `limitsUrl`: the public pages' limits in a Redis of their own (an LRU cache), so a flood of addresses can never fill the admission store. */
+  redis: { url?: string; install?: boolean; limitsUrl?: string };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   /** The operators' metrics (CONTRACT §13): the API's on host:port, the worker's on host:workerPort; never the public port. */
   metrics: { host: string; port: number; workerPort: number };
@@ -284,7 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       engine: e.SEARCH_ENGINE,
       opensearch: { url: e.OPENSEARCH_URL, index: e.OPENSEARCH_INDEX, heap: e.OPENSEARCH_HEAP, shards: e.OPENSEARCH_SHARDS, replicas: e.OPENSEARCH_REPLICAS },
     },
-    redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL },
+    redis: { url: e.REDIS_URL || undefined, install: e.REDIS_INSTALL, limitsUrl: e.LIMITS_REDIS_URL || undefined },
     logLevel: e.LOG_LEVEL,
     metrics: { host: e.METRICS_HOST, port: e.METRICS_PORT, workerPort: e.WORKER_METRICS_PORT },
     workerHealthFile: e.WORKER_HEALTH_FILE || undefined,

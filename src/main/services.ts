@@ -127,6 +127,21 @@ export async function admissionParts(config: Pick<Config, 'redis'>, dataSource: 
   };
 }
 
+/**
+ * The public pages' limits per client address, shared by every API process: in a Redis of their
+ * own (LIMITS_REDIS_URL; docker-compose's redis-limits, an LRU cache with a memory budget) when
+ * given, so that a flood of addresses, each a few keys, can only evict limit keys and never fill
+ * the admission store (whose `noeviction` makes a full Redis refuse signed requests); else in the
+ * admission Redis (npm start's one Redis), else in each process.
+ */
+export function pageLimitsFor(config: Pick<Config, 'pageLimits' | 'redis'>, admissionRedisClient: Redis | undefined, logger: Logger): { pageLimits: PageLimits; close(): Promise<void> } {
+  if (!config.redis.limitsUrl) return { pageLimits: new PageLimits(config.pageLimits, admissionRedisClient), close: async () => undefined };
+  const redis = admissionRedis(config.redis.limitsUrl);
+  redis.on('error', (err) => logger.warn({ err }, 'Redis (page limits) unavailable: each process limits on its own meanwhile'));
+  void redis.connect().catch(() => undefined);
+  return { pageLimits: new PageLimits(config.pageLimits, redis), close: async () => void redis.disconnect() };
+}
+
 export async function startApiServer(deps: ApiServerDeps): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
   const secretBox = new SecretBox(deps.masterKey);
   const clickRecorder = new ClickRecorder(deps.dataSource, deps.logger);
@@ -145,6 +160,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     throw err;
   }
   const held = hold;
+  const limits = pageLimitsFor(deps.config, parts.redis, deps.logger);
   const app = createApp({
     clickRecorder,
     config: deps.config,
@@ -152,8 +168,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     credentials: parts.credentials,
     admission: parts.admission,
     listings: parts.listings,
-    // Page limits per client address: in the admission Redis (shared by every API process) when there is one.
-    pageLimits: new PageLimits(deps.config.pageLimits, parts.redis),
+    pageLimits: limits.pageLimits,
     ...(deps.config.stripe ? { hosted: { live: new StripeCheckout(deps.config.stripe) } } : {}),
     secretBox,
     search: deps.search,
@@ -181,6 +196,7 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
       })
         .then(() => clickRecorder.flush())
         .then(() => parts.close())
+        .then(() => limits.close())
         .then(() => held.release()),
   };
 }

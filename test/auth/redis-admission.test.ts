@@ -15,7 +15,8 @@ import { ChangeFeed } from '../../src/db/change-feed';
 import { AdmissionEpoch } from '../../src/db/entities/admission';
 import { openDatabase } from '../../src/db/data-source';
 import { Domain } from '../../src/db/entities/domain';
-import { admissionParts, type AdmissionParts } from '../../src/main/services';
+import { admissionParts, pageLimitsFor, type AdmissionParts } from '../../src/main/services';
+import { DEFAULT_PAGE_LIMITS, type PageLimits } from '../../src/pages/limits';
 import { createLogger } from '../../src/logger';
 import { freshDomain, quote } from '../helpers/orders';
 import { startTestRedis, type TestRedis } from '../helpers/redis';
@@ -197,7 +198,7 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     console.log(`      (answered available right after the quote: ${staleAtOnce} of 10)`);
   });
 
-  it('after Redis lost its data (a crash), requests signed before it came back are 401; while it is down, 503 and /readyz says so', async () => {
+  it('after Redis lost its data (a crash), requests signed before it came back are 503 (sign again); while it is down, 503 and /readyz says so', async () => {
     const { keyId, secret } = await newPartner();
     const client = new PartnerClient(a.url, { keyId, secret });
     const signedBefore = String(Math.floor(Date.now() / 1000) - 2);
@@ -221,6 +222,46 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     const pastTheEpochMs = 1_000;
     await new Promise((r) => setTimeout(r, pastTheEpochMs));
     assert.equal((await client.get(PATH)).status, 200, 'signed after the new epoch');
+  });
+
+  it('a flood of client addresses at the public pages never fills the admission store: with LIMITS_REDIS_URL the limits live in a Redis of their own, and signed requests are still admitted', async () => {
+    const s = getStack();
+    // The admission store with little room left (noeviction, as in production).
+    const tight = await startTestRedis();
+    const limitsStore = await startTestRedis();
+    const probe = admissionRedis(tight.url);
+    await probe.connect();
+    const used = Number(/used_memory:(\d+)/.exec(await probe.info('memory'))![1]);
+    await probe.config('SET', 'maxmemory', String(used + 2_000_000));
+    await probe.config('SET', 'maxmemory-policy', 'noeviction');
+    const dataSource = await openDatabase(s.databaseUrl, { poolSize: 4 });
+    const parts = await admissionParts({ redis: { url: tight.url } }, dataSource, new SecretBox(s.masterKey), createLogger('silent'));
+    const { credentials, listings, admission } = parts as Required<AdmissionParts>;
+    const flood = async (limits: PageLimits) => {
+      // 20,000 addresses, a page each: a few keys each in whichever Redis holds the limits.
+      for (let i = 0; i < 20_000; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => limits.page(`10.${(i + j) >> 16}.${((i + j) >> 8) & 255}.${(i + j) & 255}`)));
+    };
+    try {
+      // Its own Redis, an LRU cache with a budget (compose's redis-limits).
+      const own = pageLimitsFor({ pageLimits: DEFAULT_PAGE_LIMITS, redis: { url: tight.url, limitsUrl: limitsStore.url } }, parts.redis, createLogger('silent'));
+      const url = await listen(createApp({ ...s.appDeps, dataSource, credentials, listings, admission, pageLimits: own.pageLimits }));
+      const { keyId, secret } = await newPartner();
+      const client = new PartnerClient(url, { keyId, secret });
+      await flood(own.pageLimits);
+      assert.equal((await client.get(PATH)).status, 200, 'signed requests admitted after the flood');
+      assert.equal(await probe.exists('pl:pages:10.0.0.1'), 0, 'no limit key in the admission store');
+      await own.close();
+      // Without it the same flood lands in the admission store and fills it: what the separate Redis prevents.
+      const shared = pageLimitsFor({ pageLimits: DEFAULT_PAGE_LIMITS, redis: { url: tight.url } }, parts.redis, createLogger('silent'));
+      await flood(shared.pageLimits);
+      assert.equal((await client.get(PATH)).status, 503, 'a full admission store refuses signed requests');
+    } finally {
+      probe.disconnect();
+      await parts.close();
+      await dataSource.destroy();
+      await tight.remove();
+      await limitsStore.remove();
+    }
   });
 
   it('decides exactly as Postgres admission does (random batches: keys, limits, repeated nonces, scopes)', async () => {

@@ -55,9 +55,14 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.equal(operators.environment?.TEMPORAL_AUTH_TYPE, 'oidc');
   });
 
-  it('Redis asks for a password, and the API gives it', () => {
+  it('Redis asks for a password, and the API gives it; the page limits have a Redis of their own that evicts, admission one that never does', () => {
     assert.ok(services.redis.command?.includes('--requirepass'));
     assert.match(env('api').REDIS_URL, /^redis:\/\/:\$\{REDIS_PASSWORD\}@redis:6379$/);
+    assert.deepEqual(services.redis.command?.slice(services.redis.command.indexOf('--maxmemory-policy'), services.redis.command.indexOf('--maxmemory-policy') + 2), ['--maxmemory-policy', 'noeviction']);
+    const limits = services['redis-limits'];
+    assert.ok(limits.command?.includes('--requirepass'));
+    assert.deepEqual(limits.command?.slice(limits.command.indexOf('--maxmemory-policy'), limits.command.indexOf('--maxmemory-policy') + 2), ['--maxmemory-policy', 'allkeys-lru']);
+    assert.match(env('api').LIMITS_REDIS_URL, /^redis:\/\/:\$\{REDIS_PASSWORD\}@redis-limits:6379$/);
   });
 
   it('each part connects to Postgres as its own role: only the migration job as the owner, the search process read-only, Temporal on its own', () => {
