@@ -32,27 +32,36 @@ export function fastForwardable(): FastForward {
   let waiting: FastForwardWait | undefined;
   let fired: FastForwardWait | undefined;
   let answered = true;
-  setHandler(
-    fastForwardUpdate,
-    async () => {
-      const wait = waiting!;
-      fired = wait;
-      answered = false;
-      // Answered when the step after the wait is done, also in a run being cancelled. Runs before
-      // this patch failed it (CancelledFailure) when the run was cancelled meanwhile, and replay so.
-      if (patched(FAST_FORWARD_OUTLIVES_CANCEL)) await CancellationScope.nonCancellable(() => condition(() => answered));
-      else await condition(() => answered);
-      return wait;
-    },
-    {
-      validator: () => {
-        if (!waiting || fired) throw new Error('nothing to fast-forward: the object waits on nothing now');
+  // Registered when the first wait begins, not before: an update that came with the run's first
+  // task (a partner fast-forwarding an object just made) is held by the SDK until its handler is
+  // set, and is then validated against that wait rather than refused as waiting on nothing.
+  let registered = false;
+  const register = () => {
+    if (registered) return;
+    registered = true;
+    setHandler(
+      fastForwardUpdate,
+      async () => {
+        const wait = waiting!;
+        fired = wait;
+        answered = false;
+        // Answered when the step after the wait is done, also in a run being cancelled. Runs before
+        // this patch failed it (CancelledFailure) when the run was cancelled meanwhile, and replay so.
+        if (patched(FAST_FORWARD_OUTLIVES_CANCEL)) await CancellationScope.nonCancellable(() => condition(() => answered));
+        else await condition(() => answered);
+        return wait;
       },
-    },
-  );
+      {
+        validator: () => {
+          if (!waiting || fired) throw new Error('nothing to fast-forward: the object waits on nothing now');
+        },
+      },
+    );
+  };
   return {
     async wait(name, until, duration, summary) {
       waiting = name;
+      register();
       try {
         const met = await condition(() => until() || fired !== undefined, duration, { summary });
         return met && until();

@@ -44,4 +44,24 @@ describe('a quote reservation cancelled while a fast-forward waits answers the f
     else assert.equal(result.answered, 'quote_expiry');
     await recordHistory(handle.workflowId, 'quote-cancelled-during-fast-forward');
   });
+
+  it("a fast-forward sent with the run's first task (an object fast-forwarded as soon as it is made) is taken, not refused as waiting on nothing", async function () {
+    this.timeout(60_000);
+    const s = getStack();
+    const taskQueue = `quote-first-task-${randomUUID()}`;
+    const workflows = { client: s.env.client, taskQueue };
+    const quotePublicId = `quo_test${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+    const handle = s.env.client.workflow.getHandle(quoteWorkflowId(quotePublicId));
+    // No worker yet: the start and the update wait for the first one, in one task.
+    await startQuoteReservation(workflows, { quotePublicId, partnerId: randomUUID(), environment: 'sandbox', domain: 'first-task.com' });
+    const fastForward = handle.executeUpdate(fastForwardUpdate).then(
+      (wait) => ({ answered: wait }),
+      (err: Error) => ({ failed: `${err.name}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}` }),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const worker = await Worker.create({ connection: s.env.nativeConnection, taskQueue, workflowBundle: s.workflowBundle, maxCachedWorkflows: 0, activities: { expireQuote: async () => 'expired' } });
+    const answer = await worker.runUntil(fastForward);
+    assert.deepEqual(answer, { answered: 'quote_expiry' });
+  });
 });
+
