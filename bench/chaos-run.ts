@@ -229,6 +229,18 @@ export class Stack {
     return `127.0.0.1:${this.ports.temporal}`;
   }
 
+  /** The operators' command line (this checkout's) against this stack: its exit code and output. */
+  admin(...args: string[]): Promise<{ code: number | null; out: string }> {
+    const env = { ...process.env, DATABASE_URL: this.databaseUrl, TEMPORAL_ADDRESS: this.temporalAddress, DATA_DIR: this.dataDir, TEMPORAL_NAMESPACE: 'default', LOG_LEVEL: 'error' };
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [ADMIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+      child.once('exit', (code) => resolve({ code, out }));
+    });
+  }
+
   /** The pid of a part now, or undefined while it is down. */
   pidOf(part: Exclude<Part, 'second API'>): number | undefined {
     if (part === 'Postgres') {
@@ -441,15 +453,7 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
     const nextName = () => names.pop();
 
     const known: Array<{ partner: ChaosPartner; orderId: string; domain: string }> = [];
-    const adminEnv = { ...process.env, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, DATA_DIR: dataDir, TEMPORAL_NAMESPACE: 'default', LOG_LEVEL: 'error' };
-    const admin = (...args: string[]) =>
-      new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, [ADMIN, ...args], { env: adminEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-        child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-        child.once('exit', (code) => resolve({ code, out }));
-      });
+    const admin = (...args: string[]) => stack.admin(...args);
 
     const placeOrder = async (p: ChaosPartner): Promise<void> => {
       const domain = nextName();

@@ -17,7 +17,7 @@
  * Prints a report and exits 1 on any problem. Takes a few minutes (two installs and builds, two
  * stacks started).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -28,10 +28,10 @@ import { verifyWebhook } from '../src/client/webhooks';
 import { listenOnLoopback } from '../src/main/loopback';
 import { FINAL_ORDER_STATUSES } from '../workflows/messages';
 import { Stack } from './chaos-run';
+import { waitFor } from '../test/helpers/wait';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 const API = '/api/partner/v1';
-const ADMIN = path.join(PROJECT_ROOT, 'dist', 'src', 'admin', 'cli.js');
 const WEBHOOK_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (m: string) => process.stderr.write(`[upgrade-check] ${m}\n`);
@@ -39,17 +39,6 @@ const log = (m: string) => process.stderr.write(`[upgrade-check] ${m}\n`);
 function sh(cmd: string, args: string[], cwd: string): void {
   log(`${path.basename(cmd)} ${args.join(' ')} (in ${cwd})`);
   execFileSync(cmd, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` } });
-}
-
-/** Until `ok` holds of what `read` gives, or `ms` pass. */
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s (last: ${JSON.stringify(v).slice(0, 300)})`);
-    await sleep(1_000);
-  }
 }
 
 async function main(): Promise<void> {
@@ -139,7 +128,7 @@ async function main(): Promise<void> {
     if (session.status !== 201) throw new Error(`checkout session: ${session.status} ${session.text}`);
     const brokerageCase = await call<{ case_id: string }>(before, 'POST', `${API}/brokerage`, { domain: `upgrade-${randomUUID().slice(0, 12)}.com`, tier: 'managed', buyer_email: 'buyer@example.com', budget_cents: 500_000 });
     if (brokerageCase.status !== 201) throw new Error(`brokerage case: ${brokerageCase.status} ${brokerageCase.text}`);
-    await until(async () => attemptsWhileFailing, (n) => n >= 1, 60_000, 'a first delivery attempt (failing)');
+    await waitFor(async () => attemptsWhileFailing, (n) => n >= 1, 60_000, 'a first delivery attempt (failing)');
     log(`in flight: orders ${orders.map((o) => `${o.id} (${o.ref})`).join(', ')}; session ${session.body.session_id}; case ${brokerageCase.body.case_id}; the endpoint failing`);
     const code = await before.interrupt();
     if (code !== 0) problems.push(`${commit}'s npm start did not stop cleanly on Ctrl-C (${code})`);
@@ -149,17 +138,7 @@ async function main(): Promise<void> {
     after = new Stack(dataDir, { WEBHOOK_ALLOW_LOOPBACK: 'true' });
     await after.start(log);
     answering = true;
-    const admin = (...args: string[]) =>
-      new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, [ADMIN, ...args], {
-          env: { ...process.env, DATABASE_URL: after!.databaseUrl, TEMPORAL_ADDRESS: after!.temporalAddress, DATA_DIR: dataDir, TEMPORAL_NAMESPACE: 'default', LOG_LEVEL: 'error' },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let out = '';
-        child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-        child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-        child.once('exit', (exit) => resolve({ code: exit, out }));
-      });
+    const admin = after.admin.bind(after);
 
     const forward = async (object: string, id: string) => {
       const res = await call<{ fired: string }>(after!, 'POST', `${API}/sandbox/fast-forward`, { object, id });
@@ -172,7 +151,7 @@ async function main(): Promise<void> {
       if (moved.code !== 0) problems.push(`brokerage move to ${to} after the upgrade: ${moved.out.slice(0, 300)}`);
     }
     for (const o of orders) {
-      const final = await until(
+      const final = await waitFor(
         async () => (await call<{ status: string }>(after!, 'GET', `${API}/orders/${o.id}`)).body.status,
         (status) => (FINAL_ORDER_STATUSES as readonly string[]).includes(status),
         180_000,
@@ -199,7 +178,7 @@ async function main(): Promise<void> {
       }
       return eventIds.filter((id) => !received.has(id)).length + [...received.keys()].filter((id) => !eventIds.includes(id)).length;
     };
-    await until(readEvents, (n) => n === 0, 5 * 60_000, 'every event of /events delivered, and nothing else').catch((err: Error) => problems.push(err.message));
+    await waitFor(readEvents, (n) => n === 0, 5 * 60_000, 'every event of /events delivered, and nothing else').catch((err: Error) => problems.push(err.message));
     const twice = [...received].filter(([, n]) => n > 1).map(([id]) => id);
     if (twice.length) problems.push(`delivered more than once: ${twice.join(', ')}`);
     const stray = [...received.keys()].filter((id) => !eventIds.includes(id));

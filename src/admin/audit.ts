@@ -23,19 +23,26 @@ export function isRecorded(command: string, args: Record<string, unknown>): bool
   return !READ_ONLY.has(command);
 }
 
-/** Records a command about to act (`started`); answers the row's id, which its outcome points at. */
-export async function recordAttempt(dataSource: DataSource, command: string, args: Record<string, unknown>, operator = operatorName()): Promise<string> {
-  const { json: _json, ...given } = args;
-  const inserted = await dataSource.getRepository(OperatorAction).insert({ operator, command, arguments: given as object, outcome: 'started' });
-  return String(inserted.identifiers[0]!.id);
+/** A command recorded as started: what its outcome row repeats and points at. */
+export interface Attempt {
+  id: string;
+  operator: string;
+  command: string;
+  arguments: Record<string, unknown>;
 }
 
-/** Appends the outcome of the attempt `attemptId` (the started row is never changed). */
-export async function recordOutcome(dataSource: DataSource, attemptId: string, outcome: 'succeeded' | 'refused' | 'failed', error?: string): Promise<void> {
-  const attempt = await dataSource.getRepository(OperatorAction).findOneByOrFail({ id: attemptId });
+/** Records a command about to act (`started`). */
+export async function recordAttempt(dataSource: DataSource, command: string, args: Record<string, unknown>, operator = operatorName()): Promise<Attempt> {
+  const { json: _json, ...given } = args;
+  const inserted = await dataSource.getRepository(OperatorAction).insert({ operator, command, arguments: given as object, outcome: 'started' });
+  return { id: String(inserted.identifiers[0]!.id), operator, command, arguments: given };
+}
+
+/** Appends the outcome of `attempt` (the started row is never changed). */
+export async function recordOutcome(dataSource: DataSource, attempt: Attempt, outcome: 'succeeded' | 'refused' | 'failed', error?: string): Promise<void> {
   await dataSource
     .getRepository(OperatorAction)
-    .insert({ operator: attempt.operator, command: attempt.command, arguments: attempt.arguments as object, outcome, attemptId, error: error?.slice(0, 2000) ?? null });
+    .insert({ operator: attempt.operator, command: attempt.command, arguments: attempt.arguments as object, outcome, attemptId: attempt.id, error: error?.slice(0, 2000) ?? null });
 }
 
 export interface ActionView {

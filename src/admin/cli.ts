@@ -24,12 +24,11 @@ import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages'
 import { reconcile } from '../finance/reconcile';
 import { openDisputes } from '../checkout/disputes';
 import { patchUse, withTemporal } from './temporal';
-import { deployStatus, promoteDeployment, rampDeployment, rollbackDeployment, type Deployment, type DeployMove, type DeployVersion } from './deploy';
-import { DEPLOYMENT_NAME } from '../temporal/versioning';
+import { deploymentOf, deployStatus, promoteDeployment, rampDeployment, rollbackDeployment, type Deployment, type DeployMove, type DeployVersion } from './deploy';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';
-import { isRecorded, operatorName, recentActions, recordAttempt, recordOutcome } from './audit';
+import { isRecorded, operatorName, recentActions, recordAttempt, recordOutcome, type Attempt } from './audit';
 import { decideLiveAccess, listApplications, OnboardingRefused, SANDBOX_SCOPES } from '../partners/onboarding';
 import { tellOnboarding } from '../partners/onboarding-flow';
 import { OnboardingLinkToken, onboardingUrl } from '../partners/onboarding-links';
@@ -473,10 +472,7 @@ workflowsCommand
   });
 
 const deployCommand = program.command('deploy').description('worker releases under Worker Versioning: their versions, and ramping, promoting or rolling back one (docs/operators/runbook.md)');
-const deployment = (): Deployment => {
-  const config = loadConfig();
-  return { namespace: config.temporal.namespace, deploymentName: DEPLOYMENT_NAME, taskQueues: [config.temporal.taskQueue, config.temporal.webhookTaskQueue] };
-};
+const deployment = (): Deployment => deploymentOf(loadConfig());
 const versionLine = (v: DeployVersion) =>
   `${v.build_id}\t${v.status}${v.ramp_percent !== null ? ` ${v.ramp_percent}%` : ''}\t${v.pollers} poller(s)\t${v.pinned_open_runs} pinned open run(s)`;
 /** One move of the deployment, printed with the versions after it. */
@@ -642,7 +638,7 @@ program
 
 // Every command that changes something is recorded before it acts, with who runs it; its outcome
 // (succeeded, refused with the reason, failed) is appended once it is known.
-let attempt: { id: string } | undefined;
+let attempt: Attempt | undefined;
 program.hook('preAction', async (_root, action) => {
   const names: string[] = [];
   for (let c: Command | null = action; c && c !== program; c = c.parent) names.unshift(c.name());
@@ -651,13 +647,13 @@ program.hook('preAction', async (_root, action) => {
   if (!isRecorded(command, args)) return;
   // In production the log must name a person: in a container the OS user is always `node`.
   if (loadConfig().production && !process.env.ADMIN_OPERATOR?.trim()) throw new Error('set ADMIN_OPERATOR to your name: every change is recorded with the operator who made it');
-  attempt = { id: await withSession(({ dataSource }) => recordAttempt(dataSource, command, args)) };
+  attempt = await withSession(({ dataSource }) => recordAttempt(dataSource, command, args));
 });
 program.hook('postAction', async () => {
   if (!attempt) return;
-  const id = attempt.id;
+  const done = attempt;
   attempt = undefined;
-  await withSession(({ dataSource }) => recordOutcome(dataSource, id, 'succeeded')).catch((err: Error) =>
+  await withSession(({ dataSource }) => recordOutcome(dataSource, done, 'succeeded')).catch((err: Error) =>
     process.stderr.write(`admin: done, but its outcome is not recorded in the operators' log: ${err.message}\n`),
   );
 });
@@ -666,8 +662,8 @@ program.parseAsync().catch(async (err) => {
   process.stderr.write(`admin: ${(err as Error).message}\n`);
   // A command that was recorded as started and then stopped with a reason: refused, with it.
   if (attempt) {
-    const id = attempt.id;
-    await withSession(({ dataSource }) => recordOutcome(dataSource, id, 'refused', (err as Error).message)).catch(() => undefined);
+    const refused = attempt;
+    await withSession(({ dataSource }) => recordOutcome(dataSource, refused, 'refused', (err as Error).message)).catch(() => undefined);
   }
   process.exit(1);
 });

@@ -9,6 +9,8 @@
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { operatorName } from './audit';
+import type { Config } from '../config';
+import { DEPLOYMENT_NAME } from '../temporal/versioning';
 
 const Status = temporal.api.enums.v1.WorkerDeploymentVersionStatus;
 const TaskQueueType = temporal.api.enums.v1.TaskQueueType;
@@ -65,6 +67,11 @@ type Timestamp = { seconds?: unknown; nanos?: number | null } | null | undefined
 const millis = (t: Timestamp) => (t ? Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : 0);
 const iso = (t: Timestamp) => (millis(t) ? new Date(millis(t)).toISOString() : null);
 
+/** The service's worker deployment, as configured: its name and the task queues its workers poll. */
+export function deploymentOf(config: Pick<Config, 'temporal'>): Deployment {
+  return { namespace: config.temporal.namespace, deploymentName: DEPLOYMENT_NAME, taskQueues: [config.temporal.taskQueue, config.temporal.webhookTaskQueue] };
+}
+
 /** The value of the TemporalWorkerDeploymentVersion search attribute for a version. */
 export const deploymentVersionValue = (deploymentName: string, buildId: string) => `${deploymentName}:${buildId}`;
 
@@ -96,7 +103,12 @@ async function pollersByBuild(client: Client, d: Deployment): Promise<Map<string
 }
 
 export async function deployStatus(client: Client, d: Deployment): Promise<DeployStatus> {
-  const { workerDeploymentInfo: info } = await describe(client, d);
+  return (await readDeployment(client, d)).status;
+}
+
+/** The deployment's status, with the token a move passes so that it fails if the deployment changed since. */
+async function readDeployment(client: Client, d: Deployment): Promise<{ status: DeployStatus; conflictToken: Uint8Array | null | undefined }> {
+  const { workerDeploymentInfo: info, conflictToken } = await describe(client, d);
   const routing = info?.routingConfig;
   const pollers = await pollersByBuild(client, d);
   const versions: DeployVersion[] = [];
@@ -118,13 +130,14 @@ export async function deployStatus(client: Client, d: Deployment): Promise<Deplo
   }
   // Newest first: the release being rolled out heads the list.
   versions.sort((a, b) => (b.created_at ?? '').localeCompare(a.created_at ?? ''));
-  return {
+  const status: DeployStatus = {
     deployment: d.deploymentName,
     current_build_id: routing?.currentDeploymentVersion?.buildId || null,
     ramping_build_id: routing?.rampingDeploymentVersion?.buildId || null,
     ramp_percent: routing?.rampingDeploymentVersion?.buildId ? (routing.rampingVersionPercentage ?? 0) : null,
     versions,
   };
+  return { status, conflictToken };
 }
 
 /**
@@ -142,8 +155,8 @@ const identity = (move: string) => `admin deploy ${move} (${operatorName()})`;
 /** Sends `percent` of new runs to the release being rolled out; the rest stay on the current version. */
 export async function rampDeployment(client: Client, d: Deployment, percent: number): Promise<DeployMove> {
   if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new Error(`a ramp is a percentage from 0 to 100, not ${percent}`);
-  const { conflictToken } = await describe(client, d);
-  const target = rollingOut(await deployStatus(client, d));
+  const { status, conflictToken } = await readDeployment(client, d);
+  const target = rollingOut(status);
   if (!target) throw new Error('no new version to ramp: start the new release’s worker (with a new build id) beside the current one first');
   await client.workflowService.setWorkerDeploymentRampingVersion({
     namespace: d.namespace,
@@ -158,8 +171,7 @@ export async function rampDeployment(client: Client, d: Deployment, percent: num
 
 /** Makes the release being rolled out current: every new run, and every auto-upgrading run's next task, goes to it. */
 export async function promoteDeployment(client: Client, d: Deployment): Promise<DeployMove> {
-  const { conflictToken } = await describe(client, d);
-  const before = await deployStatus(client, d);
+  const { status: before, conflictToken } = await readDeployment(client, d);
   const target = rollingOut(before);
   if (!target) throw new Error(`no new version to promote (current: ${before.current_build_id ?? 'none'}): start the new release’s worker first`);
   if (target.pollers === 0) throw new Error(`${target.build_id} has no worker polling: start it before promoting it`);
@@ -172,8 +184,7 @@ export async function promoteDeployment(client: Client, d: Deployment): Promise<
  * version current before this one becomes current again, if its workers still poll.
  */
 export async function rollbackDeployment(client: Client, d: Deployment): Promise<DeployMove> {
-  const { conflictToken } = await describe(client, d);
-  const before = await deployStatus(client, d);
+  const { status: before, conflictToken } = await readDeployment(client, d);
   if (before.ramping_build_id) {
     await client.workflowService.setWorkerDeploymentRampingVersion({ namespace: d.namespace, deploymentName: d.deploymentName, buildId: '', percentage: 0, conflictToken, identity: identity('rollback') });
     return { move: 'rollback', done: `the ramp of ${before.ramping_build_id} withdrawn: new runs all go to ${before.current_build_id ?? 'unversioned workers'}`, status: await deployStatus(client, d) };

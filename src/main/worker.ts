@@ -15,8 +15,7 @@ import { createLogger } from '../logger';
 import { freePort } from './child-process';
 import { installTracing } from '../telemetry/tracing';
 import { metricsRegistry, watchDeployment } from '../metrics/metrics';
-import { deployStatus } from '../admin/deploy';
-import { DEPLOYMENT_NAME } from '../temporal/versioning';
+import { deploymentOf, deployStatus } from '../admin/deploy';
 import { startMetricsServer } from '../metrics/server';
 import { watchReconcile } from '../metrics/reconcile';
 
@@ -53,8 +52,7 @@ async function main(): Promise<void> {
   const temporal = await connectTemporal(config.temporal.address, config.temporal.namespace);
   // Worker Versioning: each version's pollers and pinned open runs, for the alert on a version left holding runs with no worker.
   if (config.temporal.workerVersioning) {
-    const deployment = { namespace: config.temporal.namespace, deploymentName: DEPLOYMENT_NAME, taskQueues: [config.temporal.taskQueue, config.temporal.webhookTaskQueue] };
-    watchDeployment(async () => (await deployStatus(temporal.client, deployment)).versions);
+    watchDeployment(async () => (await deployStatus(temporal.client, deploymentOf(config))).versions);
   }
   const { workers: worker, running: run } = await runServiceWorkers(config, { connection: temporal.nativeConnection, client: temporal.client, dataSource, masterKey, logger });
   started = worker;

@@ -9,6 +9,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DataSource } from 'typeorm';
+import type { DeployVersion } from '../admin/deploy';
 import { Order } from '../db/entities/order';
 import { FINAL_ORDER_STATUSES } from '../../workflows/messages';
 
@@ -172,7 +173,7 @@ new Gauge({
 });
 
 /** The worker deployment's versions under Worker Versioning (src/admin/deploy.ts), read from Temporal at most every 30 s. */
-type DeploymentVersions = Array<{ build_id: string; status: string; pollers: number; pinned_open_runs: number }>;
+type DeploymentVersions = Array<Pick<DeployVersion, 'build_id' | 'status' | 'pollers' | 'pinned_open_runs'>>;
 /** A read of the deployment that does not answer within this is given up (the scrape answers without it). */
 const DEPLOYMENT_READ_TIMEOUT_MS = 5_000;
 const deployment: { read?: () => Promise<DeploymentVersions>; last?: { at: number; versions: Promise<DeploymentVersions | undefined> } } = {};

@@ -13,7 +13,7 @@
  * - partner applications (/partners/apply): 10 an hour;
  * - tracking-link codes looked up (`/r/` of a code not already known): 60 a minute.
  */
-import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { Redis } from 'ioredis';
 import { pageLimitRefusals } from '../metrics/metrics';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RateLimiterUnion, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -42,15 +42,11 @@ const refused = (msBeforeNext: number): Verdict => ({ allowed: false, retryAfter
  * IPv4-mapped IPv6 address as the IPv4 address it maps.
  */
 export function clientKey(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(':') || isIP(address) !== 6) return address;
-  // Expanded to eight groups, the first four are the /64.
-  const [head, tail = ''] = address.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  if (!ipaddr.isValid(address)) return address;
+  // process(): an IPv4-mapped IPv6 address, in any notation, becomes the IPv4 address it maps.
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
 }
 
 export class PageLimits {

@@ -71,9 +71,11 @@ export async function patchBoundaries(dataSource: DataSource, patchId: string): 
   const lastSeen = (of: WorkerRelease[]) =>
     of.length ? new Date(Math.max(...of.map((r) => r.lastSeenAt.getTime())) + RELEASE_SEEN_EVERY_MS) : null;
   const later = (a: Date | null, b: Date | null) => (a && b ? (a > b ? a : b) : (a ?? b));
+  const withoutPatchUntil = later(lastSeen(records.filter((r) => !r.patches.includes(patchId))), since);
   return {
-    withoutPatchUntil: later(lastSeen(records.filter((r) => !r.patches.includes(patchId))), since),
-    patchedCallUntil: later(lastSeen(records.filter((r) => r.patches.includes(patchId) && !r.deprecatedPatches.includes(patchId))), later(lastSeen(records.filter((r) => !r.patches.includes(patchId))), since)),
+    withoutPatchUntil,
+    // Code without the patch counts here too: its runs hold no marker at all.
+    patchedCallUntil: later(lastSeen(records.filter((r) => r.patches.includes(patchId) && !r.deprecatedPatches.includes(patchId))), withoutPatchUntil),
     deprecationShipped: records.some((r) => r.deprecatedPatches.includes(patchId)),
     recorded: records.length > 0,
   };

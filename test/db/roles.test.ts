@@ -102,8 +102,11 @@ describe("the database's roles: each refused what it must not do", function () {
       // Given the privilege by mistake, the audit trail still refuses: a trigger for every role but its owner.
       const owner = new pg.Client({ connectionString: as('partner_api_owner', passwords.owner) });
       await owner.connect();
-      await owner.query('GRANT UPDATE, DELETE ON operator_actions TO partner_api_app');
-      await owner.end();
+      try {
+        await owner.query('GRANT UPDATE, DELETE ON operator_actions TO partner_api_app');
+      } finally {
+        await owner.end();
+      }
       await assert.rejects(client.query(`UPDATE operator_actions SET operator = 'someone else'`), /append-only/);
       await assert.rejects(client.query('DELETE FROM operator_actions'), /append-only/);
     } finally {

@@ -131,6 +131,7 @@ describe('public pages: limits per client address', function () {
     assert.deepEqual(await presses(['::ffff:198.51.100.9', '198.51.100.9', '::ffff:198.51.100.9', '198.51.100.9']), [true, true, true, false], 'IPv4-mapped is the IPv4 address');
     assert.equal(clientKey('2001:db8::1'), '2001:db8:0:0::/64');
     assert.equal(clientKey('::1'), '0:0:0:0::/64');
+    assert.equal(clientKey('::ffff:c633:6409'), '198.51.100.9', 'an IPv4-mapped address in hex is the IPv4 address too');
   });
 
   it('"Buy now" opens at most 20 checkouts an hour per address', async () => {

@@ -13,6 +13,13 @@ import { waitFor } from '../helpers/wait';
  * "workflow completed before the update completed". No worker runs while both arrive, so the next
  * one meets them in one task.
  */
+/** How an update ended: its answer, or its failure in words. */
+const settle = (update: Promise<string>) =>
+  update.then(
+    (wait) => ({ answered: wait }),
+    (err: Error) => ({ failed: `${err.name}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}` }),
+  );
+
 describe('a quote reservation cancelled while a fast-forward waits answers the fast-forward', () => {
   ownTemporal();
   it('the update is answered (or refused), and the run ends not_taken: no handler left unfinished', async function () {
@@ -30,10 +37,7 @@ describe('a quote reservation cancelled while a fast-forward waits answers the f
       await waitFor(async () => ((await handle.fetchHistory()).events ?? []).some((e) => e.timerStartedEventAttributes), Boolean, 20_000, 'the 10-minute timer started');
     });
     // No worker now: the fast-forward and the cancellation wait for the next one, together.
-    const fastForward = handle.executeUpdate(fastForwardUpdate).then(
-      (wait) => ({ answered: wait }),
-      (err: Error) => ({ failed: `${err.name}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}` }),
-    );
+    const fastForward = settle(handle.executeUpdate(fastForwardUpdate));
     // The update is admitted once its request reaches the server (a workflow task is then due).
     await new Promise((r) => setTimeout(r, 500));
     await handle.cancel();
@@ -54,10 +58,7 @@ describe('a quote reservation cancelled while a fast-forward waits answers the f
     const handle = s.env.client.workflow.getHandle(quoteWorkflowId(quotePublicId));
     // No worker yet: the start and the update wait for the first one, in one task.
     await startQuoteReservation(workflows, { quotePublicId, partnerId: randomUUID(), environment: 'sandbox', domain: 'first-task.com' });
-    const fastForward = handle.executeUpdate(fastForwardUpdate).then(
-      (wait) => ({ answered: wait }),
-      (err: Error) => ({ failed: `${err.name}: ${err.message}${err.cause ? ` (${(err.cause as Error).message})` : ''}` }),
-    );
+    const fastForward = settle(handle.executeUpdate(fastForwardUpdate));
     await new Promise((r) => setTimeout(r, 500));
     const worker = await Worker.create({ connection: s.env.nativeConnection, taskQueue, workflowBundle: s.workflowBundle, maxCachedWorkflows: 0, activities: { expireQuote: async () => 'expired' } });
     const answer = await worker.runUntil(fastForward);
