@@ -47,6 +47,13 @@ const EnvSchema = z.object({
   TEMPORAL_WORKER_VERSIONING: flag.default(false),
   TEMPORAL_BUILD_ID: z.string().optional(),
   WORKFLOW_BUNDLE: z.string().min(1).optional(),
+  // The operators' gate between the Temporal UI and Temporal (src/temporal/ui-gate.ts).
+  TEMPORAL_UI_GATE_HOST: z.string().default('127.0.0.1'),
+  TEMPORAL_UI_GATE_PORT: z.coerce.number().int().min(0).max(65535).default(7236),
+  TEMPORAL_UI_OIDC_ISSUER: z.string().url().optional(),
+  TEMPORAL_UI_OIDC_AUDIENCE: z.string().min(1).optional(),
+  TEMPORAL_UI_OPERATOR_GROUP: z.string().min(1).default('partner-api-operators'),
+  TEMPORAL_UI_GROUPS_CLAIM: z.string().min(1).default('groups'),
   WORKER_HEALTH_FILE: z.string().min(1).optional(),
   // Read by the OpenTelemetry SDK itself (src/telemetry/tracing.ts); here so that it is known and shown.
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
@@ -130,6 +137,8 @@ export interface Config {
     workerVersioning: boolean;
     /** TEMPORAL_BUILD_ID; otherwise `<package version>+<commit>` from git. */
     buildId?: string;
+    /** The operators' gate the Temporal UI talks to (src/temporal/ui-gate.ts). */
+    uiGate: { host: string; port: number; oidcIssuer?: string; oidcAudience?: string; operatorGroup: string; groupsClaim: string };
   };
   dataDir: string;
   toolCacheDir: string;
@@ -256,6 +265,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workerVersioning: e.TEMPORAL_WORKER_VERSIONING,
       buildId: e.TEMPORAL_BUILD_ID || undefined,
       workflowBundle: e.WORKFLOW_BUNDLE || undefined,
+      uiGate: {
+        host: e.TEMPORAL_UI_GATE_HOST,
+        port: e.TEMPORAL_UI_GATE_PORT,
+        oidcIssuer: e.TEMPORAL_UI_OIDC_ISSUER || undefined,
+        oidcAudience: e.TEMPORAL_UI_OIDC_AUDIENCE || undefined,
+        operatorGroup: e.TEMPORAL_UI_OPERATOR_GROUP,
+        groupsClaim: e.TEMPORAL_UI_GROUPS_CLAIM,
+      },
     },
     dataDir: path.resolve(e.DATA_DIR),
     toolCacheDir: path.resolve(e.TOOL_CACHE_DIR),

@@ -1,9 +1,9 @@
-/** `node dist/src/temporal/tools-cli.js cli|test-server|model|opensearch|stripe-mock|mailpit|promtool|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
+/** `node dist/src/temporal/tools-cli.js cli|test-server|model|opensearch|stripe-mock|mailpit|promtool|caddy|bundle <file>`: fetch or build a tool into the cache (or the workflow bundle), print its path. */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config';
 import { ensureModelFiles } from '../search/model-files';
-import { ensureMailpit, ensurePromtool, ensureStripeMock, ensureTemporalCli, ensureTestServer, writeWhole } from './tools';
+import { ensureCaddy, ensureMailpit, ensurePromtool, ensureStripeMock, ensureTemporalCli, ensureTestServer, writeWhole } from './tools';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -45,12 +45,16 @@ async function main(): Promise<void> {
     const promtool = await ensurePromtool(config.toolCacheDir);
     if (!promtool) throw new Error('promtool is built with Go, and there is no Go toolchain here');
     process.stdout.write(`${promtool}\n`);
+  } else if (what === 'caddy') {
+    const caddy = await ensureCaddy(config.toolCacheDir);
+    if (!caddy) throw new Error('Caddy is built with Go, and there is no Go toolchain here');
+    process.stdout.write(`${caddy}\n`);
   } else if (what === 'mailpit') {
     const mailpit = await ensureMailpit(config.toolCacheDir);
     if (!mailpit) throw new Error('Mailpit is built with Go, and there is no Go toolchain here');
     process.stdout.write(`${mailpit}\n`);
   } else {
-    throw new Error('usage: tools-cli cli|test-server|model|opensearch|stripe-mock|mailpit|promtool|bundle <file.js>');
+    throw new Error('usage: tools-cli cli|test-server|model|opensearch|stripe-mock|mailpit|promtool|caddy|bundle <file.js>');
   }
 }
 

@@ -120,6 +120,13 @@ export async function ensurePromtool(cacheDir: string): Promise<string | undefin
   return ensureGoTool(cacheDir, { binary: 'promtool', module: PROMTOOL_MODULE, what: 'promtool', minutes: 6 });
 }
 
+/** Caddy, the compose file's proxy (the same version as its image, caddy:2.10.2): test/main/caddy.test.ts runs the repo's Caddyfile with it. */
+export const CADDY_MODULE = 'github.com/caddyserver/caddy/v2/cmd/caddy@v2.10.2';
+
+export async function ensureCaddy(cacheDir: string): Promise<string | undefined> {
+  return ensureGoTool(cacheDir, { binary: 'caddy', module: CADDY_MODULE, what: 'Caddy', minutes: 10 });
+}
+
 /**
  * A Go tool: the tool cache's, this machine's copy of the same version (machineToolCache), or a
  * fresh `go install` into the tool cache, then copied to the machine's. Undefined without Go.

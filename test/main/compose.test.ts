@@ -10,7 +10,7 @@ import { CONFIG_VARIABLES } from '../../src/config';
 import { temporalConnectionOptions } from '../../src/temporal/connect-options';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
-type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; restart?: string; healthcheck?: { test?: string[] }; stop_grace_period?: string };
+type Service = { ports?: string[]; command?: string[]; environment?: Record<string, string>; profiles?: string[]; restart?: string; healthcheck?: { test?: string[] }; stop_grace_period?: string; networks?: string[] };
 
 /**
  * The production stack has no open doors (read as an attacker reaching the host would): only the
@@ -40,7 +40,7 @@ describe('docker-compose.yml: no open doors in production', () => {
     const caddyfile = readFileSync(path.join(root, 'deploy', 'caddy', 'Caddyfile'), 'utf8');
     assert.match(caddyfile, /^\{\$PUBLIC_HOST\} \{/m, 'a site on the public name: Caddy serves it with TLS (and redirects HTTP)');
     assert.match(caddyfile, /Strict-Transport-Security "max-age=\d+/);
-    assert.match(caddyfile, /reverse_proxy api:3000/);
+    assert.match(caddyfile, /reverse_proxy \{\$API_UPSTREAM:api:3000\}/, 'the API on the compose network unless the test says otherwise');
     assert.match(caddyfile, /header_up X-Forwarded-For \{remote_host\}/, 'a client\'s own X-Forwarded-For is replaced, never passed on');
     assert.equal(env('api').TRUST_PROXY, 'true');
     assert.equal(env('worker').TRUST_PROXY, undefined);
@@ -53,6 +53,16 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.deepEqual(operators.profiles, ['operators']);
     assert.equal(operators.environment?.TEMPORAL_AUTH_ENABLED, 'true');
     assert.equal(operators.environment?.TEMPORAL_AUTH_TYPE, 'oidc');
+    // It reaches Temporal only through the gate, which records every write with its operator.
+    assert.equal(operators.environment?.TEMPORAL_ADDRESS, 'temporal-ui-gate:7236');
+    assert.equal(operators.environment?.TEMPORAL_AUTH_USE_ID_TOKEN_AS_BEARER, 'true', 'the gate verifies the sign-in\'s ID token');
+    assert.deepEqual(operators.networks, ['operators-ui'], 'no network on which Temporal itself answers');
+    const gate = services['temporal-ui-gate'];
+    assert.deepEqual(gate.command, ['node', 'dist/src/main/temporal-ui-gate.js']);
+    assert.deepEqual(gate.profiles, ['operators']);
+    assert.match(gate.environment?.TEMPORAL_UI_OIDC_AUDIENCE ?? '', /OPERATORS_OIDC_CLIENT_ID/);
+    assert.match(gate.environment?.TEMPORAL_UI_OIDC_ISSUER ?? '', /OPERATORS_OIDC_/);
+    assert.equal(gate.ports, undefined, 'the gate is not published');
   });
 
   it('Redis asks for a password, and the API gives it; the page limits have a Redis of their own that evicts, admission one that never does', () => {
@@ -158,7 +168,7 @@ describe('docker-compose.yml: current, valid, and read by the service', function
 
   it('every variable it sets for an image of ours (and every one the Dockerfile sets) is one src/config.ts reads', () => {
     const ours = Object.entries(compose.services).filter(([, service]) => service.build);
-    assert.deepEqual(ours.map(([name]) => name).sort(), ['api', 'migrate', 'search', 'temporal-setup', 'worker']);
+    assert.deepEqual(ours.map(([name]) => name).sort(), ['api', 'migrate', 'search', 'temporal-setup', 'temporal-ui-gate', 'worker']);
     for (const [name, service] of ours) {
       for (const variable of Object.keys(service.environment ?? {})) assert.ok(CONFIG_VARIABLES.includes(variable), `${name} sets ${variable}, which src/config.ts does not read`);
     }
