@@ -68,6 +68,7 @@ import { WorkerRelease } from './entities/worker-release';
 import { WorkerReleases1795003500000 } from './migrations/1795003500000-worker-releases';
 import { LeastPrivilege1795003600000 } from './migrations/1795003600000-least-privilege';
 import { AuditTrail1795003700000 } from './migrations/1795003700000-audit-trail';
+import { UiGateRole1795003800000 } from './migrations/1795003800000-ui-gate-role';
 
 export const entities = [
   Partner,
@@ -152,6 +153,7 @@ export const migrations = [
   WorkerReleases1795003500000,
   LeastPrivilege1795003600000,
   AuditTrail1795003700000,
+  UiGateRole1795003800000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

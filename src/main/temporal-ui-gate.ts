@@ -18,7 +18,7 @@ async function main(): Promise<void> {
     throw new Error('TEMPORAL_UI_OIDC_ISSUER and TEMPORAL_UI_OIDC_AUDIENCE are required in production: without the UI sign-in, no write could name its operator');
   }
   const { dataSource, postgres } = await openProjectDatabase(config);
-  const server = new TemporalUiGate({ upstream: config.temporal.address, dataSource, oidcIssuer: gate.oidcIssuer, oidcAudience: gate.oidcAudience, operatorGroup: gate.operatorGroup, groupsClaim: gate.groupsClaim });
+  const server = new TemporalUiGate({ upstream: config.temporal.address, dataSource, oidcIssuer: gate.oidcIssuer, oidcAudience: gate.oidcAudience, operatorGroup: gate.operatorGroup, groupsClaim: gate.groupsClaim, logger });
   const port = await server.listen(gate.host, gate.port);
   logger.info({ port, upstream: config.temporal.address, operatorGroup: gate.operatorGroup, signIn: gate.oidcIssuer ?? 'none (development)' }, 'temporal UI gate listening');
   const stop = () => {

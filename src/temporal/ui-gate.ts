@@ -20,7 +20,8 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { DataSource } from 'typeorm';
 import type { Service, Type } from 'protobufjs';
-import { recordAttempt, recordOutcome } from '../admin/audit';
+import { recordAttempt, recordOutcome, type Attempt } from '../admin/audit';
+import type { Logger } from 'pino';
 
 export interface UiGateOptions {
   /** Temporal's frontend (host:port). */
@@ -34,8 +35,7 @@ export interface UiGateOptions {
   operatorGroup: string;
   /** The token claim that lists the user's groups. */
   groupsClaim: string;
-  /** For tests: the keys to verify with instead of the issuer's published ones. */
-  keys?: Parameters<typeof jwtVerify>[1];
+  logger?: Pick<Logger, 'warn' | 'error'>;
 }
 
 type Access = 'read' | 'write' | 'worker';
@@ -71,16 +71,23 @@ const passBytes = (b: Buffer) => b;
 
 /** The largest record of a call's arguments kept (a signal's input can be large). */
 const MAX_RECORDED_CHARS = 8_000;
+/** Temporal's own clients allow messages this large (a history page, a big payload). */
+const MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
+/** The identity providers' signing algorithms taken (asymmetric only: no shared secret is ever a key here). */
+const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+/** Metadata never passed on to Temporal: the operator's token is the gate's business. */
+const NOT_FORWARDED = ['authorization', 'authorization-extras'];
+/** Answers after which Temporal may or may not have applied the call. */
+const UNKNOWN_CODES = new Set([grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.UNAVAILABLE, grpc.status.UNKNOWN, grpc.status.INTERNAL]);
 
 export class TemporalUiGate {
-  private readonly server = new grpc.Server();
+  private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_MESSAGE_BYTES });
   private readonly upstream: grpc.Client;
-  private readonly keys?: Parameters<typeof jwtVerify>[1];
   private discovered?: Promise<Parameters<typeof jwtVerify>[1]>;
 
   constructor(private readonly options: UiGateOptions) {
-    this.upstream = new grpc.Client(options.upstream, grpc.credentials.createInsecure());
-    this.keys = options.keys;
+    if (Boolean(options.oidcIssuer) !== Boolean(options.oidcAudience)) throw new Error('the UI sign-in needs both its issuer and its audience (TEMPORAL_UI_OIDC_ISSUER, TEMPORAL_UI_OIDC_AUDIENCE), or neither (development)');
+    this.upstream = new grpc.Client(options.upstream, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_MESSAGE_BYTES });
     // At run time the proto package's services are reflection objects (its types say classes).
     const services = [temporal.api.workflowservice.v1.WorkflowService, temporal.api.operatorservice.v1.OperatorService] as unknown as Service[];
     for (const service of services) {
@@ -101,7 +108,14 @@ export class TemporalUiGate {
         handlers[method.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
           this.handle(method.name, path, requestType, call).then(
             (response) => callback(null, response),
-            (err: grpc.ServiceError | Refusal) => callback({ code: err.code ?? grpc.status.INTERNAL, details: err instanceof Refusal ? err.message : (err as grpc.ServiceError).details, metadata: (err as grpc.ServiceError).metadata }),
+            (err: grpc.ServiceError | Refusal) => {
+              if (err instanceof Refusal || typeof (err as grpc.ServiceError).code === 'number') {
+                callback({ code: err.code, details: err instanceof Refusal ? err.message : err.details, metadata: (err as grpc.ServiceError).metadata });
+              } else {
+                this.options.logger?.error({ err, method: method.name }, 'temporal UI gate: a call failed inside the gate');
+                callback({ code: grpc.status.INTERNAL, details: 'the operators\' gate failed on this call (see its log)' });
+              }
+            },
           );
         };
       }
@@ -114,8 +128,11 @@ export class TemporalUiGate {
     return new Promise((resolve, reject) => this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))));
   }
 
-  async close(): Promise<void> {
+  /** Stops taking calls, lets those under way finish for up to `graceMs`, then ends the rest. */
+  async close(graceMs = 5_000): Promise<void> {
+    const forced = setTimeout(() => this.server.forceShutdown(), graceMs);
     await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
+    clearTimeout(forced);
     this.upstream.close();
   }
 
@@ -123,7 +140,7 @@ export class TemporalUiGate {
     const access = accessOf(method);
     if (access === 'worker') throw new Refusal(grpc.status.PERMISSION_DENIED, `${method} is a worker's call: workers connect to Temporal directly, never through the operators' gate`);
     const request = call.request;
-    const claimedIdentity = () => String((requestType.decode(request) as { identity?: string; request?: { meta?: { identity?: string } } }).identity || '');
+    const claimedIdentity = () => String((requestType.decode(request) as { identity?: string }).identity || '');
     if (access === 'read') {
       await this.caller(call.metadata, claimedIdentity);
       return this.forward(path, request, call);
@@ -139,7 +156,7 @@ export class TemporalUiGate {
       caller = await this.caller(call.metadata, () => String(described.identity ?? ''));
     } catch (err) {
       if (!(err instanceof Refusal)) throw err;
-      return refuse(`unverified (claimed ${JSON.stringify(described.identity ?? '')})`, err);
+      return refuse(`unverified (claimed ${JSON.stringify(String(described.identity ?? '').slice(0, 200))})`, err);
     }
     if (!caller.groups.includes(this.options.operatorGroup)) {
       return refuse(caller.operator, new Refusal(grpc.status.PERMISSION_DENIED, `${caller.operator} may read, not change: writes from the Temporal UI need the group ${this.options.operatorGroup}`));
@@ -147,55 +164,74 @@ export class TemporalUiGate {
     const attempt = await this.record(method, described, caller.operator);
     try {
       const response = await this.forward(path, request, call);
-      await recordOutcome(this.options.dataSource, attempt, 'succeeded').catch(() => undefined);
+      await this.outcome(attempt, 'succeeded');
       return response;
     } catch (err) {
       const e = err as grpc.ServiceError;
-      await recordOutcome(this.options.dataSource, attempt, REFUSED_CODES.has(e.code) ? 'refused' : 'failed', `${grpc.status[e.code] ?? e.code}: ${e.details ?? e.message}`).catch(() => undefined);
+      const why = `${grpc.status[e.code] ?? e.code}: ${e.details ?? e.message}`;
+      if (REFUSED_CODES.has(e.code)) await this.outcome(attempt, 'refused', why);
+      else await this.outcome(attempt, 'failed', UNKNOWN_CODES.has(e.code) ? `${why} (whether Temporal applied it is unknown: look at the workflow's history)` : why);
       throw err;
     }
   }
 
   private async record(method: string, described: Record<string, unknown>, operator: string) {
     try {
-      return await recordAttempt(this.options.dataSource, `temporal ${method}`, described, operator);
-    } catch {
+      return await recordAttempt(this.options.dataSource, `temporal ${method}`, described, storable(operator));
+    } catch (err) {
+      this.options.logger?.error({ err, method }, 'temporal UI gate: the audit trail could not be written; the call was refused');
       throw new Refusal(grpc.status.UNAVAILABLE, 'the audit trail cannot be written just now, so nothing was done: try again');
     }
   }
 
+  private async outcome(attempt: Attempt, outcome: 'succeeded' | 'refused' | 'failed', why?: string): Promise<void> {
+    // The act is done (or refused) either way; a lost outcome row shows as `unfinished`.
+    await recordOutcome(this.options.dataSource, attempt, outcome, why && storable(why)).catch((err: unknown) =>
+      this.options.logger?.warn({ err, attempt: attempt.id, outcome }, 'temporal UI gate: an outcome could not be recorded (admin audit shows it unfinished)'),
+    );
+  }
+
   private forward(path: string, request: Buffer, call: grpc.ServerUnaryCall<Buffer, Buffer>): Promise<Buffer> {
     return new Promise((resolve, reject) => {
-      const deadline = call.getDeadline();
-      this.upstream.makeUnaryRequest(path, passBytes, passBytes, request, call.metadata.clone(), { deadline }, (err, response) => (err ? reject(err) : resolve(response!)));
+      const metadata = call.metadata.clone();
+      for (const key of NOT_FORWARDED) metadata.remove(key);
+      // The UI's deadline, and its cancellation (a long-poll it gives up), go on to Temporal.
+      this.upstream.makeUnaryRequest(path, passBytes, passBytes, request, metadata, { deadline: call.getDeadline(), parent: call }, (err, response) => (err ? reject(err) : resolve(response!)));
     });
   }
 
   /** Who calls: the verified token's email and groups; without an issuer (development), the identity the UI sent, in every group. */
   private async caller(metadata: grpc.Metadata, claimedIdentity: () => string): Promise<Caller> {
-    if (!this.options.oidcIssuer && !this.keys) return { operator: claimedIdentity() || 'unnamed (Temporal UI without sign-in)', groups: [this.options.operatorGroup] };
+    if (!this.options.oidcIssuer) return { operator: claimedIdentity() || 'unnamed (Temporal UI without sign-in)', groups: [this.options.operatorGroup] };
     const bearer = String(metadata.get('authorization')[0] ?? '').replace(/^Bearer\s+/i, '');
     if (!bearer) throw new Refusal(grpc.status.UNAUTHENTICATED, 'sign in to the Temporal UI: this call carries no token');
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(bearer, await this.verificationKeys(), { issuer: this.options.oidcIssuer, audience: this.options.oidcAudience }));
+      ({ payload } = await jwtVerify(bearer, await this.verificationKeys(), {
+        issuer: this.options.oidcIssuer,
+        audience: this.options.oidcAudience,
+        algorithms: TOKEN_ALGORITHMS,
+        requiredClaims: ['exp', 'sub'],
+      }));
     } catch (err) {
       throw new Refusal(grpc.status.UNAUTHENTICATED, `the token is not one the identity provider signed for the Temporal UI (${(err as Error).message}): sign in again`);
     }
-    const operator = typeof payload.email === 'string' && payload.email ? payload.email : null;
-    if (!operator) throw new Refusal(grpc.status.UNAUTHENTICATED, 'the token names no email: ask for the email scope (TEMPORAL_AUTH_SCOPES=openid,profile,email)');
+    const email = typeof payload.email === 'string' && payload.email ? payload.email : null;
+    if (!email) throw new Refusal(grpc.status.UNAUTHENTICATED, 'the token names no email: ask for the email scope (TEMPORAL_AUTH_SCOPES=openid,profile,email)');
+    if (payload.email_verified === false) throw new Refusal(grpc.status.UNAUTHENTICATED, `the identity provider has not verified ${email}: an unverified email names nobody`);
+    // The email as people read it, the subject (the provider's id for the person, never reused) beside it.
+    const operator = `${email} (sub ${payload.sub})`;
     const groups = payload[this.options.groupsClaim];
     return { operator, groups: Array.isArray(groups) ? groups.map(String) : typeof groups === 'string' ? [groups] : [] };
   }
 
   private verificationKeys(): Promise<Parameters<typeof jwtVerify>[1]> {
-    if (this.keys) return Promise.resolve(this.keys);
     this.discovered ??= (async () => {
       const issuer = this.options.oidcIssuer!.replace(/\/$/, '');
-      const res = await fetch(`${issuer}/.well-known/openid-configuration`);
+      const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5_000) });
       if (!res.ok) throw new Error(`OIDC discovery at ${issuer} answered ${res.status}`);
       const { jwks_uri } = (await res.json()) as { jwks_uri: string };
-      return createRemoteJWKSet(new URL(jwks_uri));
+      return createRemoteJWKSet(new URL(jwks_uri), { timeoutDuration: 5_000 });
     })().catch((err: unknown) => {
       this.discovered = undefined;
       throw err;
@@ -217,23 +253,30 @@ export function describeCall(method: string, requestType: Type, request: Buffer)
   if (!described.identity && meta?.identity) described.identity = meta.identity;
   const text = JSON.stringify(described);
   if (text.length <= MAX_RECORDED_CHARS) return described;
-  return { method, truncated: true, start: text.slice(0, MAX_RECORDED_CHARS) };
+  // Cut at a whole character (never half of a surrogate pair).
+  return { method, truncated: true, start: Array.from(text.slice(0, MAX_RECORDED_CHARS + 1)).slice(0, -1).join('') };
+}
+
+/** Text Postgres stores: no NUL (text and jsonb refuse it), no lone surrogate (jsonb refuses it). */
+function storable(text: string): string {
+  return text.replaceAll('\0', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
 function readable(value: unknown): unknown {
   if (Buffer.isBuffer(value) || value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  if (typeof value === 'string') return storable(value);
   if (Array.isArray(value)) return value.map(readable);
   if (value && typeof value === 'object') {
     const v = value as Record<string, unknown>;
     if (Array.isArray(v.payloads) && Object.keys(v).length === 1) return v.payloads.map(payloadValue);
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, readable(x)]));
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [storable(k), readable(x)]));
   }
   return value;
 }
 
 function payloadValue(payload: { metadata?: Record<string, Uint8Array>; data?: Uint8Array }): unknown {
   try {
-    return defaultPayloadConverter.fromPayload({ metadata: payload.metadata ?? {}, data: payload.data });
+    return readable(defaultPayloadConverter.fromPayload({ metadata: payload.metadata ?? {}, data: payload.data }));
   } catch {
     return { undecoded: Buffer.from(payload.data ?? []).toString('base64') };
   }

@@ -6,6 +6,7 @@ import { status } from '@grpc/grpc-js';
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
 import { temporal } from '@temporalio/proto';
 import { getStack, ownTemporal } from '../helpers/stack';
+import { createDataSource } from '../../src/db/data-source';
 import { adminWith } from '../helpers/admin';
 import { listenOnLoopback } from '../../src/main/loopback';
 import { TemporalUiGate, accessOf } from '../../src/temporal/ui-gate';
@@ -51,8 +52,18 @@ describe('the Temporal UI gate: UI writes are audited and need the operators\' g
     issuerServer?.close();
   });
 
-  const token = (email: string, groups: string[], key: CryptoKey = privateKey, aud = AUDIENCE) =>
-    new SignJWT({ email, groups }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(issuer).setAudience(aud).setSubject(email).setIssuedAt().setExpirationTime('5m').sign(key);
+  /** An ID token as the identity provider signs it (its subject: the provider's id for the person). */
+  const token = (email: string | undefined, groups: string[], { key = privateKey, aud = AUDIENCE, iss = issuer, exp = '5m' as string | number, claims = {} as Record<string, unknown> } = {}) =>
+    new SignJWT({ ...(email ? { email } : {}), groups, ...claims })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(iss)
+      .setAudience(aud)
+      .setSubject(`id-${email ?? 'nobody'}`)
+      .setIssuedAt()
+      .setExpirationTime(exp)
+      .sign(key);
+  const ALICE = 'alice@example.test (sub id-alice@example.test)';
+  const BOB = 'bob@example.test (sub id-bob@example.test)';
 
   /** A client that talks to Temporal as the UI does: through the gate, with the sign-in's token. */
   async function asUi(bearer: string | null, identity = 'someone@ui'): Promise<Client> {
@@ -103,8 +114,8 @@ describe('the Temporal UI gate: UI writes are audited and need the operators\' g
     assert.deepEqual(
       acts.map((a) => [a.operator, a.command, a.outcome]),
       [
-        ['alice@example.test', 'temporal TerminateWorkflowExecution', 'succeeded'],
-        ['alice@example.test', 'temporal SignalWorkflowExecution', 'succeeded'],
+        [ALICE, 'temporal TerminateWorkflowExecution', 'succeeded'],
+        [ALICE, 'temporal SignalWorkflowExecution', 'succeeded'],
       ],
       'the operator is the token\'s email, not the identity the caller claims',
     );
@@ -128,8 +139,8 @@ describe('the Temporal UI gate: UI writes are audited and need the operators\' g
     assert.deepEqual(
       acts.map((a) => [a.operator, a.command, a.outcome]),
       [
-        ['bob@example.test', 'temporal UpdateWorkflowExecution', 'refused'],
-        ['bob@example.test', 'temporal SignalWorkflowExecution', 'refused'],
+        [BOB, 'temporal UpdateWorkflowExecution', 'refused'],
+        [BOB, 'temporal SignalWorkflowExecution', 'refused'],
       ],
       'reads are not recorded; refusals are',
     );
@@ -142,13 +153,21 @@ describe('the Temporal UI gate: UI writes are audited and need the operators\' g
     const nobody = await asUi(null, 'alice@example.test');
     assert.equal(await codeOf(nobody.workflow.getHandle(workflowId).describe()), status.UNAUTHENTICATED);
     assert.equal(await codeOf(nobody.workflow.getHandle(workflowId).signal('liveAccessDecided', { approved: true })), status.UNAUTHENTICATED);
-    const forger = await asUi(await token('alice@example.test', [GROUP], (await generateKeyPair('ES256')).privateKey));
-    assert.equal(await codeOf(forger.workflow.getHandle(workflowId).signal('liveAccessDecided', { approved: true })), status.UNAUTHENTICATED);
-    const otherApp = await asUi(await token('alice@example.test', [GROUP], privateKey, 'another-app'));
-    assert.equal(await codeOf(otherApp.workflow.getHandle(workflowId).signal('liveAccessDecided', { approved: true })), status.UNAUTHENTICATED);
+    const turnedAway = [
+      await token('alice@example.test', [GROUP], { key: (await generateKeyPair('ES256')).privateKey }), // forged
+      await token('alice@example.test', [GROUP], { aud: 'another-app' }), // for another application
+      await token('alice@example.test', [GROUP], { iss: 'https://elsewhere.example' }), // another provider
+      await token('alice@example.test', [GROUP], { exp: Math.floor(Date.now() / 1000) - 600 }), // expired
+      await token(undefined, [GROUP]), // names no one
+      await token('alice@example.test', [GROUP], { claims: { email_verified: false } }), // an email nobody checked
+    ];
+    for (const bearer of turnedAway) {
+      const caller = await asUi(bearer);
+      assert.equal(await codeOf(caller.workflow.getHandle(workflowId).signal('liveAccessDecided', { approved: true })), status.UNAUTHENTICATED);
+    }
     assert.deepEqual(await signalsOf(workflowId), []);
     const acts = await auditOf(workflowId);
-    assert.equal(acts.length, 3);
+    assert.equal(acts.length, 1 + turnedAway.length);
     assert.ok(acts.every((a) => a.outcome === 'refused' && a.operator.startsWith('unverified')), JSON.stringify(acts));
   });
 
@@ -160,9 +179,42 @@ describe('the Temporal UI gate: UI writes are audited and need the operators\' g
     assert.notEqual(await codeOf(alice.workflow.getHandle(workflowId).executeUpdate('recordTransferOutcome', { args: [{ outcome: 'completed' }] })), undefined);
     const [update] = await auditOf(workflowId);
     assert.equal(update.command, 'temporal UpdateWorkflowExecution');
-    assert.equal(update.operator, 'alice@example.test');
+    assert.equal(update.operator, ALICE);
     assert.equal(update.outcome, 'refused');
     assert.ok(update.error, 'with the reason');
+  });
+
+  it('a write whose record cannot be written is refused, never passed on unrecorded', async function () {
+    this.timeout(60_000);
+    const workflowId = await probe();
+    const broken = createDataSource(getStack().databaseUrl);
+    await broken.initialize();
+    await broken.destroy(); // every insert now fails, as with Postgres down
+    const blind = new TemporalUiGate({ upstream: getStack().env.address, dataSource: broken, oidcIssuer: issuer, oidcAudience: AUDIENCE, operatorGroup: GROUP, groupsClaim: 'groups' });
+    const port = await blind.listen('127.0.0.1', 0);
+    try {
+      // No retrying interceptor: the SDK would retry UNAVAILABLE for a while (as the UI may).
+      const connection = Connection.lazy({ address: `127.0.0.1:${port}`, metadata: { authorization: `Bearer ${await token('alice@example.test', [GROUP])}` }, interceptors: [] });
+      connections.push(connection);
+      const alice = new Client({ connection, namespace: 'default' });
+      assert.equal((await alice.workflow.getHandle(workflowId).describe()).workflowId, workflowId, 'reads need no record');
+      assert.equal(await codeOf(alice.workflow.getHandle(workflowId).signal('liveAccessDecided', { approved: true })), status.UNAVAILABLE);
+      assert.deepEqual(await signalsOf(workflowId), [], 'the signal never reached the run');
+    } finally {
+      await blind.close();
+    }
+  });
+
+  it('arguments Postgres cannot store as they are (a NUL, half of an emoji) are recorded mended, not refused for ever', async function () {
+    this.timeout(60_000);
+    const workflowId = await probe();
+    const alice = await asUi(await token('alice@example.test', [GROUP]));
+    const note = `nul\u0000 and half an emoji \ud83d, then ${'é'.repeat(9_000)}`;
+    await alice.workflow.getHandle(workflowId).signal('liveAccessDecided', { approved: false, note });
+    assert.deepEqual((await signalsOf(workflowId)).map((x) => x.name), ['liveAccessDecided']);
+    const [act] = await auditOf(workflowId);
+    assert.equal(act.outcome, 'succeeded');
+    assert.equal((act.arguments as { truncated?: boolean }).truncated, true, 'a long argument is cut, at a whole character');
   });
 
   it('a worker\'s calls never pass the gate, whoever asks', async function () {
@@ -172,14 +224,26 @@ describe('the Temporal UI gate: UI writes are audited and need the operators\' g
     assert.equal(await codeOf(poll), status.PERMISSION_DENIED);
   });
 
-  it('sorts every call of Temporal\'s services into read, write or worker, and none that changes a run is a read', () => {
-    const methods = Object.keys((temporal.api.workflowservice.v1.WorkflowService as unknown as { methods: Record<string, unknown> }).methods);
-    const reads = methods.filter((m) => accessOf(m) === 'read');
-    for (const write of ['SignalWorkflowExecution', 'SignalWithStartWorkflowExecution', 'UpdateWorkflowExecution', 'TerminateWorkflowExecution', 'RequestCancelWorkflowExecution', 'ResetWorkflowExecution', 'StartBatchOperation', 'DeleteWorkflowExecution', 'StartWorkflowExecution', 'SetWorkerDeploymentCurrentVersion', 'PauseWorkflowExecution', 'UpdateWorkflowExecutionOptions', 'PatchSchedule', 'ExecuteMultiOperation']) {
+  it('sorts every call of Temporal\'s services into read, write or worker: the reads are exactly these (a new method is a write until someone looks)', () => {
+    const methodsOf = (service: unknown) => Object.keys((service as { methods: Record<string, unknown> }).methods);
+    const all = [...methodsOf(temporal.api.workflowservice.v1.WorkflowService), ...methodsOf(temporal.api.operatorservice.v1.OperatorService)];
+    // Read one by one in the protos (@temporalio/proto 1.24): each changes nothing.
+    const READS = [
+      'CountActivityExecutions', 'CountNexusOperationExecutions', 'CountSchedules', 'CountWorkers', 'CountWorkflowExecutions',
+      'DescribeActivityExecution', 'DescribeBatchOperation', 'DescribeDeployment', 'DescribeNamespace', 'DescribeNexusOperationExecution', 'DescribeSchedule',
+      'DescribeTaskQueue', 'DescribeWorker', 'DescribeWorkerDeployment', 'DescribeWorkerDeploymentVersion', 'DescribeWorkflowExecution', 'DescribeWorkflowRule',
+      'GetClusterInfo', 'GetCurrentDeployment', 'GetDeploymentReachability', 'GetNexusEndpoint', 'GetSearchAttributes', 'GetSystemInfo',
+      'GetWorkerBuildIdCompatibility', 'GetWorkerTaskReachability', 'GetWorkerVersioningRules', 'GetWorkflowExecutionHistory', 'GetWorkflowExecutionHistoryReverse',
+      'ListActivityExecutions', 'ListArchivedWorkflowExecutions', 'ListBatchOperations', 'ListClosedWorkflowExecutions', 'ListClusters', 'ListDeployments',
+      'ListNamespaces', 'ListNexusEndpoints', 'ListNexusOperationExecutions', 'ListOpenWorkflowExecutions', 'ListScheduleMatchingTimes', 'ListSchedules',
+      'ListSearchAttributes', 'ListTaskQueuePartitions', 'ListWorkerDeployments', 'ListWorkers', 'ListWorkflowExecutions', 'ListWorkflowRules',
+      'PollActivityExecution', 'PollNexusOperationExecution', 'PollWorkflowExecutionUpdate', 'QueryWorkflow', 'ScanWorkflowExecutions',
+      'ValidateWorkerDeploymentVersionComputeConfig',
+    ];
+    assert.deepEqual(all.filter((m) => accessOf(m) === 'read').sort(), [...READS].sort());
+    for (const write of ['SignalWorkflowExecution', 'UpdateWorkflowExecution', 'TerminateWorkflowExecution', 'ResetWorkflowExecution', 'StartBatchOperation', 'AddSearchAttributes', 'DeleteNamespace', 'SomeMethodOfTomorrow']) {
       assert.equal(accessOf(write), 'write', write);
     }
     for (const worker of ['PollWorkflowTaskQueue', 'RespondWorkflowTaskCompleted', 'RespondActivityTaskCompletedById', 'RecordActivityTaskHeartbeat', 'PollNexusTaskQueue']) assert.equal(accessOf(worker), 'worker', worker);
-    assert.ok(reads.includes('QueryWorkflow') && reads.includes('DescribeWorkflowExecution') && reads.includes('PollWorkflowExecutionUpdate'));
-    assert.ok(reads.every((m) => /^(Describe|Get|List|Count|Scan|Query|Validate|Poll)/.test(m)), reads.join(' '));
   });
 });

@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { recordAttempt, recordOutcome } from '../../src/admin/audit';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { createDataSource } from '../../src/db/data-source';
@@ -20,7 +21,7 @@ const run = promisify(execFile);
  */
 describe("the database's roles: each refused what it must not do", function () {
   this.timeout(120_000);
-  const passwords = { owner: `own'er "pw" $HOME \\`, app: `app';DROP ROLE x;--`, search: 'sea rch$(id)', temporal: "tem'poral" };
+  const passwords = { owner: `own'er "pw" $HOME \\`, app: `app';DROP ROLE x;--`, search: 'sea rch$(id)', uiGate: 'ga\'te`x`', temporal: "tem'poral" };
   // A Postgres of its own: the script makes cluster-wide roles and the database partner_api, which
   // the suite's own database already is.
   let dir: string;
@@ -54,6 +55,7 @@ describe("the database's roles: each refused what it must not do", function () {
       PARTNER_API_OWNER_PASSWORD: passwords.owner,
       PARTNER_API_APP_PASSWORD: passwords.app,
       PARTNER_API_SEARCH_PASSWORD: passwords.search,
+      PARTNER_API_UI_GATE_PASSWORD: passwords.uiGate,
       TEMPORAL_DB_PASSWORD: passwords.temporal,
     };
     await run('sh', [path.join(getStack().config.projectRoot, 'deploy', 'postgres-init.sh')], { env });
@@ -83,6 +85,21 @@ describe("the database's roles: each refused what it must not do", function () {
       await denied(client, `UPDATE domains SET label = label WHERE false`);
     } finally {
       await client.end();
+    }
+  });
+
+  it('the Temporal UI gate\'s role appends to the audit trail (through the entity, as the gate does) and does nothing else', async () => {
+    const gate = createDataSource(as('partner_api_ui_gate', passwords.uiGate));
+    await gate.initialize();
+    try {
+      const attempt = await recordAttempt(gate, 'temporal SignalWorkflowExecution', { signalName: 'x' }, 'role test');
+      await recordOutcome(gate, attempt, 'succeeded');
+      await assert.rejects(gate.query('SELECT operator FROM operator_actions LIMIT 1'), /permission denied/);
+      for (const table of ['credentials', 'partners', 'orders', 'ledger_postings', 'domains']) await assert.rejects(gate.query(`SELECT 1 FROM ${table} LIMIT 1`), /permission denied/, table);
+      await assert.rejects(gate.query(`UPDATE operator_actions SET operator = 'x' WHERE false`), /permission denied/);
+      await assert.rejects(gate.query(`INSERT INTO partners (id) VALUES (gen_random_uuid())`), /permission denied/);
+    } finally {
+      await gate.destroy();
     }
   });
 

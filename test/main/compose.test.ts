@@ -81,12 +81,13 @@ describe('docker-compose.yml: no open doors in production', () => {
     assert.equal(role(env('worker').DATABASE_URL), 'partner_api_app');
     assert.equal(role(env('migrate').DATABASE_URL), 'partner_api_owner');
     assert.equal(role(env('search').DATABASE_URL), 'partner_api_search');
+    assert.equal(role(env('temporal-ui-gate').DATABASE_URL), 'partner_api_ui_gate', 'the gate appends to the audit trail and nothing else');
     assert.equal(services.temporal.environment?.POSTGRES_USER, 'temporal');
     const init = readFileSync(path.join(root, 'deploy', 'postgres-init.sh'), 'utf8');
     assert.match(init, /GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO partner_api_app/);
     // The search role gets its one table by migration, never every table by default
     // (test/db/roles.test.ts connects as each role).
-    assert.doesNotMatch(init, /ON TABLES TO partner_api_search/);
+    assert.doesNotMatch(init, /ON TABLES TO partner_api_(search|ui_gate)/);
     assert.match(init, /GRANT USAGE ON SCHEMA public TO partner_api_app, partner_api_search/);
     assert.doesNotMatch(init, /SUPERUSER/);
   });

@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
 /**
- * One manual act of an operator through the admin CLI (a refund, a transfer outcome, a move, a key
+ * One manual act of an operator through the admin CLI or the Temporal UI (its gate) (a refund, a transfer outcome, a move, a key
  * rotation…): recorded before it acts, its outcome appended after. Append-only: a trigger refuses
  * UPDATE and DELETE to every role but the table's owner, and the app role holds neither.
  */
@@ -10,7 +10,7 @@ export class OperatorAction {
   @PrimaryGeneratedColumn({ type: 'bigint' })
   id: string;
 
-  /** Who: ADMIN_OPERATOR, else the OS user who ran the command (SUDO_USER under sudo). */
+  /** Who: ADMIN_OPERATOR, else the OS user who ran the command (SUDO_USER under sudo); from the Temporal UI, the verified email and subject. */
   @Column({ type: 'text' })
   operator: string;
 
@@ -18,7 +18,7 @@ export class OperatorAction {
   @Column({ type: 'text' })
   command: string;
 
-  /** Its arguments and options as given (never a secret: no command takes one). */
+  /** Its arguments and options as given (no admin command takes a secret; a Temporal UI signal's arguments may hold a buyer's details). */
   @Column({ type: 'jsonb' })
   arguments: Record<string, unknown>;
 
