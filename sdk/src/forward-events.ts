@@ -42,7 +42,10 @@ export interface ForwardOptions {
 
 /** Forwards until `signal` aborts; resolves with the cursor to resume from (undefined: the start). */
 export async function forwardEvents(options: ForwardOptions): Promise<string | undefined> {
-  const { client, log, signal } = options;
+  const { log, signal } = options;
+  // This loop waits out 429s and 5xx itself, for as long as it takes, and says so: the client's
+  // own few retries under it would only hide the first answers.
+  const client = options.client.withRetry(false);
   const pollIntervalMs = options.pollIntervalMs ?? 2000;
   const retry = options.retry ?? { initialMs: 500, maxMs: 30_000 };
   const backOff = (attempt: number) => Math.min(retry.maxMs, retry.initialMs * 2 ** (attempt - 1));

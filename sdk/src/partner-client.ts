@@ -109,6 +109,11 @@ export class PartnerClient {
     private readonly retry: RetryPolicy | false = DEFAULT_RETRY,
   ) {}
 
+  /** The same client with another retry policy (`false`: every answer as it comes), for a caller with a retry loop of its own. */
+  withRetry(retry: RetryPolicy | false): PartnerClient {
+    return new PartnerClient(this.baseUrl, this.credential, this.clock, retry);
+  }
+
   /** The headers that sign a request of `method` to `pathAndQuery` (e.g. `/api/partner/v1/pricing?domain=a.com`). */
   signHeaders(method: string, pathAndQuery: string, body: Buffer | string = '', overrides: Pick<CallOptions, 'timestamp' | 'nonce'> = {}): Record<string, string> {
     return signRequestHeaders(this.credential, method, pathAndQuery, body, overrides, this.clock());

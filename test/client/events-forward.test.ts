@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import path from 'node:path';
+import { PartnerClient } from '../../sdk/src/partner-client';
+import { forwardEvents } from '../../sdk/src/forward-events';
+import { listenOnLoopback } from '../../src/main/loopback';
 import { verifyWebhook } from '../../src/client/webhooks';
 import { appendEvent } from '../../src/events/outbox';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
@@ -99,5 +103,41 @@ describe('partner CLI: events forward (a local receiver fed from GET /events)', 
     const run = forwarder(['http://127.0.0.1:9/hooks', '--secret', SECRET], { keyId, secret });
     assert.equal(await run.exited, 1);
     assert.match(run.stderr(), /GET \/events answered 403 forbidden/);
+  });
+});
+
+describe('events forward: one retry loop, its own', () => {
+  it('a 429 from GET /events is waited out by the forwarder (logged, each time), not first swallowed by the client\'s own retries', async function () {
+    this.timeout(30_000);
+    let asked = 0;
+    const server = createServer((req, res) => {
+      asked++;
+      if (asked <= 2) {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: { code: 'rate_limited', message: 'slow down' } }));
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [], next_cursor: 'c1' }));
+      }
+    });
+    const { url } = await listenOnLoopback(server);
+    const lines: string[] = [];
+    const stop = new AbortController();
+    try {
+      const forwarding = forwardEvents({
+        client: new PartnerClient(url, { keyId: 'pk_test_x', secret: 'sk_test_x' }),
+        url: 'http://127.0.0.1:1/unused',
+        secret: SECRET,
+        from: 'start',
+        pollIntervalMs: 60_000,
+        signal: stop.signal,
+        log: (line) => lines.push(line),
+      });
+      await waitFor(() => asked, (n) => n >= 3, 15_000, 'the third GET /events');
+      stop.abort();
+      assert.equal(await forwarding, 'c1');
+    } finally {
+      server.close();
+    }
+    assert.equal(asked, 3, 'one request per wait: no retries stacked under the forwarder\'s');
+    assert.equal(lines.filter((l) => /GET \/events answered 429; asking again in 1 s/.test(l)).length, 2, lines.join('\n'));
   });
 });
