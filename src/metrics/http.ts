@@ -9,9 +9,14 @@ import { httpRequestDuration } from './metrics';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+/** The router's paths in OpenAPI form, worked out once each (as many as the routers have). */
+const templates = new Map<string, string>();
+
 /** `:name` (and any constraint after it) as `{name}`. */
 export function templateOf(routerPath: string): string {
-  return routerPath.replace(/:([A-Za-z0-9_]+)(\([^)]*\))?/g, '{$1}');
+  let template = templates.get(routerPath);
+  if (template === undefined) templates.set(routerPath, (template = routerPath.replace(/:([A-Za-z0-9_]+)(\([^)]*\))?/g, '{$1}')));
+  return template;
 }
 
 export function requestMetrics(): Koa.Middleware<{ routeTemplate?: string }> {
