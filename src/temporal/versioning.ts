@@ -63,8 +63,14 @@ export async function makeCurrentIfFirst(client: Client, namespace: string, vers
       const { workerDeploymentInfo: info, conflictToken } = await client.workflowService.describeWorkerDeployment({ namespace, deploymentName: version.deploymentName });
       const mine = (info?.versionSummaries ?? []).find((v) => v.deploymentVersion?.buildId === version.buildId);
       if (mine) {
-        const current = info?.routingConfig?.currentDeploymentVersion?.buildId;
+        const routing = info?.routingConfig;
+        const current = routing?.currentDeploymentVersion?.buildId;
         if (current) return current === version.buildId;
+        // No current version is a first release only when none was ever set: an operator who
+        // routed new runs to unversioned workers (current set to none) is not overruled by a
+        // versioned worker that restarts, nor is a deployment that knows other versions.
+        const others = (info?.versionSummaries ?? []).some((v) => v.deploymentVersion?.buildId !== version.buildId);
+        if (routing?.currentVersionChangedTime || others) return false;
         await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, conflictToken, identity: `partner-api ${version.buildId}` });
         return true;
       }

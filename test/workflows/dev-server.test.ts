@@ -358,6 +358,15 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
       // Restarting two's worker does not take the deployment back.
       assert.equal(await makeCurrentIfFirst(env.client, 'default', { deploymentName: DEPLOYMENT_NAME, buildId: TWO }), false);
       assert.equal((await deploy('promote')).status.current_build_id, TWO, 'promoted again');
+      // An operator routes new runs to unversioned workers (current: none): a versioned worker that
+      // restarts takes nothing back, not even the first release's.
+      const { conflictToken } = await env.client.workflowService.describeWorkerDeployment({ namespace: 'default', deploymentName: DEPLOYMENT_NAME });
+      await env.client.workflowService.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName: DEPLOYMENT_NAME, buildId: '', conflictToken, identity: 'test: unversioned', ignoreMissingTaskQueues: true });
+      assert.equal((await deploy('status')).current_build_id, null, 'routed to unversioned workers');
+      assert.equal(await makeCurrentIfFirst(env.client, 'default', { deploymentName: DEPLOYMENT_NAME, buildId: TWO }), false);
+      assert.equal(await makeCurrentIfFirst(env.client, 'default', { deploymentName: DEPLOYMENT_NAME, buildId: ONE }), false);
+      assert.equal((await deploy('status')).current_build_id, null, 'still with the unversioned workers, as the operator left it');
+      assert.equal((await deploy('promote')).status.current_build_id, TWO, 'until an operator promotes');
 
       // One drains: its pinned runs end (here: cancelled), then its worker is stopped.
       for (const id of quotes) await env.client.workflow.getHandle(quoteWorkflowId(id)).cancel();
