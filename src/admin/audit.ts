@@ -38,6 +38,27 @@ export async function recordAttempt(dataSource: DataSource, command: string, arg
   return { id: String(inserted.identifiers[0]!.id), operator, command, arguments: given };
 }
 
+/** gRPC codes of a breakdown (the call may not have been looked at), not of a refusal: CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE. */
+const BREAKDOWN_GRPC_CODES = new Set([1, 2, 4, 13, 14]);
+/** Errors of a part that did not answer or broke (the database, the network), by class name. */
+const BREAKDOWN_NAMES = new Set(['QueryFailedError', 'ConnectionIsNotSetError', 'CannotConnectAlreadyConnectedError', 'TimeoutError', 'AbortError', 'TransportError']);
+
+/**
+ * How a command that threw ended: `failed` when a part broke or did not answer (a system error
+ * such as ECONNREFUSED, a gRPC breakdown, a database error, Temporal out of reach), else `refused`:
+ * the command stopped with a reason (bad input, a rule of the service).
+ */
+export function outcomeOf(err: unknown): 'refused' | 'failed' {
+  for (let e = err as { name?: string; code?: unknown; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && /^E[A-Z]{3,}$/.test(e.code)) return 'failed';
+    if (typeof e.code === 'number' && BREAKDOWN_GRPC_CODES.has(e.code)) return 'failed';
+    if (e.name && BREAKDOWN_NAMES.has(e.name)) return 'failed';
+    // grpc-js's own words when Temporal never answered the connection.
+    if (typeof e.message === 'string' && /^Failed to connect before the deadline/.test(e.message)) return 'failed';
+  }
+  return 'refused';
+}
+
 /** Appends the outcome of `attempt` (the started row is never changed). */
 export async function recordOutcome(dataSource: DataSource, attempt: Attempt, outcome: 'succeeded' | 'refused' | 'failed', error?: string): Promise<void> {
   await dataSource

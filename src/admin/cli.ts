@@ -28,7 +28,7 @@ import { deploymentOf, deployStatus, promoteDeployment, rampDeployment, rollback
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';
-import { isRecorded, operatorName, recentActions, recordAttempt, recordOutcome, type Attempt } from './audit';
+import { isRecorded, operatorName, outcomeOf, recentActions, recordAttempt, recordOutcome, type Attempt } from './audit';
 import { decideLiveAccess, listApplications, OnboardingRefused, SANDBOX_SCOPES } from '../partners/onboarding';
 import { tellOnboarding } from '../partners/onboarding-flow';
 import { OnboardingLinkToken, onboardingUrl } from '../partners/onboarding-links';
@@ -660,10 +660,10 @@ program.hook('postAction', async () => {
 
 program.parseAsync().catch(async (err) => {
   process.stderr.write(`admin: ${(err as Error).message}\n`);
-  // A command that was recorded as started and then stopped with a reason: refused, with it.
+  // A command recorded as started, then stopped: refused with its reason, or failed (a part broke or did not answer).
   if (attempt) {
-    const refused = attempt;
-    await withSession(({ dataSource }) => recordOutcome(dataSource, refused, 'refused', (err as Error).message)).catch(() => undefined);
+    const stopped = attempt;
+    await withSession(({ dataSource }) => recordOutcome(dataSource, stopped, outcomeOf(err), (err as Error).message)).catch(() => undefined);
   }
   process.exit(1);
 });

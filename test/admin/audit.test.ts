@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { adminWith } from '../helpers/admin';
+import { outcomeOf } from '../../src/admin/audit';
 
 /** Every manual act through the admin CLI is recorded with the operator who made it; reads are not. */
 describe('admin audit: which operator did each manual act', () => {
@@ -32,6 +33,29 @@ describe('admin audit: which operator did each manual act', () => {
     );
     assert.ok(acts[0].error, 'the refusal says why');
     assert.ok(!Number.isNaN(Date.parse(acts[0].at)));
+  });
+
+  it('a command stopped by a part that did not answer is recorded as failed, not refused (Temporal out of reach)', async function () {
+    this.timeout(60_000);
+    const promoted = await as('frank', 'deploy', 'promote', '--json');
+    assert.notEqual(promoted.code, 0);
+    const audit = await as('erin', 'audit', '--limit', '20', '--json');
+    const act = (JSON.parse(audit.stdout) as Array<{ operator: string; command: string; outcome: string; error: string | null }>).find((a) => a.operator === 'frank');
+    assert.ok(act, audit.stdout);
+    assert.equal(act.command, 'deploy promote');
+    assert.equal(act.outcome, 'failed');
+    assert.match(act.error ?? '', /connect/i);
+  });
+
+  it('tells a breakdown from a refusal by what was thrown', () => {
+    const grpc = (code: number) => Object.assign(new Error('grpc'), { code });
+    assert.equal(outcomeOf(new Error('no partner named x')), 'refused');
+    assert.equal(outcomeOf(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })), 'failed');
+    assert.equal(outcomeOf(grpc(14)), 'failed', 'UNAVAILABLE');
+    assert.equal(outcomeOf(grpc(5)), 'refused', 'NOT_FOUND is an answer');
+    assert.equal(outcomeOf(Object.assign(new Error('wrapped'), { cause: grpc(4) })), 'failed', 'DEADLINE_EXCEEDED under a wrapper');
+    assert.equal(outcomeOf(Object.assign(new Error('q'), { name: 'QueryFailedError' })), 'failed');
+    assert.equal(outcomeOf(new Error('Failed to connect before the deadline')), 'failed');
   });
 
   it('in production a change is refused until the operator is named (ADMIN_OPERATOR): in a container the OS user is always node', async () => {
