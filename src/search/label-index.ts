@@ -61,21 +61,28 @@ export async function postgresStopWords(dataSource: DataSource): Promise<Set<str
 /**
  * Lists of slots by key, appended to and cleaned lazily (see the module's comment); each list a
  * typed array grown by doubling (at 1M names ~14M entries: 4 bytes each rather than a JS array's 8).
+ * A key with one slot (most stems: a run-together label is a stem of its own) keeps the slot
+ * itself, not a list: a typed array and its object cost some 200 bytes, per name at 1M.
  */
 class Lists<K> {
-  private readonly lists = new Map<K, { slots: Uint32Array; length: number; stale: number }>();
+  private readonly lists = new Map<K, number | { slots: Uint32Array; length: number; stale: number }>();
 
   /** `holds(slot, key)`: whether the slot's current label still belongs in the key's list. */
   constructor(private readonly holds: (slot: number, key: K) => boolean) {}
 
   get(key: K): Uint32Array {
     const list = this.lists.get(key);
-    return list ? list.slots.subarray(0, list.length) : EMPTY;
+    if (list === undefined) return EMPTY;
+    return typeof list === 'number' ? Uint32Array.of(list) : list.slots.subarray(0, list.length);
   }
 
   add(key: K, slot: number): void {
     let list = this.lists.get(key);
-    if (!list) this.lists.set(key, (list = { slots: new Uint32Array(4), length: 0, stale: 0 }));
+    if (list === undefined) {
+      this.lists.set(key, slot);
+      return;
+    }
+    if (typeof list === 'number') this.lists.set(key, (list = { slots: Uint32Array.of(list, 0, 0, 0), length: 1, stale: 0 }));
     if (list.length === list.slots.length) {
       const grown = new Uint32Array(list.slots.length * 2);
       grown.set(list.slots);
@@ -87,7 +94,13 @@ class Lists<K> {
   /** One of the key's entries is stale now. */
   stale(key: K): void {
     const list = this.lists.get(key);
-    if (!list || ++list.stale * 2 <= list.length) return;
+    if (list === undefined) return;
+    // A list of one with its one entry stale (more than half): kept only if it still holds.
+    if (typeof list === 'number') {
+      if (!this.holds(list, key)) this.lists.delete(key);
+      return;
+    }
+    if (++list.stale * 2 <= list.length) return;
     const seen = new Set<number>();
     let kept = 0;
     for (let i = 0; i < list.length; i++) {
