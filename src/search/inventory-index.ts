@@ -295,6 +295,8 @@ export class InventoryIndex {
     // Names the saved graph holds that are no longer on the market.
     for (const slot of this.adopted) this.release(this.slots[slot]!.name, slot);
     this.adopted.clear();
+    // The whole market read: the keyword lists' growing room is given back.
+    if (first) this.labels.trim();
     this.horizon = horizon;
     this.saveIfDue();
   }

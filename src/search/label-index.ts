@@ -91,6 +91,11 @@ class Lists<K> {
     list.slots[list.length++] = slot;
   }
 
+  /** Each list down to its length (the doubling's slack: up to half of it), once the lists stop growing fast. */
+  trim(): void {
+    for (const list of this.lists.values()) if (typeof list !== 'number' && list.length < list.slots.length) list.slots = list.slots.slice(0, list.length);
+  }
+
   /** One of the key's entries is stale now. */
   stale(key: K): void {
     const list = this.lists.get(key);
@@ -203,6 +208,18 @@ export class LabelIndex {
     const tld = name.slice(label.length + 1);
     this.tldOf[slot] = tld;
     this.tlds.set(tld, (this.tlds.get(tld) ?? 0) + 1);
+  }
+
+  /**
+   * Gives back what growing by doubling left unused (the lists' and the signatures' slack): after
+   * the first load, when the index is as large as it will be for a while. Later additions grow
+   * the lists again as they need.
+   */
+  trim(): void {
+    this.grams.trim();
+    this.labelStems.trim();
+    const used = 2 * this.labels.length;
+    if (used < this.signatures.length) this.signatures = this.signatures.slice(0, used);
   }
 
   /** The slot's name left the market. */
