@@ -111,7 +111,8 @@ export class PartnerClient {
 
   /** The same client with another retry policy (`false`: every answer as it comes), for a caller with a retry loop of its own. */
   withRetry(retry: RetryPolicy | false): PartnerClient {
-    return new PartnerClient(this.baseUrl, this.credential, this.clock, retry);
+    // The caller's own class (a subclass keeps what it adds).
+    return new (this.constructor as new (...args: ConstructorParameters<typeof PartnerClient>) => PartnerClient)(this.baseUrl, this.credential, this.clock, retry);
   }
 
   /** The headers that sign a request of `method` to `pathAndQuery` (e.g. `/api/partner/v1/pricing?domain=a.com`). */

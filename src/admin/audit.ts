@@ -8,6 +8,7 @@
 import os from 'node:os';
 import { In, IsNull, type DataSource } from 'typeorm';
 import { OperatorAction } from '../db/entities/operator-action';
+import { dependencyUnavailable } from '../api/unavailable';
 
 /** Commands that only read: not recorded. */
 const READ_ONLY = new Set(['partner list', 'partner applications', 'credential list', 'webhooks list', 'webhooks deliveries', 'workflows patches', 'deploy status', 'disputes list', 'reconcile', 'audit']);
@@ -40,17 +41,24 @@ export async function recordAttempt(dataSource: DataSource, command: string, arg
 
 /** gRPC codes of a breakdown (the call may not have been looked at), not of a refusal: CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE. */
 const BREAKDOWN_GRPC_CODES = new Set([1, 2, 4, 13, 14]);
-/** Errors of a part that did not answer or broke (the database, the network), by class name. */
-const BREAKDOWN_NAMES = new Set(['QueryFailedError', 'ConnectionIsNotSetError', 'CannotConnectAlreadyConnectedError', 'TimeoutError', 'AbortError', 'TransportError']);
+/** Errors of a part that did not answer or broke, by class name. */
+const BREAKDOWN_NAMES = new Set(['ConnectionIsNotSetError', 'TimeoutError', 'AbortError', 'TransportError']);
+/** SQLSTATE classes of a database that broke or went away (connection, rollback, resources, operator intervention, system, internal); the rest (22 data, 23 a rule such as a unique name) are refusals. */
+const BREAKDOWN_SQLSTATES = /^(08|40|53|57|58|XX)/;
 
 /**
- * How a command that threw ended: `failed` when a part broke or did not answer (a system error
- * such as ECONNREFUSED, a gRPC breakdown, a database error, Temporal out of reach), else `refused`:
- * the command stopped with a reason (bad input, a rule of the service).
+ * How a command that threw ended: `failed` when a part broke or did not answer (the database or
+ * Temporal out of reach, a gRPC breakdown, a service error of the 5xx kind), else `refused`: the
+ * command stopped with a reason (bad input, a missing file it was given, a rule of the service).
  */
 export function outcomeOf(err: unknown): 'refused' | 'failed' {
-  for (let e = err as { name?: string; code?: unknown; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.code === 'string' && /^E[A-Z]{3,}$/.test(e.code)) return 'failed';
+  // A file the operator named that is not there is their input, not a breakdown.
+  const io = err as { code?: unknown; syscall?: unknown };
+  if ((io?.code === 'ENOENT' || io?.code === 'EACCES' || io?.code === 'EISDIR') && (io.syscall === 'open' || io.syscall === 'scandir' || io.syscall === 'read')) return 'refused';
+  if (dependencyUnavailable(err)) return 'failed';
+  for (let e = err as { name?: string; code?: unknown; status?: unknown; message?: string; cause?: unknown; driverError?: { code?: unknown } } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.name === 'QueryFailedError') return typeof e.driverError?.code === 'string' && BREAKDOWN_SQLSTATES.test(e.driverError.code) ? 'failed' : 'refused';
+    if (e.name === 'ApiError' && typeof e.status === 'number') return e.status >= 500 ? 'failed' : 'refused';
     if (typeof e.code === 'number' && BREAKDOWN_GRPC_CODES.has(e.code)) return 'failed';
     if (e.name && BREAKDOWN_NAMES.has(e.name)) return 'failed';
     // grpc-js's own words when Temporal never answered the connection.

@@ -46,7 +46,8 @@ export async function refundByService(config: Config, dataSource: DataSource, pu
       const answer = await refundOrder({ dataSource, workflows: configuredStarter(client, config.temporal) }, order, reason, 'service');
       return { ...answer.refund, http_status: answer.status };
     } catch (err) {
-      if (err instanceof ApiError) throw new Error(err.message);
+      // The message alone for the operator; the error kept as its cause (the audit trail tells a refusal from a breakdown by it).
+      if (err instanceof ApiError) throw new Error(err.message, { cause: err });
       throw err;
     }
   });

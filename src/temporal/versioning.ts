@@ -68,9 +68,9 @@ export async function makeCurrentIfFirst(client: Client, namespace: string, vers
         if (current) return current === version.buildId;
         // No current version is a first release only when none was ever set: an operator who
         // routed new runs to unversioned workers (current set to none) is not overruled by a
-        // versioned worker that restarts, nor is a deployment that knows other versions.
+        // versioned worker that restarts (nor one who ramped it), nor is a deployment that knows other versions.
         const others = (info?.versionSummaries ?? []).some((v) => v.deploymentVersion?.buildId !== version.buildId);
-        if (routing?.currentVersionChangedTime || others) return false;
+        if (routing?.currentVersionChangedTime || routing?.rampingVersionChangedTime || others) return false;
         await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, conflictToken, identity: `partner-api ${version.buildId}` });
         return true;
       }

@@ -163,7 +163,9 @@ export async function runServiceWorkers(
     stopSeeing();
     await recordRelease(parts.dataSource, release).catch(() => undefined);
   });
-  if (version) await makeCurrentIfFirst(parts.client, config.temporal.namespace, version);
+  if (version && !(await makeCurrentIfFirst(parts.client, config.temporal.namespace, version))) {
+    parts.logger?.info({ buildId: version.buildId }, 'this release is not the current version: it takes new runs once an operator ramps or promotes it (admin deploy status, admin deploy promote)');
+  }
   await ensureMaintenanceWorkflows(parts.client, config.temporal.taskQueue);
   return { workers, running };
 }

@@ -54,7 +54,14 @@ describe('admin audit: which operator did each manual act', () => {
     assert.equal(outcomeOf(grpc(14)), 'failed', 'UNAVAILABLE');
     assert.equal(outcomeOf(grpc(5)), 'refused', 'NOT_FOUND is an answer');
     assert.equal(outcomeOf(Object.assign(new Error('wrapped'), { cause: grpc(4) })), 'failed', 'DEADLINE_EXCEEDED under a wrapper');
-    assert.equal(outcomeOf(Object.assign(new Error('q'), { name: 'QueryFailedError' })), 'failed');
+    const query = (code: string) => Object.assign(new Error('q'), { name: 'QueryFailedError', driverError: { code } });
+    assert.equal(outcomeOf(query('23505')), 'refused', 'a unique name taken: a rule, not a breakdown');
+    assert.equal(outcomeOf(query('57P01')), 'failed', 'the server shut down');
+    assert.equal(outcomeOf(query('40001')), 'failed', 'a serialization failure');
+    assert.equal(outcomeOf(Object.assign(new Error("ENOENT: no such file or directory, open 'names.csv'"), { code: 'ENOENT', syscall: 'open' })), 'refused', 'a file the operator named is missing');
+    assert.equal(outcomeOf(new Error('refund timed out', { cause: Object.assign(new Error('x'), { name: 'ApiError', status: 503 }) })), 'failed');
+    assert.equal(outcomeOf(new Error('not refundable', { cause: Object.assign(new Error('x'), { name: 'ApiError', status: 409 }) })), 'refused');
+    assert.equal(outcomeOf(new Error('Connection terminated unexpectedly')), 'failed');
     assert.equal(outcomeOf(new Error('Failed to connect before the deadline')), 'failed');
   });
 
