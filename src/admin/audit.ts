@@ -33,14 +33,20 @@ export interface Attempt {
 }
 
 /** Records a command about to act (`started`). */
-export async function recordAttempt(dataSource: DataSource, command: string, args: Record<string, unknown>, operator = operatorName()): Promise<Attempt> {
+/** Text Postgres stores: no NUL (text and jsonb refuse it), no lone surrogate (jsonb refuses its escape). */
+export function storable(text: string): string {
+  return text.replaceAll('\0', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+export async function recordAttempt(dataSource: DataSource, command: string, args: Record<string, unknown>, operatorGiven = operatorName()): Promise<Attempt> {
   const { json: _json, ...given } = args;
+  const operator = storable(operatorGiven);
   const inserted = await dataSource.getRepository(OperatorAction).insert({ operator, command, arguments: given as object, outcome: 'started' });
   return { id: String(inserted.identifiers[0]!.id), operator, command, arguments: given };
 }
 
-/** gRPC codes of a breakdown (the call may not have been looked at), not of a refusal: CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE. */
-const BREAKDOWN_GRPC_CODES = new Set([1, 2, 4, 13, 14]);
+/** gRPC codes of a breakdown, not of a refusal (the call may or may not have been acted on): CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE. */
+export const BREAKDOWN_GRPC_CODES = new Set([1, 2, 4, 13, 14]);
 /** Errors of a part that did not answer or broke, by class name. */
 const BREAKDOWN_NAMES = new Set(['ConnectionIsNotSetError', 'TimeoutError', 'AbortError', 'TransportError']);
 /** SQLSTATE classes of a database that broke or went away (connection, rollback, resources, operator intervention, system, internal); the rest (22 data, 23 a rule such as a unique name) are refusals. */
@@ -71,7 +77,7 @@ export function outcomeOf(err: unknown): 'refused' | 'failed' {
 export async function recordOutcome(dataSource: DataSource, attempt: Attempt, outcome: 'succeeded' | 'refused' | 'failed', error?: string): Promise<void> {
   await dataSource
     .getRepository(OperatorAction)
-    .insert({ operator: attempt.operator, command: attempt.command, arguments: attempt.arguments as object, outcome, attemptId: attempt.id, error: error?.slice(0, 2000) ?? null });
+    .insert({ operator: attempt.operator, command: attempt.command, arguments: attempt.arguments as object, outcome, attemptId: attempt.id, error: error === undefined ? null : storable(error.slice(0, 2000)) });
 }
 
 export interface ActionView {

@@ -20,7 +20,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { DataSource } from 'typeorm';
 import type { Service, Type } from 'protobufjs';
-import { recordAttempt, recordOutcome, type Attempt } from '../admin/audit';
+import { BREAKDOWN_GRPC_CODES, recordAttempt, recordOutcome, storable, type Attempt } from '../admin/audit';
 import type { Logger } from 'pino';
 
 export interface UiGateOptions {
@@ -77,8 +77,7 @@ const MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
 const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 /** Metadata never passed on to Temporal: the operator's token is the gate's business. */
 const NOT_FORWARDED = ['authorization', 'authorization-extras'];
-/** Answers after which Temporal may or may not have applied the call. */
-const UNKNOWN_CODES = new Set([grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.UNAVAILABLE, grpc.status.UNKNOWN, grpc.status.INTERNAL]);
+
 
 export class TemporalUiGate {
   private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_MESSAGE_BYTES });
@@ -170,14 +169,14 @@ export class TemporalUiGate {
       const e = err as grpc.ServiceError;
       const why = `${grpc.status[e.code] ?? e.code}: ${e.details ?? e.message}`;
       if (REFUSED_CODES.has(e.code)) await this.outcome(attempt, 'refused', why);
-      else await this.outcome(attempt, 'failed', UNKNOWN_CODES.has(e.code) ? `${why} (whether Temporal applied it is unknown: look at the workflow's history)` : why);
+      else await this.outcome(attempt, 'failed', BREAKDOWN_GRPC_CODES.has(e.code) ? `${why} (whether Temporal applied it is unknown: look at the workflow's history)` : why);
       throw err;
     }
   }
 
   private async record(method: string, described: Record<string, unknown>, operator: string) {
     try {
-      return await recordAttempt(this.options.dataSource, `temporal ${method}`, described, storable(operator));
+      return await recordAttempt(this.options.dataSource, `temporal ${method}`, described, operator);
     } catch (err) {
       this.options.logger?.error({ err, method }, 'temporal UI gate: the audit trail could not be written; the call was refused');
       throw new Refusal(grpc.status.UNAVAILABLE, 'the audit trail cannot be written just now, so nothing was done: try again');
@@ -186,7 +185,7 @@ export class TemporalUiGate {
 
   private async outcome(attempt: Attempt, outcome: 'succeeded' | 'refused' | 'failed', why?: string): Promise<void> {
     // The act is done (or refused) either way; a lost outcome row shows as `unfinished`.
-    await recordOutcome(this.options.dataSource, attempt, outcome, why && storable(why)).catch((err: unknown) =>
+    await recordOutcome(this.options.dataSource, attempt, outcome, why).catch((err: unknown) =>
       this.options.logger?.warn({ err, attempt: attempt.id, outcome }, 'temporal UI gate: an outcome could not be recorded (admin audit shows it unfinished)'),
     );
   }
@@ -257,10 +256,6 @@ export function describeCall(method: string, requestType: Type, request: Buffer)
   return { method, truncated: true, start: Array.from(text.slice(0, MAX_RECORDED_CHARS + 1)).slice(0, -1).join('') };
 }
 
-/** Text Postgres stores: no NUL (text and jsonb refuse it), no lone surrogate (jsonb refuses it). */
-function storable(text: string): string {
-  return text.replaceAll('\0', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-}
 
 function readable(value: unknown): unknown {
   if (Buffer.isBuffer(value) || value instanceof Uint8Array) return Buffer.from(value).toString('base64');
