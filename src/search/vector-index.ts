@@ -416,6 +416,11 @@ export class HnswIndex implements VectorIndex {
     }
   }
 
+  /** How many entries the graph itself holds (changed slots' included). */
+  get graphSize(): number {
+    return this.total;
+  }
+
   /** Slots changed since the graph was written. */
   get changes(): number {
     return this.changed.size;

@@ -18,7 +18,7 @@ import { importInventory, type InventoryRow } from '../../src/discovery/inventor
 import { Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridSearch } from '../../src/search/hybrid-search';
-import { InventoryIndex } from '../../src/search/inventory-index';
+import { graphFileName, InventoryIndex } from '../../src/search/inventory-index';
 import { expansionWords } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { Speller } from '../../src/search/spelling';
@@ -547,6 +547,54 @@ describe('search index: embedding queue', () => {
     const output = `${child.stdout}${child.stderr}`;
     assert.equal(child.status, 0, output);
     for (const line of output.split('\n').filter((l) => l.includes('(during the build:'))) console.log(line);
+  });
+
+  it('an import larger than a quarter of the saved HNSW graph has the graph written with it as a build (status building until it is in use), not left searched exactly beside a partial graph', async function () {
+    this.timeout(180_000);
+    const inventory = new FakeInventory();
+    const label = (i: number) => {
+      let s = '';
+      for (let n = i + 26 * 26; n > 0; n = Math.floor(n / 26)) s += String.fromCharCode(97 + (n % 26));
+      return `import${s}`;
+    };
+    const FIRST = 2_000;
+    const IMPORTED = 12_000;
+    for (let i = 0; i < FIRST; i++) inventory.list(`${label(i)}.com`);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'graph-import-'));
+    const logs: string[] = [];
+    const index = new InventoryIndex('live', inventory.dataSource, new FakeEmbedder() as unknown as Embedder, new EmbeddingCache(), (m) => logs.push(m), dir, { annThreshold: 1_000 });
+    try {
+      await index.load();
+      await index.graphBuilt();
+      assert.equal(index.vectorIndexKind, 'hnsw', logs.join('\n'));
+      const file = path.join(dir, graphFileName('live'));
+      const before = await HnswIndex.load(file, new VectorStore());
+      assert.equal(before?.index.size, FIRST);
+      before!.index.close();
+
+      // An import six times the graph's size.
+      for (let i = FIRST; i < FIRST + IMPORTED; i++) inventory.list(`${label(i)}.com`);
+      await index.refresh();
+      await waitFor(() => index.buildingGraph, (building) => building, 60_000, 'the graph written with the import reported as a build (the value read: building)');
+      await index.graphBuilt();
+      assert.equal(index.buildingGraph, false);
+      assert.equal(index.pendingVectors, 0);
+      assert.equal(index.vectorIndexKind, 'hnsw');
+      // Saved with the import, bar at most the last chunk embedded after the write began (those
+      // are searched exactly until the next save): what a restart maps.
+      const after = await HnswIndex.load(file, new VectorStore());
+      assert.ok(after, 'the graph written with the import is saved');
+      assert.ok(after.index.size >= FIRST + IMPORTED - 1_024, `${after.index.size} of ${FIRST + IMPORTED} names in the saved graph`);
+      after.index.close();
+      assert.equal(logs.filter((l) => l.includes('lacks')).length, 1, logs.join('\n'));
+      // And the imported names are found by their own vectors.
+      const sample = Array.from({ length: 20 }, (_, i) => index.slot(`${label(FIRST + i * 599)}.com`)!);
+      const found = (await Promise.all(sample.map(async (s) => (await index.nearest(FakeEmbedder.vector(index.slots[s]!.text), 1))[0] === s))).filter(Boolean).length;
+      assert.ok(found >= sample.length - 1, `nearest to its own vector for ${found} of ${sample.length}`);
+    } finally {
+      await index.save();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a slot freed and taken by a new name while its old name was being embedded gets the new name\'s vector', async () => {
