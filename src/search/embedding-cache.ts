@@ -5,10 +5,12 @@
  * as they are made (a 1M-name inventory takes tens of minutes to embed, and a crash keeps what
  * was done). The file is read in chunks (it passes 1.5 GB at a million names), and a torn last
  * record, left by a process that died while appending, is cut off before anything is appended.
+ * In memory the vectors are float16 (VectorSlab): the log keeps the model's float32.
  */
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate } from 'node:timers/promises';
+import { inner } from 'simsimd';
 import { DIMENSIONS, type Embedder } from './embedder';
 
 const VECTOR_BYTES = DIMENSIONS * 4;
@@ -50,8 +52,53 @@ function* logChunks(file: string, repair: boolean): Generator<{ records: LogReco
   if (carry.length && repair) truncateSync(file, complete);
 }
 
+/** Vectors in a block of a VectorSlab (12 MiB of float16): a new block is allocated, never a larger copy of all. */
+const SLAB_BLOCK = 16_384;
+
+/**
+ * Vectors kept as float16, in blocks, each addressed by the number `add` gave it: 768 bytes a
+ * vector rather than float32's 1,536, and no object of its own (a view of a block cost ~100 bytes
+ * more), so at a million names about 0.85 GB less. A unit vector's component keeps 11 significant
+ * bits (within 1/2,048 of itself), so a cosine moves by a few 1e-4 at most: less than the scorer's
+ * signals tell apart (search:quality, bench/RESULTS.md). A vector is read back as float32, for a
+ * cosine into a scratch (SimSIMD has no float16 here: the copy and the dot product together took
+ * 1.6 µs against 2.0 for a float32 view made per call, a throwaway script of 2026-12-02).
+ */
+export class VectorSlab {
+  private readonly blocks: Float16Array[] = [];
+  private count = 0;
+  private readonly scratch = new Float32Array(DIMENSIONS);
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Keeps the vector (as float16); returns its number. */
+  add(vector: Float32Array): number {
+    const id = this.count++;
+    if (id === this.blocks.length * SLAB_BLOCK) this.blocks.push(new Float16Array(SLAB_BLOCK * DIMENSIONS));
+    this.blocks[Math.floor(id / SLAB_BLOCK)].set(vector, (id % SLAB_BLOCK) * DIMENSIONS);
+    return id;
+  }
+
+  /** The vector `id` as float32, into `into` (a new array unless given). */
+  read(id: number, into: Float32Array = new Float32Array(DIMENSIONS)): Float32Array {
+    const at = (id % SLAB_BLOCK) * DIMENSIONS;
+    into.set(this.blocks[Math.floor(id / SLAB_BLOCK)].subarray(at, at + DIMENSIONS));
+    return into;
+  }
+
+  /** The dot product of vector `id` and `query` (their cosine, both being unit vectors). */
+  dot(id: number, query: Float32Array): number {
+    return inner(this.read(id, this.scratch), query);
+  }
+}
+
 export class EmbeddingCache {
-  private readonly vectors = new Map<string, Float32Array>();
+  /** Each text's vector in the slab. */
+  private readonly ids = new Map<string, number>();
+  /** The vectors (an inventory's VectorStore refers to its names' here rather than copying them). */
+  readonly slab = new VectorSlab();
   private pending: Buffer[] = [];
 
   constructor(private readonly file?: string) {
@@ -59,24 +106,36 @@ export class EmbeddingCache {
   }
 
   private load(file: string): void {
+    // A record's vector is at any byte offset of the chunk: copied to an aligned float32 first.
+    const vector = new Float32Array(DIMENSIONS);
+    const bytes = new Uint8Array(vector.buffer);
     for (const { records, buf } of logChunks(file, true)) {
-      // The chunk's vectors copied into one aligned block, each a view of it.
-      const block = new Float32Array(records.length * DIMENSIONS);
-      const bytes = new Uint8Array(block.buffer);
-      records.forEach((r, i) => {
-        bytes.set(buf.subarray(r.vectorAt, r.vectorAt + VECTOR_BYTES), i * VECTOR_BYTES);
-        this.vectors.set(r.text, block.subarray(i * DIMENSIONS, (i + 1) * DIMENSIONS));
-      });
+      for (const r of records) {
+        if (this.ids.has(r.text)) continue;
+        bytes.set(buf.subarray(r.vectorAt, r.vectorAt + VECTOR_BYTES));
+        this.ids.set(r.text, this.slab.add(vector));
+      }
     }
   }
 
+  /** The text's vector (a float32 copy of the one kept), if the cache has it. */
   get(text: string): Float32Array | undefined {
-    return this.vectors.get(text);
+    const id = this.ids.get(text);
+    return id === undefined ? undefined : this.slab.read(id);
+  }
+
+  /** The number of the text's vector in `slab`, if the cache has it. */
+  ref(text: string): number | undefined {
+    return this.ids.get(text);
+  }
+
+  has(text: string): boolean {
+    return this.ids.has(text);
   }
 
   set(text: string, vector: Float32Array): void {
-    if (this.vectors.has(text)) return;
-    this.vectors.set(text, vector);
+    if (this.ids.has(text)) return;
+    this.ids.set(text, this.slab.add(vector));
     if (!this.file) return;
     const head = Buffer.alloc(2);
     const body = Buffer.from(text, 'utf8');
@@ -85,7 +144,7 @@ export class EmbeddingCache {
   }
 
   get size(): number {
-    return this.vectors.size;
+    return this.ids.size;
   }
 
   /**
@@ -94,14 +153,14 @@ export class EmbeddingCache {
    * from the embedded engine's log on this host, at a first start).
    */
   async fill(texts: string[], embedder: Embedder, borrowed?: EmbeddingLogReader): Promise<void> {
-    let missing = [...new Set(texts.filter((t) => !this.vectors.has(t)))];
+    let missing = [...new Set(texts.filter((t) => !this.ids.has(t)))];
     if (missing.length === 0) return;
     if (borrowed) {
       for (const t of missing) {
         const vector = borrowed.get(t);
         if (vector) this.set(t, vector);
       }
-      missing = missing.filter((t) => !this.vectors.has(t));
+      missing = missing.filter((t) => !this.ids.has(t));
     }
     const vectors = await embedder.embedAll(missing);
     missing.forEach((t, i) => this.set(t, vectors[i]));

@@ -222,7 +222,7 @@ export abstract class HybridScorer implements DomainSearch {
    * search waits for them; `borrowed`: a log to take their vectors from first (EmbeddingCache.fill).
    */
   protected async warm(environment: Environment, words: string[], vocabulary: Vocabulary, borrowed?: EmbeddingLogReader): Promise<void> {
-    if (words.some((w) => !vocabulary.cache.get(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
+    if (words.some((w) => !vocabulary.cache.has(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
     await this.wordVectors(words, vocabulary.cache, borrowed);
     await this.senseVectors(words, vocabulary.cache, borrowed);
     vocabulary.speller.correctQuery('warmup');

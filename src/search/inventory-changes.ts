@@ -77,3 +77,39 @@ async function readInventoryPage(dataSource: DataSource, environment: Environmen
   )) as Array<InventoryRow & { horizon: string; name: string | null }>;
   return { horizon: rows[0].horizon, rows: rows.filter((r): r is InventoryRow & { horizon: string } => r.name !== null) };
 }
+
+/**
+ * Runs an engine's sync one at a time, for both engines: a call settles with a run that started
+ * after it (so with every change committed before the call), and the calls that come while one
+ * runs share the next, whether the one running succeeds or fails.
+ */
+export class SyncRunner {
+  private running: Promise<void> | undefined;
+  private next: Promise<void> | undefined;
+
+  constructor(private readonly sync: () => Promise<void>) {}
+
+  /** The run under way, if any. */
+  get current(): Promise<void> | undefined {
+    return this.running;
+  }
+
+  run(): Promise<void> {
+    if (!this.running) {
+      this.running = this.sync().finally(() => (this.running = undefined));
+      return this.running;
+    }
+    this.next ??= this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.next = undefined;
+        return this.run();
+      });
+    return this.next;
+  }
+
+  /** Settles when no run is under way (whatever its outcome). */
+  async settled(): Promise<void> {
+    while (this.running) await this.running.catch(() => undefined);
+  }
+}

@@ -27,9 +27,9 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
-import type { Embedder } from './embedder';
+import { DIMENSIONS, type Embedder } from './embedder';
 import type { EmbeddingCache } from './embedding-cache';
-import { inventoryPages, onMarket, type InventoryRow } from './inventory-changes';
+import { inventoryPages, onMarket, SyncRunner, type InventoryRow } from './inventory-changes';
 import { MODEL_ID } from './model-files';
 import { removeOtherFormats } from './graph-files';
 import { GRAPH_FORMAT } from './hnsw';
@@ -97,7 +97,8 @@ export class InventoryIndex {
   static readonly defaults: { annThreshold: number } = { annThreshold: DEFAULT_ANN_THRESHOLD };
 
   readonly slots: Array<Entry | undefined> = [];
-  readonly vectors = new VectorStore();
+  /** Each slot's vector: the number of its name's in the embedding cache. */
+  readonly vectors: VectorStore;
   readonly speller = new Speller();
   /** Slots of the names containing each word. */
   readonly postings = new Map<string, Set<number>>();
@@ -107,13 +108,13 @@ export class InventoryIndex {
   private readonly free: number[] = [];
   /** Slots taken from a saved graph, waiting for their row in the first read. */
   private readonly adopted = new Set<number>();
-  private index: VectorIndex = new ExactIndex(this.vectors);
+  private index: VectorIndex;
   private horizon: string | undefined;
   /** Slots whose vector is not in the index yet. */
   private queue = new Set<number>();
   private embedding: Promise<void> | undefined;
-  private running: Promise<void> | undefined;
-  private next: Promise<void> | undefined;
+  /** Syncs, one at a time (callers during one share the next). */
+  private readonly syncs = new SyncRunner(() => this.sync());
   /** The HNSW graph being built in a worker, if any. */
   private building: Promise<void> | undefined;
   /** The HNSW graph in use being written again with the changes since (in a worker), if any. */
@@ -144,6 +145,8 @@ export class InventoryIndex {
     private readonly indexDir?: string,
     options: InventoryIndexOptions = {},
   ) {
+    this.vectors = new VectorStore(cache.slab);
+    this.index = new ExactIndex(this.vectors);
     this.annThreshold = options.annThreshold ?? InventoryIndex.defaults.annThreshold;
     this.feedLive = options.feedLive ?? (() => false);
     this.labels = new LabelIndex((name) => this.slotOf.get(name), options.stopWords ?? new Set());
@@ -240,23 +243,13 @@ export class InventoryIndex {
    */
   async refresh(bySearch = true): Promise<void> {
     if (!this.stale && this.horizon !== undefined && this.feedLive()) {
-      await this.running;
+      await this.syncs.current;
     } else if (bySearch && this.horizon !== undefined) {
       this.searchesThatRead++;
       await this.refresh(false);
       return;
-    } else if (!this.running) {
-      this.running = this.sync().finally(() => (this.running = undefined));
-      await this.running;
     } else {
-      // Whether the running sync succeeds or fails, the callers that came after it get a new one.
-      this.next ??= this.running
-        .catch(() => undefined)
-        .then(() => {
-          this.next = undefined;
-          return this.refresh(false);
-        });
-      await this.next;
+      await this.syncs.run();
     }
     if (this.queue.size === 0) return;
     if (this.queue.size <= WAIT_FOR_EMBEDDING) await this.embedQueued();
@@ -354,8 +347,8 @@ export class InventoryIndex {
         this.adopted.delete(slot);
         taken = slot;
         Object.assign(this.slots[slot]!, attributes);
-        const cached = this.cache.get(this.slots[slot]!.text);
-        if (cached) this.vectors.set(slot, cached);
+        const cached = this.cache.ref(this.slots[slot]!.text);
+        if (cached !== undefined) this.vectors.set(slot, cached);
         else {
           // No vector to go with the graph's: take it out until the name is embedded again.
           this.index.remove(slot);
@@ -420,8 +413,8 @@ export class InventoryIndex {
         // been taken by another name (queued again, with another text: the next round has it).
         if (!this.queue.has(slot) || this.slots[slot]?.text !== texts[i]) continue;
         this.queue.delete(slot);
-        this.vectors.set(slot, this.cache.get(texts[i])!);
-        this.index.add(slot, this.vectors.get(slot));
+        this.vectors.set(slot, this.cache.ref(texts[i])!);
+        this.index.add(slot);
         this.journal?.add(slot);
       }
       this.saveIfDue();
@@ -449,6 +442,7 @@ export class InventoryIndex {
    */
   private graphSlots(slots?: number[]): Pick<GraphChanges, 'slots' | 'count' | 'read'> {
     const end = this.slots.length;
+    const scratch = new Float32Array(DIMENSIONS);
     return {
       slots:
         slots ??
@@ -458,9 +452,10 @@ export class InventoryIndex {
       count: slots ? slots.length : this.slotOf.size - this.queue.size,
       read: (slot) => {
         const entry = this.slots[slot];
-        // (An adopted slot whose row the first read has not reached has no vector yet.)
-        const vector = entry && this.hasVector(slot) ? this.vectors.get(slot) : undefined;
-        return entry && vector ? { vector, name: [entry.name, entry.text] } : undefined;
+        // (An adopted slot whose row the first read has not reached has no vector yet.) Read into
+        // one array: the writer copies each vector before it reads the next.
+        if (!entry || !this.hasVector(slot) || !this.vectors.has(slot)) return undefined;
+        return { vector: this.vectors.get(slot, scratch), name: [entry.name, entry.text] };
       },
     };
   }

@@ -8,7 +8,8 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
-import { cosine, DIMENSIONS } from './embedder';
+import { DIMENSIONS } from './embedder';
+import { VectorSlab } from './embedding-cache';
 import { membersOf, readNames, type SlotNames } from './graph-files';
 import { LoopSlice } from './loop-slice';
 import { GRAPH_OVERSAMPLE, HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
@@ -19,31 +20,56 @@ export interface VectorIndex {
    * its worker); `breadth`: how wide an approximate index looks (HNSW's default when left out).
    */
   nearest(query: Float32Array, k: number, breadth?: number): number[] | Promise<number[]>;
-  add(slot: number, vector: Float32Array): void;
+  /** Takes the slot's vector as the store holds it now (set it there first). */
+  add(slot: number): void;
   remove(slot: number): void;
   readonly size: number;
 }
 
-/** Vectors by slot: references to the embedding cache's vectors, never copies. */
+/**
+ * Vectors by slot: the numbers of the embedding cache's vectors (VectorSlab, float16), never
+ * copies; 4 bytes a slot. A vector given as an array (no cache: tests, benchmarks) is added to
+ * the store's own slab.
+ */
 export class VectorStore {
-  private readonly vectors: Array<Float32Array | undefined> = [];
+  /** The slab vector of each slot, -1 for none. */
+  private refs = new Int32Array(0).fill(-1);
 
-  get(slot: number): Float32Array {
-    return this.vectors[slot]!;
+  constructor(readonly slab: VectorSlab = new VectorSlab()) {}
+
+  private ref(slot: number): number {
+    return slot < this.refs.length ? this.refs[slot] : -1;
   }
 
-  set(slot: number, vector: Float32Array): void {
-    this.vectors[slot] = vector;
+  has(slot: number): boolean {
+    return this.ref(slot) >= 0;
+  }
+
+  /** The slot's vector as float32 (into `into`, else a new array). */
+  get(slot: number, into?: Float32Array): Float32Array {
+    const ref = this.ref(slot);
+    if (ref < 0) throw new Error(`slot ${slot} has no vector`);
+    return this.slab.read(ref, into);
+  }
+
+  /** `vector`: the number of a vector in the slab (the cache's), or a vector to add to it. */
+  set(slot: number, vector: number | Float32Array): void {
+    if (slot >= this.refs.length) {
+      const grown = new Int32Array(Math.max(slot + 1, this.refs.length * 2, 1024)).fill(-1);
+      grown.set(this.refs);
+      this.refs = grown;
+    }
+    this.refs[slot] = typeof vector === 'number' ? vector : this.slab.add(vector);
   }
 
   /** The slot's name left the index: its vector goes (a slot taken again waits for its own). */
   clear(slot: number): void {
-    this.vectors[slot] = undefined;
+    if (slot < this.refs.length) this.refs[slot] = -1;
   }
 
   dot(slot: number, query: Float32Array): number {
-    const v = this.vectors[slot];
-    return v ? cosine(v, query) : 0;
+    const ref = this.ref(slot);
+    return ref < 0 ? 0 : this.slab.dot(ref, query);
   }
 }
 
@@ -58,6 +84,9 @@ const INT8_SCALE = 254;
 /** The int8 scan's best OVERSAMPLE × k (and at least k + MARGIN) are scored again on their float vectors, and the best k kept. */
 const OVERSAMPLE = 2;
 const MARGIN = 40;
+
+/** Where a slot's vector is read to be copied (the index never waits between reading and using it). */
+const READ_SCRATCH = new Float32Array(DIMENSIONS);
 
 /** `vector` in int8 steps of 1/INT8_SCALE, into `into` at `offset`. */
 export function toInt8(vector: Float32Array, into: Int8Array = new Int8Array(DIMENSIONS), offset = 0): Int8Array {
@@ -107,7 +136,7 @@ export class ExactIndex implements VectorIndex {
       this.rowOf.set(slot, row);
     }
     const [block, offset] = this.at(row);
-    toInt8(this.store.get(slot), block, offset);
+    toInt8(this.store.get(slot, READ_SCRATCH), block, offset);
   }
 
   remove(slot: number): void {
@@ -170,7 +199,7 @@ export interface GraphChanges {
   slots: Iterable<number>;
   /** About how many of `slots` have a vector (for the progress log). */
   count: number;
-  /** A slot's vector and name (name, segmented label) as they are when it is read, if it has a vector (InventoryIndex.graphSlots says why that is safe). */
+  /** A slot's vector and name (name, segmented label) as they are when it is read, if it has a vector (InventoryIndex.graphSlots says why that is safe); the vector is copied before the next read. */
   read(slot: number): { vector: Float32Array; name: [string, string] } | undefined;
 }
 

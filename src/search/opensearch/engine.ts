@@ -37,7 +37,7 @@ import { cosine, type Embedder } from '../embedder';
 import { EmbeddingCache, EmbeddingLogReader } from '../embedding-cache';
 import { CANDIDATES, GLOSS_CANDIDATES, HybridScorer, PER_EXPANSION, type Found, type Gathered, type Vocabulary } from '../hybrid-search';
 import type { Entry } from '../inventory-index';
-import { followListings, inventoryPages, onMarket, type InventoryRow } from '../inventory-changes';
+import { followListings, inventoryPages, onMarket, SyncRunner, type InventoryRow } from '../inventory-changes';
 import { keywordScore } from '../keyword-score';
 import type { EngineStatus } from '../search-client';
 import { segmentLabel } from '../segment';
@@ -141,8 +141,11 @@ export class OpenSearchInventory {
   /** The words of the names on the market, with how many hold each (from the index, then kept by each write, or read again). */
   speller = new Speller();
   private horizon: string | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  /** Syncs, one at a time (callers during one share the next). */
+  private readonly syncs = new SyncRunner(async () => {
+    await this.syncOnce();
+    this.lastError = undefined;
+  });
   /** Names in the index (kept by each write after the first count). */
   size = 0;
   private lastError: string | undefined;
@@ -296,27 +299,12 @@ export class OpenSearchInventory {
 
   /** Catches the index up with the inventory as committed when called (callers during a sync share the next one). */
   sync(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      try {
-        do {
-          this.again = false;
-          await this.syncOnce();
-        } while (this.again);
-        this.lastError = undefined;
-      } finally {
-        this.running = undefined;
-      }
-    })();
-    return this.running;
+    return this.syncs.run();
   }
 
   /** Settles when no sync is under way (whatever its outcome). */
-  async settled(): Promise<void> {
-    while (this.running) await this.running.catch(() => undefined);
+  settled(): Promise<void> {
+    return this.syncs.settled();
   }
 
   /** Follows the change feed, with a poll beside it; returns a stop function. */
@@ -774,7 +762,7 @@ export class OpenSearchSearch extends HybridScorer {
       await inventory.load(seedLog);
       this.stops.push(inventory.follow(feed));
       const words = [...this.speller(environment).words()];
-      await this.warm(environment, words, inventory.vocabulary(this.cache), words.some((w) => !this.cache.get(w)) ? await seedLog() : undefined);
+      await this.warm(environment, words, inventory.vocabulary(this.cache), words.some((w) => !this.cache.has(w)) ? await seedLog() : undefined);
     } finally {
       if (opened) (await opened.catch(() => undefined))?.close();
     }
