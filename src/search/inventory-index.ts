@@ -40,6 +40,14 @@ import { Speller } from './spelling';
 import { DEFAULT_ANN_THRESHOLD, type Environment } from '../config';
 import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
 
+/** Currencies (a handful): one string each rather than a row's own copy. */
+const currencies = new Map<string, string>();
+function oneCopy(currency: string): string {
+  let known = currencies.get(currency);
+  if (known === undefined) currencies.set(currency, (known = currency));
+  return known;
+}
+
 export interface Entry {
   name: string;
   /** The label split into words (`espressobar` → `espresso bar`). */
@@ -102,6 +110,11 @@ export class InventoryIndex {
   readonly speller = new Speller();
   /** Slots of the names containing each word. */
   readonly postings = new Map<string, Set<number>>();
+  /**
+   * One string for each word of the names (the entries' `words` share it): at 1M names, a split
+   * label's own copies of its words cost ~80 MB. A word goes when no name holds it.
+   */
+  private readonly words = new Map<string, string>();
   private readonly slotOf = new Map<string, number>();
   /** Keyword retrieval over the labels (the keyword ranker's probes, in memory). */
   readonly labels: LabelIndex;
@@ -315,7 +328,7 @@ export class InventoryIndex {
       else {
         const [name, text] = saved;
         this.slotOf.set(name, slot);
-        this.slots[slot] = { name, text, words: text.split(' ').filter(Boolean), available: false, buyNowPriceCents: 0, currency: '' };
+        this.slots[slot] = { name, text, words: this.wordsOf(text), available: false, buyNowPriceCents: 0, currency: '' };
         this.adopted.add(slot);
       }
     });
@@ -334,7 +347,7 @@ export class InventoryIndex {
         if (slot !== undefined) this.release(row.name, slot);
         continue;
       }
-      const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: row.currency.trim() };
+      const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: oneCopy(row.currency.trim()) };
       if (slot !== undefined && !this.adopted.has(slot)) {
         Object.assign(this.slots[slot]!, attributes);
         // (An import may move a name to another category: its full-text match follows.)
@@ -358,7 +371,7 @@ export class InventoryIndex {
       } else {
         const text = await segmentLabel(row.label);
         taken = this.free.pop() ?? this.slots.length;
-        this.slots[taken] = { name: row.name, text, words: text.split(' ').filter(Boolean), ...attributes };
+        this.slots[taken] = { name: row.name, text, words: this.wordsOf(text), ...attributes };
         this.slotOf.set(row.name, taken);
         this.queue.add(taken);
       }
@@ -373,6 +386,19 @@ export class InventoryIndex {
     }
   }
 
+  /** The label's words (its segmented text split), each the one string of that word (`words`). */
+  private wordsOf(text: string): string[] {
+    return text
+      .split(' ')
+      .filter(Boolean)
+      .map((w) => {
+        const known = this.words.get(w);
+        if (known !== undefined) return known;
+        this.words.set(w, w);
+        return w;
+      });
+  }
+
   private release(name: string, slot: number): void {
     const entry = this.slots[slot]!;
     // An adopted slot never had its words counted.
@@ -380,7 +406,11 @@ export class InventoryIndex {
     for (const w of entry.words) {
       const set = this.postings.get(w);
       set?.delete(slot);
-      if (set?.size === 0) this.postings.delete(w);
+      // (An adopted name that left before the first read reached it had no postings.)
+      if (!set || set.size === 0) {
+        this.postings.delete(w);
+        this.words.delete(w);
+      }
     }
     this.labels.remove(slot);
     this.slots[slot] = undefined;

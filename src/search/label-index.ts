@@ -166,14 +166,14 @@ export class LabelIndex {
   private readonly labelStems = new Lists<string>((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot], this.stopWords).includes(s));
   /** Each taken slot's TLD (for the TLD counts when it is released). */
   private readonly tldOf: Array<string | undefined> = [];
-  /** Each category's stems and slots (a category holds many names: kept as a set). */
-  private readonly categories = new Map<string, { stems: Set<string>; slots: Set<number> }>();
+  /** Each category's name (the one string its slots' `categoryOf` share), stems and slots (a category holds many names: kept as a set). */
+  private readonly categories = new Map<string, { name: string; stems: Set<string>; slots: Set<number> }>();
   /** Per slot, how many of the lists `similar` scans hold it (zero between calls). */
   private counts = new Uint8Array(0);
   /** The slots `similar` found, in the order found (scratch). */
   private found = new Uint32Array(0);
-  /** The TLDs in use and how many names each, for the exact-label lookup. */
-  private readonly tlds = new Map<string, number>();
+  /** The TLDs in use and how many names each, for the exact-label lookup (`tld`: the one string its slots' `tldOf` share). */
+  private readonly tlds = new Map<string, { tld: string; names: number }>();
 
   /**
    * `slotOf(name)`: the slot of a name on the market (the inventory index's); `stopWords`:
@@ -206,8 +206,10 @@ export class LabelIndex {
     for (const s of keys.stems) this.labelStems.add(s, slot);
     this.joinCategory(slot, category);
     const tld = name.slice(label.length + 1);
-    this.tldOf[slot] = tld;
-    this.tlds.set(tld, (this.tlds.get(tld) ?? 0) + 1);
+    let counted = this.tlds.get(tld);
+    if (!counted) this.tlds.set(tld, (counted = { tld, names: 0 }));
+    counted.names++;
+    this.tldOf[slot] = counted.tld;
   }
 
   /**
@@ -234,9 +236,8 @@ export class LabelIndex {
     this.leaveCategory(slot);
     const tld = this.tldOf[slot]!;
     this.tldOf[slot] = undefined;
-    const left = (this.tlds.get(tld) ?? 1) - 1;
-    if (left > 0) this.tlds.set(tld, left);
-    else this.tlds.delete(tld);
+    const counted = this.tlds.get(tld);
+    if (counted && --counted.names <= 0) this.tlds.delete(tld);
   }
 
   /** The keys a label is listed under: its distinct trigrams and its full-text stems (the same for add and remove). */
@@ -245,9 +246,10 @@ export class LabelIndex {
   }
 
   private joinCategory(slot: number, category: string): void {
-    this.categoryOf[slot] = category;
     let entry = this.categories.get(category);
-    if (!entry) this.categories.set(category, (entry = { stems: new Set(stems(category.replace(/-/g, ' '), this.stopWords)), slots: new Set() }));
+    if (!entry) this.categories.set(category, (entry = { name: category, stems: new Set(stems(category.replace(/-/g, ' '), this.stopWords)), slots: new Set() }));
+    // One string a category (at 1M names, a row's own copy each cost ~30 MB).
+    this.categoryOf[slot] = entry.name;
     entry.slots.add(slot);
   }
 
