@@ -67,12 +67,20 @@ export async function* inventoryPages(dataSource: DataSource, environment: Envir
 /** One page of rows after `after` (a name), and the horizon read with it. */
 async function readInventoryPage(dataSource: DataSource, environment: Environment, after: string, since: string | undefined, limit: number): Promise<{ horizon: string; rows: InventoryRow[] }> {
   // Raw SQL: the horizon is pg_current_snapshot()'s xmin, read in the same statement as the page.
+  // The page is its own ordered, limited subquery (LATERAL), so that Postgres walks the
+  // (environment, name) index from `after` and stops at `limit`: as a plain LEFT JOIN on the
+  // horizon's row it scanned the whole table and sorted every remaining name for each page (at
+  // 1M names 0.9–1.8 s a page, on disk, ~50 s of a start's first read).
   const rows = (await dataSource.query(
     `SELECT h.horizon::text AS horizon, d.name, d.label, d.category, d.status, d.buy_now_price_cents, d.currency
      FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
-     LEFT JOIN domains d ON d.environment = $1 AND d.name > $2 AND
-       ${since === undefined ? `d.status IN ('listed', 'reserved')` : `d.changed_xid >= $3::xid8`}
-     ORDER BY d.name LIMIT ${Number(limit)}`,
+     LEFT JOIN LATERAL (
+       SELECT d.name, d.label, d.category, d.status, d.buy_now_price_cents, d.currency FROM domains d
+       WHERE d.environment = $1 AND d.name > $2 AND
+         ${since === undefined ? `d.status IN ('listed', 'reserved')` : `d.changed_xid >= $3::xid8`}
+       ORDER BY d.name LIMIT ${Number(limit)}
+     ) d ON true
+     ORDER BY d.name`,
     since === undefined ? [environment, after] : [environment, after, since],
   )) as Array<InventoryRow & { horizon: string; name: string | null }>;
   return { horizon: rows[0].horizon, rows: rows.filter((r): r is InventoryRow & { horizon: string } => r.name !== null) };
