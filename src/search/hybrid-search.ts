@@ -492,7 +492,11 @@ export class HybridSearch extends HybridScorer {
     const u = await this.understood(corrected, meaning, vocabulary);
     // Above SEARCH_ANN_THRESHOLD names the graph's worker answers these, the two one after the other
     // there: the query's own neighbours and those of its definitions.
-    const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES, GLOSS_BREADTH) : []]);
+    // Each with its dot product, which the vector index computed, by its vector's number: read here
+    // rather than computed again below (a slot taken by another name meanwhile has another number).
+    const nameScores = new Map<number, number>();
+    const glossScores = new Map<number, number>();
+    const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES, undefined, nameScores), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES, GLOSS_BREADTH, glossScores) : []]);
     // Its failure is met by the await below (a keyword search that throws first leaves it unawaited).
     nearing.catch(() => undefined);
     // The keyword hits meanwhile (at 1M names the worker's ~2.5 ms and these ~1 ms overlap), each
@@ -521,8 +525,8 @@ export class HybridSearch extends HybridScorer {
       const hasVector = index.hasVector(slot);
       found.push({
         entry,
-        name: hasVector ? index.vectors.dot(slot, u.queryVector) : 0,
-        glossName: u.glossVector && hasVector ? index.vectors.dot(slot, u.glossVector) : 0,
+        name: hasVector ? (nameScores.get(index.vectors.refOf(slot)) ?? index.vectors.dot(slot, u.queryVector)) : 0,
+        glossName: u.glossVector && hasVector ? (glossScores.get(index.vectors.refOf(slot)) ?? index.vectors.dot(slot, u.glossVector)) : 0,
         keyword: keywordOf.get(slot) ?? 0,
       });
     }

@@ -226,9 +226,9 @@ export class InventoryIndex {
     return this.slots[slot] !== undefined && !this.queue.has(slot);
   }
 
-  /** The k nearest slots to the vector, best first; `breadth`: how wide the HNSW graph is searched (VectorIndex). */
-  nearest(query: Float32Array, k: number, breadth?: number): number[] | Promise<number[]> {
-    return this.index.nearest(query, k, breadth);
+  /** The k nearest slots to the vector, best first; `breadth`: how wide the HNSW graph is searched; `scores`: filled with their dot products (VectorIndex). */
+  nearest(query: Float32Array, k: number, breadth?: number, scores?: Map<number, number>): number[] | Promise<number[]> {
+    return this.index.nearest(query, k, breadth, scores);
   }
 
   private get indexFile(): string | undefined {

@@ -17,9 +17,12 @@ import { GRAPH_OVERSAMPLE, HNSW, type BuildReply, type BuildRequest, type Search
 export interface VectorIndex {
   /**
    * Slots of the k nearest vectors, best first (the exact index answers at once, the graph from
-   * its worker); `breadth`: how wide an approximate index looks (HNSW's default when left out).
+   * its worker); `breadth`: how wide an approximate index looks (HNSW's default when left out);
+   * `scores`: given, the dot product with `query` (which the index computed anyway) of each vector
+   * answered is set there by the vector's number in the slab (VectorStore.refOf), so that the
+   * caller does not read it again; a slot another name has taken since has another number.
    */
-  nearest(query: Float32Array, k: number, breadth?: number): number[] | Promise<number[]>;
+  nearest(query: Float32Array, k: number, breadth?: number, scores?: Map<number, number>): number[] | Promise<number[]>;
   /** Takes the slot's vector as the store holds it now (set it there first). */
   add(slot: number): void;
   remove(slot: number): void;
@@ -37,17 +40,18 @@ export class VectorStore {
 
   constructor(readonly slab: VectorSlab = new VectorSlab()) {}
 
-  private ref(slot: number): number {
+  /** The number of the slot's vector in the slab (-1 for none): a vector's number is never given to another. */
+  refOf(slot: number): number {
     return slot < this.refs.length ? this.refs[slot] : -1;
   }
 
   has(slot: number): boolean {
-    return this.ref(slot) >= 0;
+    return this.refOf(slot) >= 0;
   }
 
   /** The slot's vector as float32 (into `into`, else a new array). */
   get(slot: number, into?: Float32Array): Float32Array {
-    const ref = this.ref(slot);
+    const ref = this.refOf(slot);
     if (ref < 0) throw new Error(`slot ${slot} has no vector`);
     return this.slab.read(ref, into);
   }
@@ -68,7 +72,7 @@ export class VectorStore {
   }
 
   dot(slot: number, query: Float32Array): number {
-    const ref = this.ref(slot);
+    const ref = this.refOf(slot);
     return ref < 0 ? 0 : this.slab.dot(ref, query);
   }
 }
@@ -157,7 +161,7 @@ export class ExactIndex implements VectorIndex {
     if (this.rows.length <= (this.blocks.length - 1) * BLOCK_ROWS) this.blocks.pop();
   }
 
-  nearest(query: Float32Array, k: number): number[] {
+  nearest(query: Float32Array, k: number, _breadth?: number, scores?: Map<number, number>): number[] {
     const n = this.rows.length;
     if (n === 0) return [];
     const want = Math.min(n, Math.max(k * OVERSAMPLE, k + MARGIN));
@@ -175,7 +179,10 @@ export class ExactIndex implements VectorIndex {
       .map(([slot]): [number, number] => [slot, this.store.dot(slot, query)])
       .sort((x, y) => y[1] - x[1])
       .slice(0, k)
-      .map(([slot]) => slot);
+      .map(([slot, score]) => {
+        scores?.set(this.store.refOf(slot), score);
+        return slot;
+      });
   }
 }
 
@@ -485,16 +492,16 @@ export class HnswIndex implements VectorIndex {
     this.recent.remove(slot);
   }
 
-  async nearest(query: Float32Array, k: number, breadth = HNSW.expansion_search): Promise<number[]> {
+  async nearest(query: Float32Array, k: number, breadth = HNSW.expansion_search, scores?: Map<number, number>): Promise<number[]> {
     this.searching++;
     try {
-      return await this.search(query, k, breadth);
+      return await this.search(query, k, breadth, scores);
     } finally {
       if (--this.searching === 0 && this.closed) this.searcher.close();
     }
   }
 
-  private async search(query: Float32Array, k: number, breadth: number): Promise<number[]> {
+  private async search(query: Float32Array, k: number, breadth: number, scores?: Map<number, number>): Promise<number[]> {
     if (this.searcher.broken && !this.closed) {
       // Its worker failed (it should not): the next search starts another over the same file.
       this.restarting ??= GraphSearcher.open(this.file)
@@ -512,10 +519,14 @@ export class HnswIndex implements VectorIndex {
       fromGraph = Array.from(keys).filter((slot) => !this.changed.has(slot));
       if (fromGraph.length >= k || keys.length < want || want === total) break;
     }
-    const candidates = [...fromGraph, ...this.recent.nearest(query, k)].map((slot) => [slot, this.store.dot(slot, query)] as const);
+    const recent = new Map<number, number>();
+    const candidates = [...fromGraph.map((slot) => [slot, this.store.dot(slot, query)] as const), ...this.recent.nearest(query, k, undefined, recent).map((slot) => [slot, recent.get(this.store.refOf(slot))!] as const)];
     return candidates
       .sort((a, b) => b[1] - a[1])
       .slice(0, k)
-      .map(([slot]) => slot);
+      .map(([slot, score]) => {
+        scores?.set(this.store.refOf(slot), score);
+        return slot;
+      });
   }
 }

@@ -222,6 +222,11 @@ describe('search index: vector indexes', () => {
     assert.deepEqual(got, expected);
     const scores = got.map((s) => dot(vectors[s], query));
     assert.deepEqual(scores, [...scores].sort((x, y) => y - x));
+    // Asked for, each answer's dot product by its vector's number (what the store's dot gives).
+    const byRef = new Map<number, number>();
+    assert.deepEqual(index.nearest(query, 10, undefined, byRef), expected);
+    assert.equal(byRef.size, 10);
+    for (const slot of got) assert.equal(byRef.get(store.refOf(slot)), store.dot(slot, query));
 
     for (const slot of [17, 40, 41]) index.remove(slot);
     index.remove(17); // twice: the size counts it once
@@ -336,6 +341,10 @@ describe('search index: vector indexes', () => {
       assert.ok(!found.includes(11) && !found.includes(12), `removed slots absent when searching for ${q}`);
     }
     assert.deepEqual(await index.nearest(vectors[kept], 1), [kept]);
+    const byRef = new Map<number, number>();
+    const ten = await index.nearest(vectors[kept], 10, undefined, byRef);
+    assert.equal(byRef.size, 10);
+    for (const slot of ten) assert.equal(byRef.get(store.refOf(slot)), store.dot(slot, vectors[kept]), 'each answer\'s dot product, by its vector\'s number');
 
     // Added: a slot past the end, a removed slot taken again, an existing slot with a new vector.
     const fresh = unitVector(random);
