@@ -51,6 +51,28 @@ function* logChunks(file: string, repair: boolean): Generator<{ records: LogReco
   if (carry.length && repair) truncateSync(file, complete);
 }
 
+/**
+ * The dot product of the float16 vector at `at` in `half` and `query`, read in place: a copy to
+ * float32 for SimSIMD (which has no float16 here) cost more than this loop (2.0–2.3 µs against
+ * 1.0–1.1 at a million names, where each vector read is a cache miss; float32 views and SimSIMD
+ * 1.2–1.6; a throwaway script of 2026-12-02, 200,000 random vectors). Four sums side by side
+ * (DIMENSIONS is a multiple of 4): one sum's chain of additions waits on itself each step; four
+ * overlap (1.0–1.1 µs against 1.8 with one, 0.5 against 1.1–1.4 at 4,000 vectors).
+ */
+function dotHalf(half: Float16Array, at: number, query: Float32Array): number {
+  let a = 0;
+  let b = 0;
+  let c = 0;
+  let d = 0;
+  for (let i = 0; i < DIMENSIONS; i += 4) {
+    a += half[at + i] * query[i];
+    b += half[at + i + 1] * query[i + 1];
+    c += half[at + i + 2] * query[i + 2];
+    d += half[at + i + 3] * query[i + 3];
+  }
+  return a + b + c + d;
+}
+
 /** Vectors in a block of a VectorSlab (12 MiB of float16): a new block is allocated, never a larger copy of all. */
 const SLAB_BLOCK = 16_384;
 
@@ -85,28 +107,9 @@ export class VectorSlab {
     return into;
   }
 
-  /**
-   * The dot product of vector `id` and `query` (their cosine, both being unit vectors), read in
-   * place: a copy to float32 for SimSIMD cost more than the loop below (2.0–2.3 µs against
-   * 1.0–1.1 at a million names, where each vector read is a cache miss; float32 views and SimSIMD
-   * 1.2–1.6; a throwaway script of 2026-12-02, 200,000 random vectors).
-   */
+  /** The dot product of vector `id` and `query` (their cosine, both being unit vectors; `dotHalf`). */
   dot(id: number, query: Float32Array): number {
-    const block = this.blocks[Math.floor(id / SLAB_BLOCK)];
-    const at = (id % SLAB_BLOCK) * DIMENSIONS;
-    // Four sums side by side (DIMENSIONS is a multiple of 4): one sum's chain of additions waits
-    // on itself each step; four overlap (1.0–1.1 µs against 1.8 at a million names, 0.5 against 1.1–1.4 at 4,000).
-    let a = 0;
-    let b = 0;
-    let c = 0;
-    let d = 0;
-    for (let i = 0; i < DIMENSIONS; i += 4) {
-      a += block[at + i] * query[i];
-      b += block[at + i + 1] * query[i + 1];
-      c += block[at + i + 2] * query[i + 2];
-      d += block[at + i + 3] * query[i + 3];
-    }
-    return a + b + c + d;
+    return dotHalf(this.blocks[Math.floor(id / SLAB_BLOCK)], (id % SLAB_BLOCK) * DIMENSIONS, query);
   }
 }
 
