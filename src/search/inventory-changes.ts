@@ -116,8 +116,9 @@ export class SyncRunner {
     return this.next;
   }
 
-  /** Settles when no run is under way (whatever its outcome). */
+  /** Settles when no run is under way or asked for (whatever its outcome). */
   async settled(): Promise<void> {
-    while (this.running) await this.running.catch(() => undefined);
+    // The next run starts a few microtasks after the one running ends: waited for too.
+    while (this.running || this.next) await (this.next ?? this.running)!.catch(() => undefined);
   }
 }

@@ -128,7 +128,7 @@ export class InventoryIndex {
   private embedding: Promise<void> | undefined;
   /** Syncs, one at a time (callers during one share the next). */
   private readonly syncs = new SyncRunner(() => this.sync());
-  /** The HNSW graph being built in a worker, if any. */
+  /** The HNSW graph being built in a worker, or written with a change too large for the graph in use (OUT_OF_DATE_SHARE), if any. */
   private building: Promise<void> | undefined;
   /** The HNSW graph in use being written again with the changes since (in a worker), if any. */
   private saving: Promise<void> | undefined;
@@ -501,7 +501,7 @@ export class InventoryIndex {
     const journal = (this.journal = new Set());
     this.log(`${this.environment}: building the HNSW vector index over ${live.count} names in a worker thread (searches use the exact index meanwhile)…`);
     const started = Date.now();
-    this.building = (async () => {
+    const building: Promise<void> = (async () => {
       const { graph, members } = await HnswIndex.write(this.graphFile(), { removed: [], ...live }, this.log);
       const opened = await HnswIndex.open(graph, this.vectors, members);
       this.journal = undefined;
@@ -513,15 +513,18 @@ export class InventoryIndex {
       .catch((err: Error) => this.log(`${this.environment}: building the HNSW graph failed (the exact index answers; retried after the next new names): ${err.message}`))
       .finally(() => {
         if (this.journal === journal) this.journal = undefined;
-        this.building = undefined;
+        // (A graph in use is saved by then, maybe out of date and so a build of its own: that one stays.)
+        if (this.building === building) this.building = undefined;
       });
+    this.building = building;
   }
 
   private saveIfDue(): void {
     if (!(this.index instanceof HnswIndex) || this.index.changes < this.saveAt || this.saving) return;
-    // An import still being embedded (more than a chunk waits): its names go into the graph in one
-    // write once they are (each write loads the saved graph again in its worker).
-    if (this.queue.size > EMBED_CHUNK) return;
+    // An import being embedded (more than a chunk waits): its names go into the graph in one write
+    // once they are (each write loads the saved graph again in its worker). Not while embedding is
+    // stopped (it failed, and waits for the next sync): the changes go on being saved meanwhile.
+    if (this.queue.size > EMBED_CHUNK && this.embedding) return;
     void this.startSave();
   }
 
@@ -547,8 +550,7 @@ export class InventoryIndex {
     const journal = (this.journal = new Set());
     const started = Date.now();
     const outOfDate = pending.slots.length > OUT_OF_DATE_SHARE * index.graphSize;
-    if (outOfDate) this.log(`${this.environment}: the HNSW graph of ${index.graphSize} names lacks ${pending.slots.length} added since it was written (searched exactly meanwhile): writing it with them in a worker thread…`);
-    this.saving = (async () => {
+    const saving: Promise<void> = (async () => {
       const { graph, size, members } = await HnswIndex.write(this.graphFile(), { base: whole ? undefined : index.file, keep: index.file, removed, ...slots }, this.log);
       const opened = await HnswIndex.open(graph, this.vectors, members);
       this.journal = undefined;
@@ -572,11 +574,15 @@ export class InventoryIndex {
       })
       .finally(() => {
         if (this.journal === journal) this.journal = undefined;
-        this.saving = undefined;
-        if (outOfDate) this.building = undefined;
+        if (this.saving === saving) this.saving = undefined;
+        if (this.building === saving) this.building = undefined;
       });
-    if (outOfDate) this.building = this.saving;
-    return this.saving;
+    this.saving = saving;
+    if (outOfDate) {
+      this.building = saving;
+      this.log(`${this.environment}: the HNSW graph of ${index.graphSize} names lacks ${pending.slots.length} added since it was written (searched exactly meanwhile): writing it with them in a worker thread…`);
+    }
+    return saving;
   }
 
   /** Saves the HNSW graph (when there is one, in the data directory) with the changes since it was written (on shutdown). */

@@ -20,7 +20,8 @@ export interface VectorIndex {
    * its worker); `breadth`: how wide an approximate index looks (HNSW's default when left out);
    * `scores`: given, the dot product with `query` (which the index computed anyway) of each vector
    * answered is set there by the vector's number in the slab (VectorStore.refOf), so that the
-   * caller does not read it again; a slot another name has taken since has another number.
+   * caller does not read it again; a slot another name has taken since has another number, or
+   * the same one for the same text (the same vector).
    */
   nearest(query: Float32Array, k: number, breadth?: number, scores?: Map<number, number>): number[] | Promise<number[]>;
   /** Takes the slot's vector as the store holds it now (set it there first). */
@@ -40,7 +41,7 @@ export class VectorStore {
 
   constructor(readonly slab: VectorSlab = new VectorSlab()) {}
 
-  /** The number of the slot's vector in the slab (-1 for none): a vector's number is never given to another. */
+  /** The number of the slot's vector in the slab (-1 for none): a number is never given to another vector (the cache gives names of one text the same one). */
   refOf(slot: number): number {
     return slot < this.refs.length ? this.refs[slot] : -1;
   }
@@ -77,6 +78,14 @@ export class VectorStore {
   }
 }
 
+/** The slots of `best` (each with its dot product with the query, best first), each dot product set in `scores` by its vector's number (VectorIndex.nearest). */
+function answered(best: ReadonlyArray<readonly [number, number]>, store: VectorStore, scores?: Map<number, number>): number[] {
+  return best.map(([slot, score]) => {
+    scores?.set(store.refOf(slot), score);
+    return slot;
+  });
+}
+
 /** Rows per block of the exact index (1.5 MB of int8): a new block is allocated, never a larger copy of all. */
 const BLOCK_ROWS = 4_096;
 /**
@@ -85,7 +94,7 @@ const BLOCK_ROWS = 4_096;
  * then scored on their float vectors.
  */
 const INT8_SCALE = 254;
-/** The int8 scan's best OVERSAMPLE × k (and at least k + MARGIN) are scored again on their float vectors, and the best k kept. */
+/** The int8 scan's best OVERSAMPLE × k (and at least k + MARGIN) are scored again on the store's (float16) vectors, and the best k kept. */
 const OVERSAMPLE = 2;
 const MARGIN = 40;
 
@@ -102,7 +111,7 @@ export function toInt8(vector: Float32Array, into: Int8Array = new Int8Array(DIM
  * Exact nearest neighbours: usearch's SIMD brute force over contiguous int8 copies of the live
  * vectors (a quarter of the memory a float scan reads, which is what bounds it: 0.15 against
  * 0.45 ms over 3,612 rows), whose best OVERSAMPLE × k (at least k + MARGIN) are scored again on
- * the float vectors. The answer is the float scan's (bench:ann measures it against one; a tight
+ * the store's vectors (float16, VectorSlab). The answer is the float scan's (bench:ann measures it against one; a tight
  * cluster of names is tested) but where names so alike that the int8 rounding reorders them by more
  * than the margin tie with the k-th. Rows are kept in blocks of BLOCK_ROWS, up to date a row at a
  * time (a vector is copied when its slot is added; a removed row takes the last one), so that no
@@ -175,14 +184,11 @@ export class ExactIndex implements VectorIndex {
       matches.keys.forEach((row, i) => picked.push([this.rows[b * BLOCK_ROWS + Number(row)], matches.distances[i]]));
     });
     if (this.blocks.length > 1) picked = picked.sort((x, y) => x[1] - y[1]).slice(0, want);
-    return picked
+    const best = picked
       .map(([slot]): [number, number] => [slot, this.store.dot(slot, query)])
       .sort((x, y) => y[1] - x[1])
-      .slice(0, k)
-      .map(([slot, score]) => {
-        scores?.set(this.store.refOf(slot), score);
-        return slot;
-      });
+      .slice(0, k);
+    return answered(best, this.store, scores);
   }
 }
 
@@ -512,7 +518,7 @@ export class HnswIndex implements VectorIndex {
     const total = this.total;
     let fromGraph: number[] = [];
     // Ask the graph for a few more when some of its slots have changed; wider if those were the
-    // nearest. It ranks by its int8 copies: GRAPH_OVERSAMPLE times as many, scored below on the floats.
+    // nearest. It ranks by its int8 copies: GRAPH_OVERSAMPLE times as many, scored below on the store's (float16) vectors.
     for (let want = Math.min(total, GRAPH_OVERSAMPLE * (k + Math.min(this.hidden, k))); want > 0; want = Math.min(total, 2 * want)) {
       const keys = await this.searcher.search(query, want, breadth);
       // The changes as they are now, when the worker has answered.
@@ -521,12 +527,10 @@ export class HnswIndex implements VectorIndex {
     }
     const recent = new Map<number, number>();
     const candidates = [...fromGraph.map((slot) => [slot, this.store.dot(slot, query)] as const), ...this.recent.nearest(query, k, undefined, recent).map((slot) => [slot, recent.get(this.store.refOf(slot))!] as const)];
-    return candidates
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, k)
-      .map(([slot, score]) => {
-        scores?.set(this.store.refOf(slot), score);
-        return slot;
-      });
+    return answered(
+      candidates.sort((a, b) => b[1] - a[1]).slice(0, k),
+      this.store,
+      scores,
+    );
   }
 }

@@ -128,3 +128,6 @@ export class FakeEmbedder {
     return vectors;
   }
 }
+
+/** A vector as the embedding cache keeps it in memory (VectorSlab): each component the nearest float16. */
+export const half = (v: Float32Array): Float32Array => Float32Array.from(Float16Array.from(v));

@@ -4,11 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DIMENSIONS } from '../../src/search/embedder';
 import { EmbeddingCache, EmbeddingLogReader, VectorSlab } from '../../src/search/embedding-cache';
-import { dot, seeded, unitVector } from '../helpers/search-fakes';
+import { dot, half, seeded, unitVector } from '../helpers/search-fakes';
 
 const vector = (seed: number) => Float32Array.from({ length: DIMENSIONS }, (_, i) => seed + i / 1000);
-/** A vector as the cache keeps it in memory: each component the nearest float16 (the log keeps float32). */
-const half = (v: Float32Array) => Float32Array.from(Float16Array.from(v));
 
 describe('embedding cache (append-only log)', () => {
   it('keeps what was saved across restarts, and cuts off a torn last record before appending', () => {

@@ -19,11 +19,12 @@ import { Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridSearch } from '../../src/search/hybrid-search';
 import { graphFileName, InventoryIndex } from '../../src/search/inventory-index';
+import { SyncRunner } from '../../src/search/inventory-changes';
 import { expansionWords } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { Speller } from '../../src/search/spelling';
 import { ExactIndex, HnswIndex, toInt8, VectorStore } from '../../src/search/vector-index';
-import { byDot, dot, FakeEmbedder, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
+import { byDot, dot, FakeEmbedder, half, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
 import { getStack, newPartner } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
 
@@ -201,8 +202,8 @@ describe('search index: vector indexes', () => {
     s.set(0, first);
     s.set(5000, far);
     // Kept as float16 (VectorSlab): each component the nearest float16, a cosine within 1e-3.
-    assert.deepEqual(s.get(0), Float32Array.from(Float16Array.from(first)));
-    assert.deepEqual(s.get(5000), Float32Array.from(Float16Array.from(far)));
+    assert.deepEqual(s.get(0), half(first));
+    assert.deepEqual(s.get(5000), half(far));
     assert.ok(s.has(5000) && !s.has(4999) && !s.has(90_000));
     assert.ok(Math.abs(s.dot(5000, far) - 1) < 1e-3);
     assert.ok(Math.abs(s.dot(0, far) - dot(first, far)) < 1e-3);
@@ -577,7 +578,21 @@ describe('search index: embedding queue', () => {
     for (let i = 0; i < FIRST; i++) inventory.list(`${label(i)}.com`);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'graph-import-'));
     const logs: string[] = [];
-    const index = new InventoryIndex('live', inventory.dataSource, new FakeEmbedder() as unknown as Embedder, new EmbeddingCache(), (m) => logs.push(m), dir, { annThreshold: 1_000 });
+    // Whether the index says it is building when it starts the write (read as it logs it: the
+    // write may be over before a poll would look).
+    const buildingWhenWriting: boolean[] = [];
+    const index: InventoryIndex = new InventoryIndex(
+      'live',
+      inventory.dataSource,
+      new FakeEmbedder() as unknown as Embedder,
+      new EmbeddingCache(),
+      (m) => {
+        logs.push(m);
+        if (m.includes('lacks')) buildingWhenWriting.push(index.buildingGraph);
+      },
+      dir,
+      { annThreshold: 1_000 },
+    );
     try {
       await index.load();
       await index.graphBuilt();
@@ -590,7 +605,8 @@ describe('search index: embedding queue', () => {
       // An import six times the graph's size.
       for (let i = FIRST; i < FIRST + IMPORTED; i++) inventory.list(`${label(i)}.com`);
       await index.refresh();
-      await waitFor(() => index.buildingGraph, (building) => building, 60_000, 'the graph written with the import reported as a build (the value read: building)');
+      await waitFor(() => logs.some((l) => l.includes('lacks')), (started) => started, 60_000, 'the graph written with the import (its log line)');
+      assert.deepEqual(buildingWhenWriting, [true], 'reported as a build while it is written');
       await index.graphBuilt();
       assert.equal(index.buildingGraph, false);
       assert.equal(index.pendingVectors, 0);
@@ -601,7 +617,6 @@ describe('search index: embedding queue', () => {
       assert.ok(after, 'the graph written with the import is saved');
       assert.ok(after.index.size >= FIRST + IMPORTED - 1_024, `${after.index.size} of ${FIRST + IMPORTED} names in the saved graph`);
       after.index.close();
-      assert.equal(logs.filter((l) => l.includes('lacks')).length, 1, logs.join('\n'));
       // And the imported names are found by their own vectors.
       const sample = Array.from({ length: 20 }, (_, i) => index.slot(`${label(FIRST + i * 599)}.com`)!);
       const found = (await Promise.all(sample.map(async (s) => (await index.nearest(FakeEmbedder.vector(index.slots[s]!.text), 1))[0] === s))).filter(Boolean).length;
@@ -610,6 +625,40 @@ describe('search index: embedding queue', () => {
       await index.save();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('SyncRunner (both engines): one run at a time; the calls during a run share the next, which starts after it whether it failed or not; settled waits for that next run too', async () => {
+    const started: number[] = [];
+    const gates: Array<() => void> = [];
+    let failNext = true;
+    const runner = new SyncRunner(async () => {
+      started.push(started.length);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      if (failNext) {
+        failNext = false;
+        throw new Error('the first run fails');
+      }
+    });
+    const first = runner.run();
+    await setImmediate();
+    assert.equal(runner.current, first);
+    // Waiting for the runs to settle, then two calls during the first run: one next run for both, after the first.
+    let settled = false;
+    void runner.settled().then(() => (settled = true));
+    const second = runner.run();
+    const third = runner.run();
+    assert.equal(second, third);
+    gates[0]();
+    await assert.rejects(first, /the first run fails/);
+    await setImmediate();
+    assert.deepEqual(started, [0, 1], 'the next run started after the first failed');
+    assert.equal(settled, false, 'settled waits for the run asked for during the first');
+    gates[1]();
+    await second;
+    await setImmediate();
+    assert.equal(settled, true);
+    assert.equal(runner.current, undefined);
+    assert.deepEqual(started, [0, 1], 'no run more than asked for');
   });
 
   it('a slot freed and taken by a new name while its old name was being embedded gets the new name\'s vector', async () => {
