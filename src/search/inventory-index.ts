@@ -40,13 +40,25 @@ import { Speller } from './spelling';
 import { DEFAULT_ANN_THRESHOLD, type Environment } from '../config';
 import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
 
-/** Currencies (a handful): one string each rather than a row's own copy. */
-const currencies = new Map<string, string>();
-function oneCopy(currency: string): string {
-  let known = currencies.get(currency);
-  if (known === undefined) currencies.set(currency, (known = currency));
-  return known;
+/** One string for each distinct value: the holders of equal values share it rather than each keeping its own copy. */
+class OneCopy {
+  private readonly strings = new Map<string, string>();
+
+  of(value: string): string {
+    const known = this.strings.get(value);
+    if (known !== undefined) return known;
+    this.strings.set(value, value);
+    return value;
+  }
+
+  /** The value is held no more (the next `of` keeps a new copy). */
+  forget(value: string): void {
+    this.strings.delete(value);
+  }
 }
+
+/** Currencies (a handful), for every environment's entries. */
+const currencies = new OneCopy();
 
 export interface Entry {
   name: string;
@@ -114,7 +126,7 @@ export class InventoryIndex {
    * One string for each word of the names (the entries' `words` share it): at 1M names, a split
    * label's own copies of its words cost ~80 MB. A word goes when no name holds it.
    */
-  private readonly words = new Map<string, string>();
+  private readonly words = new OneCopy();
   private readonly slotOf = new Map<string, number>();
   /** Keyword retrieval over the labels (the keyword ranker's probes, in memory). */
   readonly labels: LabelIndex;
@@ -347,7 +359,7 @@ export class InventoryIndex {
         if (slot !== undefined) this.release(row.name, slot);
         continue;
       }
-      const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: oneCopy(row.currency.trim()) };
+      const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: currencies.of(row.currency.trim()) };
       if (slot !== undefined && !this.adopted.has(slot)) {
         Object.assign(this.slots[slot]!, attributes);
         // (An import may move a name to another category: its full-text match follows.)
@@ -391,12 +403,7 @@ export class InventoryIndex {
     return text
       .split(' ')
       .filter(Boolean)
-      .map((w) => {
-        const known = this.words.get(w);
-        if (known !== undefined) return known;
-        this.words.set(w, w);
-        return w;
-      });
+      .map((w) => this.words.of(w));
   }
 
   private release(name: string, slot: number): void {
@@ -409,7 +416,7 @@ export class InventoryIndex {
       // (An adopted name that left before the first read reached it had no postings.)
       if (!set || set.size === 0) {
         this.postings.delete(w);
-        this.words.delete(w);
+        this.words.forget(w);
       }
     }
     this.labels.remove(slot);
