@@ -32,12 +32,12 @@ export interface Attempt {
   arguments: Record<string, unknown>;
 }
 
-/** Records a command about to act (`started`). */
 /** Text Postgres stores: no NUL (text and jsonb refuse it), no lone surrogate (jsonb refuses its escape). */
 export function storable(text: string): string {
   return text.replaceAll('\0', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
+/** Records a command about to act (`started`). */
 export async function recordAttempt(dataSource: DataSource, command: string, args: Record<string, unknown>, operatorGiven = operatorName()): Promise<Attempt> {
   const { json: _json, ...given } = args;
   const operator = storable(operatorGiven);

@@ -37,7 +37,7 @@ export interface VectorIndex {
  */
 export class VectorStore {
   /** The slab vector of each slot, -1 for none. */
-  private refs = new Int32Array(0).fill(-1);
+  private refs = new Int32Array(0);
 
   constructor(readonly slab: VectorSlab = new VectorSlab()) {}
 
@@ -525,8 +525,7 @@ export class HnswIndex implements VectorIndex {
       fromGraph = Array.from(keys).filter((slot) => !this.changed.has(slot));
       if (fromGraph.length >= k || keys.length < want || want === total) break;
     }
-    const recent = new Map<number, number>();
-    const candidates = [...fromGraph.map((slot) => [slot, this.store.dot(slot, query)] as const), ...this.recent.nearest(query, k, undefined, recent).map((slot) => [slot, recent.get(this.store.refOf(slot))!] as const)];
+    const candidates = [...fromGraph, ...this.recent.nearest(query, k)].map((slot) => [slot, this.store.dot(slot, query)] as const);
     return answered(
       candidates.sort((a, b) => b[1] - a[1]).slice(0, k),
       this.store,

@@ -78,7 +78,6 @@ const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 
 /** Metadata never passed on to Temporal: the operator's token is the gate's business. */
 const NOT_FORWARDED = ['authorization', 'authorization-extras'];
 
-
 export class TemporalUiGate {
   private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_MESSAGE_BYTES });
   private readonly upstream: grpc.Client;
@@ -255,7 +254,6 @@ export function describeCall(method: string, requestType: Type, request: Buffer)
   // Cut at a whole character (never half of a surrogate pair).
   return { method, truncated: true, start: Array.from(text.slice(0, MAX_RECORDED_CHARS + 1)).slice(0, -1).join('') };
 }
-
 
 function readable(value: unknown): unknown {
   if (Buffer.isBuffer(value) || value instanceof Uint8Array) return Buffer.from(value).toString('base64');
