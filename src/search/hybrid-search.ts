@@ -453,7 +453,7 @@ export class HybridSearch extends HybridScorer {
   async load(environment: Environment): Promise<InventoryIndex> {
     const index = await this.index(environment);
     await index.load();
-    await this.warm(environment, [...index.postings.keys()], HybridSearch.vocabulary(index));
+    await this.warm(environment, [...index.speller.words()], HybridSearch.vocabulary(index));
     return index;
   }
 
@@ -472,7 +472,7 @@ export class HybridSearch extends HybridScorer {
   }
 
   private static vocabulary(index: InventoryIndex): Vocabulary {
-    return { speller: index.speller, hasWord: (w) => index.postings.has(w), cache: index.cache };
+    return { speller: index.speller, hasWord: (w) => index.speller.holds(w), cache: index.cache };
   }
 
   /**
@@ -511,13 +511,7 @@ export class HybridSearch extends HybridScorer {
     for (const slot of keywordOf.keys()) slots.add(slot);
     for (const slot of nearGloss) slots.add(slot);
     // The best expansions' names and the names of the query's kinds, a few of each.
-    for (const w of HybridScorer.expansionTerms(u)) {
-      let taken = 0;
-      for (const slot of index.postings.get(w) ?? []) {
-        if (taken++ >= PER_EXPANSION) break;
-        slots.add(slot);
-      }
-    }
+    for (const w of HybridScorer.expansionTerms(u)) for (const slot of index.namesWith(w, PER_EXPANSION)) slots.add(slot);
     const found: Found[] = [];
     for (const slot of slots) {
       const entry = index.slots[slot];

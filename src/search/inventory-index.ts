@@ -33,7 +33,7 @@ import { inventoryPages, onMarket, SyncRunner, type InventoryRow } from './inven
 import { MODEL_ID } from './model-files';
 import { removeOtherFormats } from './graph-files';
 import { GRAPH_FORMAT } from './hnsw';
-import { LabelIndex } from './label-index';
+import { LabelIndex, Lists } from './label-index';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
 import { Speller } from './spelling';
@@ -62,14 +62,20 @@ const currencies = new OneCopy();
 
 export interface Entry {
   name: string;
-  /** The label split into words (`espressobar` → `espresso bar`). */
-  text: string;
+  /** The label split into words (`espressobar` → `espresso`, `bar`): `entryText` joins them. */
   words: string[];
   available: boolean;
   buyNowPriceCents: number;
   currency: string;
 }
 
+/**
+ * The text a name is embedded as: its label's words (`espresso bar`). Kept as the words alone, not
+ * also as a string of its own (~31 MiB at 1M names): segmentLabel joins them with single spaces.
+ */
+export function entryText(entry: Pick<Entry, 'words'>): string {
+  return entry.words.join(' ');
+}
 
 const PAGE = 20_000;
 /** The longest run of a sync's page on the event loop before it lets other work in. */
@@ -120,8 +126,12 @@ export class InventoryIndex {
   /** Each slot's vector: the number of its name's in the embedding cache. */
   readonly vectors: VectorStore;
   readonly speller = new Speller();
-  /** Slots of the names containing each word. */
-  readonly postings = new Map<string, Set<number>>();
+  /**
+   * Slots of the names containing each word, lists cleaned lazily as the keyword index's are
+   * (`namesWith` reads them): 4 bytes a name a word rather than a Set's ~50 MiB at 1M names.
+   * Whether a name on the market holds a word is the speller's count.
+   */
+  private readonly postings = new Lists<string>((slot, word) => this.slots[slot]?.words.includes(word) ?? false);
   /**
    * One string for each word of the names (the entries' `words` share it): at 1M names, a split
    * label's own copies of its words cost ~80 MB. A word goes when no name holds it.
@@ -326,7 +336,10 @@ export class InventoryIndex {
     for (const slot of this.adopted) this.release(this.slots[slot]!.name, slot);
     this.adopted.clear();
     // The whole market read: the keyword lists' growing room is given back.
-    if (first) this.labels.trim();
+    if (first) {
+      this.labels.trim();
+      this.postings.trim();
+    }
     this.horizon = horizon;
     this.saveIfDue();
   }
@@ -340,7 +353,7 @@ export class InventoryIndex {
       else {
         const [name, text] = saved;
         this.slotOf.set(name, slot);
-        this.slots[slot] = { name, text, words: this.wordsOf(text), available: false, buyNowPriceCents: 0, currency: '' };
+        this.slots[slot] = { name, words: this.wordsOf(text), available: false, buyNowPriceCents: 0, currency: '' };
         this.adopted.add(slot);
       }
     });
@@ -372,7 +385,7 @@ export class InventoryIndex {
         this.adopted.delete(slot);
         taken = slot;
         Object.assign(this.slots[slot]!, attributes);
-        const cached = this.cache.ref(this.slots[slot]!.text);
+        const cached = this.cache.ref(entryText(this.slots[slot]!));
         if (cached !== undefined) this.vectors.set(slot, cached);
         else {
           // No vector to go with the graph's: take it out until the name is embedded again.
@@ -383,19 +396,26 @@ export class InventoryIndex {
       } else {
         const text = await segmentLabel(row.label);
         taken = this.free.pop() ?? this.slots.length;
-        this.slots[taken] = { name: row.name, text, words: this.wordsOf(text), ...attributes };
+        this.slots[taken] = { name: row.name, words: this.wordsOf(text), ...attributes };
         this.slotOf.set(row.name, taken);
         this.queue.add(taken);
       }
       this.labels.add(taken, row.name, row.label, row.category);
       const words = this.slots[taken]!.words;
       this.speller.addWords(words);
-      for (const w of words) {
-        let set = this.postings.get(w);
-        if (!set) this.postings.set(w, (set = new Set()));
-        set.add(taken);
-      }
+      for (const w of new Set(words)) this.postings.add(w, taken);
     }
+  }
+
+  /** Up to `limit` slots of names on the market holding the word, in the order they came. */
+  namesWith(word: string, limit = Infinity): number[] {
+    const out: number[] = [];
+    // A list may hold a slot that has left or been taken by another name (cleaned lazily), or twice.
+    for (const slot of this.postings.get(word)) {
+      if (out.length >= limit) break;
+      if (!this.adopted.has(slot) && this.slots[slot]?.words.includes(word) && !out.includes(slot)) out.push(slot);
+    }
+    return out;
   }
 
   /** The label's words (its segmented text split), each the one string of that word (`words`). */
@@ -409,18 +429,15 @@ export class InventoryIndex {
   private release(name: string, slot: number): void {
     const entry = this.slots[slot]!;
     // An adopted slot never had its words counted.
-    if (!this.adopted.delete(slot)) this.speller.addWords(entry.words, -1);
-    for (const w of entry.words) {
-      const set = this.postings.get(w);
-      set?.delete(slot);
+    const adopted = this.adopted.delete(slot);
+    if (!adopted) this.speller.addWords(entry.words, -1);
+    this.slots[slot] = undefined;
+    for (const w of new Set(entry.words)) {
       // (An adopted name that left before the first read reached it had no postings.)
-      if (!set || set.size === 0) {
-        this.postings.delete(w);
-        this.words.forget(w);
-      }
+      if (!adopted) this.postings.stale(w);
+      if (!this.speller.holds(w)) this.words.forget(w);
     }
     this.labels.remove(slot);
-    this.slots[slot] = undefined;
     this.vectors.clear(slot);
     this.slotOf.delete(name);
     this.queue.delete(slot);
@@ -440,7 +457,7 @@ export class InventoryIndex {
     let done = 0;
     while (this.queue.size > 0) {
       const slots = [...this.queue].slice(0, EMBED_CHUNK);
-      const texts = slots.map((s) => this.slots[s]!.text);
+      const texts = slots.map((s) => entryText(this.slots[s]!));
       await this.cache.fill(texts, this.embedder);
       const slice = new LoopSlice(ADD_SLICE_MS);
       for (const [i, slot] of slots.entries()) {
@@ -448,7 +465,8 @@ export class InventoryIndex {
         if (slice.spent) await slice.pause();
         // While we embedded, the name may have left the market (no longer queued), or its slot
         // been taken by another name (queued again, with another text: the next round has it).
-        if (!this.queue.has(slot) || this.slots[slot]?.text !== texts[i]) continue;
+        const entry = this.slots[slot];
+        if (!this.queue.has(slot) || !entry || entryText(entry) !== texts[i]) continue;
         this.queue.delete(slot);
         this.vectors.set(slot, this.cache.ref(texts[i])!);
         this.index.add(slot);
@@ -492,7 +510,7 @@ export class InventoryIndex {
         // (An adopted slot whose row the first read has not reached has no vector yet.) Read into
         // one array: the writer copies each vector before it reads the next.
         if (!entry || !this.hasVector(slot) || !this.vectors.has(slot)) return undefined;
-        return { vector: this.vectors.get(slot, scratch), name: [entry.name, entry.text] };
+        return { vector: this.vectors.get(slot, scratch), name: [entry.name, entryText(entry)] };
       },
     };
   }

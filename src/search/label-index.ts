@@ -64,7 +64,7 @@ export async function postgresStopWords(dataSource: DataSource): Promise<Set<str
  * A key with one slot (most stems: a run-together label is a stem of its own) keeps the slot
  * itself, not a list: a typed array and its object cost some 200 bytes, per name at 1M.
  */
-class Lists<K> {
+export class Lists<K> {
   private readonly lists = new Map<K, number | { slots: Uint32Array; length: number; stale: number }>();
 
   /** `holds(slot, key)`: whether the slot's current label still belongs in the key's list. */

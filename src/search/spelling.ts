@@ -79,6 +79,11 @@ export class Speller {
     }
   }
 
+  /** Whether some name on the market holds the word. */
+  holds(word: string): boolean {
+    return this.counts.has(word);
+  }
+
   /** The words of the names on the market. */
   words(): IterableIterator<string> {
     return this.counts.keys();

@@ -18,7 +18,7 @@ import { importInventory, type InventoryRow } from '../../src/discovery/inventor
 import { Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridSearch } from '../../src/search/hybrid-search';
-import { graphFileName, InventoryIndex } from '../../src/search/inventory-index';
+import { entryText, graphFileName, InventoryIndex } from '../../src/search/inventory-index';
 import { SyncRunner } from '../../src/search/inventory-changes';
 import { expansionWords } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
@@ -497,7 +497,7 @@ describe('search index: embedding queue', () => {
     await index.load();
     assert.equal(index.size, 2);
     const alpha = index.slot('alphaorchard.com')!;
-    assert.deepEqual(index.nearest(FakeEmbedder.vector(index.slots[alpha]!.text), 1), [alpha]);
+    assert.deepEqual(index.nearest(FakeEmbedder.vector(entryText(index.slots[alpha]!)), 1), [alpha]);
 
     inventory.list('alphaorchard.com', 'sold');
     inventory.list('gammacanyon.com');
@@ -506,9 +506,9 @@ describe('search index: embedding queue', () => {
     const gamma = index.slot('gammacanyon.com')!;
     assert.equal(gamma, alpha, 'the freed slot is reused');
     assert.equal(index.pendingVectors, 0);
-    assert.deepEqual(index.nearest(FakeEmbedder.vector(index.slots[gamma]!.text), 1), [gamma]);
-    assert.ok(!index.postings.get('alpha')?.size, 'the sold name\'s words are gone from the postings');
-    assert.ok(index.postings.get('gamma')?.has(gamma));
+    assert.deepEqual(index.nearest(FakeEmbedder.vector(entryText(index.slots[gamma]!)), 1), [gamma]);
+    assert.deepEqual(index.namesWith('alpha'), [], 'the sold name\'s words are gone from the postings');
+    assert.ok(index.namesWith('gamma').includes(gamma));
   });
 
   it('names imported in bulk (more than a search waits for) are embedded in the background', async () => {
@@ -545,7 +545,7 @@ describe('search index: embedding queue', () => {
     // turns, besides garbage collections, is printed as a measurement (loopWatch).
     const { besidesGc } = watch.longestRan();
     assert.equal(index.size, 20_001);
-    assert.ok(index.postings.get('harbor')?.size, 'the new names are searchable by their words');
+    assert.ok(index.namesWith('harbor').length, 'the new names are searchable by their words');
     assert.ok(watch.turns() >= TURNS_WHILE_APPLIED, `the event loop turned ${watch.turns()} times while the page was applied`);
     console.log(`      (while 20,000 new names were applied: ${watch.turns()} turns of the loop; its longest run of the main thread without a turn ${besidesGc.toFixed(1)} ms; longest wait ${watch.longest().toFixed(1)} ms)`);
   });
@@ -619,7 +619,7 @@ describe('search index: embedding queue', () => {
       after.index.close();
       // And the imported names are found by their own vectors.
       const sample = Array.from({ length: 20 }, (_, i) => index.slot(`${label(FIRST + i * 599)}.com`)!);
-      const found = (await Promise.all(sample.map(async (s) => (await index.nearest(FakeEmbedder.vector(index.slots[s]!.text), 1))[0] === s))).filter(Boolean).length;
+      const found = (await Promise.all(sample.map(async (s) => (await index.nearest(FakeEmbedder.vector(entryText(index.slots[s]!)), 1))[0] === s))).filter(Boolean).length;
       assert.ok(found >= sample.length - 1, `nearest to its own vector for ${found} of ${sample.length}`);
     } finally {
       await index.save();
@@ -692,7 +692,7 @@ describe('search index: embedding queue', () => {
     await index.refresh();
     const slot = index.slot('secondcomer.com')!;
     await waitFor(() => index.hasVector(slot), (has) => has, 2000, 'the second name given its vector');
-    const mine = FakeEmbedder.vector(index.slots[slot]!.text);
+    const mine = FakeEmbedder.vector(entryText(index.slots[slot]!));
     assert.ok(index.vectors.has(slot), 'the new name has a vector in the store');
     // (Kept as float16: its own vector's cosine within 1e-3 of 1; another name's is far below.)
     assert.ok(Math.abs(dot(index.vectors.get(slot), mine) - 1) < 1e-3, 'and it is its own vector, not the old name\'s');

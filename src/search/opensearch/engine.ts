@@ -73,7 +73,7 @@ type SearchBody = { hits: { hits: Hit[] } };
 const documentText = (row: Pick<InventoryRow, 'label' | 'category'>) => `${row.label} ${row.category.replace(/-/g, ' ')}`;
 
 function entryOf(doc: NameDocument): Entry {
-  return { name: doc.name, text: doc.text, words: doc.words, available: doc.available, buyNowPriceCents: doc.buy_now_price_cents, currency: doc.currency };
+  return { name: doc.name, words: doc.words, available: doc.available, buyNowPriceCents: doc.buy_now_price_cents, currency: doc.currency };
 }
 
 /** The physical index the alias points at now, or undefined when there is no alias yet. */

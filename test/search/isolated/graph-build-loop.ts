@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import type { Embedder } from '../../../src/search/embedder';
 import { EmbeddingCache } from '../../../src/search/embedding-cache';
-import { graphFileName, InventoryIndex } from '../../../src/search/inventory-index';
+import { entryText, graphFileName, InventoryIndex } from '../../../src/search/inventory-index';
 import { MODEL_ID } from '../../../src/search/model-files';
 import { HnswIndex, VectorStore } from '../../../src/search/vector-index';
 import { cpuSince, FakeEmbedder } from '../../helpers/search-fakes';
@@ -70,7 +70,7 @@ describe('search index: an HNSW graph built off the event loop', () => {
 
       // Meanwhile: a sale and two new names, seen by the exact index at once.
       const sold = index.slot(`${label(5)}.com`)!;
-      const soldText = index.slots[sold]!.text;
+      const soldText = entryText(index.slots[sold]!);
       const soldVector = FakeEmbedder.vector(soldText);
       list(`${label(5)}.com`, 'sold');
       list('graphduringbuild.com');
@@ -78,7 +78,7 @@ describe('search index: an HNSW graph built off the event loop', () => {
       await index.refresh();
       assert.equal(index.pendingVectors, 0);
       const during = index.slot('graphduringbuild.com')!;
-      const duringVector = FakeEmbedder.vector(index.slots[during]!.text);
+      const duringVector = FakeEmbedder.vector(entryText(index.slots[during]!));
       assert.equal(index.vectorIndexKind, 'exact', 'the graph is still being built');
       assert.deepEqual(await index.nearest(duringVector, 1), [during]);
       assert.ok(!(await index.nearest(soldVector, 10)).includes(sold));
@@ -96,10 +96,10 @@ describe('search index: an HNSW graph built off the event loop', () => {
       const hits = await index.nearest(duringVector, 1);
       assert.deepEqual(hits, [during]);
       const also = index.slot('graphalsoduring.com')!;
-      assert.deepEqual(await index.nearest(FakeEmbedder.vector(index.slots[also]!.text), 1), [also]);
+      assert.deepEqual(await index.nearest(FakeEmbedder.vector(entryText(index.slots[also]!)), 1), [also]);
       assert.ok(!(await index.nearest(soldVector, 50)).includes(sold), 'a name sold during the build is not in the graph');
       const sample = Array.from({ length: 20 }, (_, i) => index.slot(`${label(i * 577)}.com`)!).filter((s) => s !== sold);
-      const found = (await Promise.all(sample.map(async (s) => (await index.nearest(FakeEmbedder.vector(index.slots[s]!.text), 1))[0] === s))).filter(Boolean).length;
+      const found = (await Promise.all(sample.map(async (s) => (await index.nearest(FakeEmbedder.vector(entryText(index.slots[s]!)), 1))[0] === s))).filter(Boolean).length;
       assert.ok(found >= sample.length - 1, `nearest to its own vector for ${found} of ${sample.length}`);
 
       // Saved by the worker: each slot as it was when its chunk was filled (the sold name's slot,
