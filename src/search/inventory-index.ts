@@ -33,9 +33,10 @@ import { inventoryPages, onMarket, SyncRunner, type InventoryRow } from './inven
 import { MODEL_ID } from './model-files';
 import { removeOtherFormats } from './graph-files';
 import { GRAPH_FORMAT } from './hnsw';
-import { LabelIndex, Lists } from './label-index';
+import { LabelIndex } from './label-index';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
+import { Lists } from './slot-lists';
 import { Speller } from './spelling';
 import { DEFAULT_ANN_THRESHOLD, type Environment } from '../config';
 import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
