@@ -103,8 +103,10 @@ export class LabelIndex {
   private readonly labelStems = new Lists<string>((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot], this.stopWords).includes(s));
   /** Each taken slot's TLD (for the TLD counts when it is released). */
   private readonly tldOf: Array<string | undefined> = [];
-  /** Each category's name (the one string its slots' `categoryOf` share), stems and slots (a category holds many names: kept as a set). */
-  private readonly categories = new Map<string, { name: string; stems: Set<string>; slots: Set<number> }>();
+  /** Each category's name (the one string its slots' `categoryOf` share), stems and how many names it holds. */
+  private readonly categories = new Map<string, { name: string; stems: Set<string>; names: number }>();
+  /** Each category's slots, as the other lists (4 bytes a name: a Set of them cost ~40, ~38 MiB at 1M names). */
+  private readonly categorySlots = new Lists<string>((slot, category) => this.categoryOf[slot] === category);
   /** Per slot, how many of the lists `similar` scans hold it (zero between calls). */
   private counts = new Uint8Array(0);
   /** The slots `similar` found, in the order found (scratch). */
@@ -157,6 +159,7 @@ export class LabelIndex {
   trim(): void {
     this.grams.trim();
     this.labelStems.trim();
+    this.categorySlots.trim();
     const used = 2 * this.labels.length;
     if (used < this.signatures.length) this.signatures = this.signatures.slice(0, used);
   }
@@ -184,10 +187,11 @@ export class LabelIndex {
 
   private joinCategory(slot: number, category: string): void {
     let entry = this.categories.get(category);
-    if (!entry) this.categories.set(category, (entry = { name: category, stems: new Set(stems(category.replace(/-/g, ' '), this.stopWords)), slots: new Set() }));
+    if (!entry) this.categories.set(category, (entry = { name: category, stems: new Set(stems(category.replace(/-/g, ' '), this.stopWords)), names: 0 }));
     // One string a category (at 1M names, a row's own copy each cost ~30 MB).
     this.categoryOf[slot] = entry.name;
-    entry.slots.add(slot);
+    entry.names++;
+    this.categorySlots.add(entry.name, slot);
   }
 
   private leaveCategory(slot: number): void {
@@ -195,8 +199,8 @@ export class LabelIndex {
     this.categoryOf[slot] = undefined;
     if (category === undefined) return;
     const entry = this.categories.get(category)!;
-    entry.slots.delete(slot);
-    if (entry.slots.size === 0) this.categories.delete(category);
+    this.categorySlots.stale(category);
+    if (--entry.names === 0) this.categories.delete(category);
   }
 
   /** Up to `limit` slots whose label holds `word` (LIKE '%word%'). */
@@ -311,14 +315,17 @@ export class LabelIndex {
     const out: number[] = [];
     if (queryStems.length === 0) return out;
     // Whole categories that hold every stem; then the names whose label holds one of them.
-    for (const { stems: own, slots } of this.categories.values()) {
+    const seen = new Set<number>();
+    for (const { name, stems: own } of this.categories.values()) {
       if (!queryStems.every((s) => own.has(s))) continue;
-      for (const slot of slots) {
+      for (const slot of this.categorySlots.get(name)) {
         if (out.length >= limit) return out;
+        // (A list may hold a slot that has left the category, or twice.)
+        if (this.categoryOf[slot] !== name || seen.has(slot)) continue;
         out.push(slot);
+        seen.add(slot);
       }
     }
-    const seen = new Set(out);
     for (const s of queryStems) {
       for (const slot of this.labelStems.get(s)) {
         if (out.length >= limit) return out;

@@ -112,6 +112,7 @@ describe('keyword retrieval in the search process, against the keyword ranker in
     const names = new Map<string, number>();
     const own = new LabelIndex((name) => names.get(name), new Set());
     const live = new Map<number, string>();
+    const categoryOf = new Map<number, string>();
     const entry = (slot: number) => (live.has(slot) ? { name: `${live.get(slot)}.com`, available: true } : undefined);
     let rounds = 0;
     // Every slot taken, released and taken again by another label, many times over.
@@ -124,9 +125,16 @@ describe('keyword retrieval in the search process, against the keyword ranker in
           live.delete(slot);
         } else if (previous === undefined) {
           const label = `${labels[(round + slot) % labels.length]}${slot}`;
-          own.add(slot, `${label}.com`, label, slot % 2 ? 'food-and-drink' : 'shopping');
+          const category = (slot + round) % 2 ? 'food-and-drink' : 'shopping';
+          own.add(slot, `${label}.com`, label, category);
           names.set(`${label}.com`, slot);
           live.set(slot, label);
+          categoryOf.set(slot, category);
+        } else if (round % 5 === 0) {
+          // An import moves the name to the other category.
+          const category = categoryOf.get(slot) === 'shopping' ? 'food-and-drink' : 'shopping';
+          own.add(slot, `${previous}.com`, previous, category);
+          categoryOf.set(slot, category);
         }
       }
       rounds++;
@@ -142,6 +150,9 @@ describe('keyword retrieval in the search process, against the keyword ranker in
         const expected = [...live].filter(([, label]) => wordSimilarity(word, label) >= FUZZY_THRESHOLD).map(([slot]) => slot).sort((a, b) => a - b);
         assert.deepEqual(own.similar(word, 100).sort((a, b) => a - b), expected, `round ${round}: ${word}`);
       }
+      // The full-text match by category, as names join, leave and move between categories.
+      const food = [...live.keys()].filter((slot) => categoryOf.get(slot) === 'food-and-drink').sort((a, b) => a - b);
+      assert.deepEqual(own.search(['food'], 100, { fuzzy: () => false }, entry).map((h) => h.slot).sort((a, b) => a - b), food, `round ${round}: food`);
       const carts = [...live].filter(([, label]) => label.startsWith('cart-coffee')).map(([slot]) => slot).sort((a, b) => a - b);
       assert.deepEqual(own.search(['carts'], 100, { fuzzy: () => false }, entry).map((h) => h.slot).sort((a, b) => a - b), carts, `round ${round}: carts`);
     }
