@@ -20,7 +20,12 @@ export class Embedder {
 
   static async load(files: ModelFiles): Promise<Embedder> {
     const tokenizer = new Tokenizer(JSON.parse(readFileSync(files.tokenizer, 'utf8')), JSON.parse(readFileSync(files.tokenizerConfig, 'utf8')));
-    const session = await ort.InferenceSession.create(files.model, { graphOptimizationLevel: 'all' });
+    // No arena, no memory patterns: onnxruntime keeps what its largest batch took (~80 MiB more
+    // after embedding an import's batches of 64, in a throwaway script of 2026-12-03) where each
+    // run now takes and gives back its own; a single query's run took as long (2.4–3.5 ms) either
+    // way. (The ~150 MiB a session holds from the start is the model's weights, int8 in the file,
+    // made float by the graph optimisations that a run needs: ~50 ms a query without them.)
+    const session = await ort.InferenceSession.create(files.model, { graphOptimizationLevel: 'all', enableCpuMemArena: false, enableMemPattern: false });
     return new Embedder(session, tokenizer);
   }
 

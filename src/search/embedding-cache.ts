@@ -7,6 +7,7 @@
  * record, left by a process that died while appending, is cut off before anything is appended.
  * In memory the vectors are float16 (VectorSlab): the log keeps the model's float32.
  */
+import { hash } from 'node:crypto';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate } from 'node:timers/promises';
@@ -113,9 +114,83 @@ export class VectorSlab {
   }
 }
 
+/** The largest share of a TextIds table in use before it doubles. */
+const TEXT_TABLE_LOAD = 0.75;
+
+/**
+ * Numbers by text, keyed by a 64-bit digest of the text (SHA-1's first 8 bytes), in an
+ * open-addressed table of typed arrays (linear probing): at most 16 bytes a text rather than a
+ * Map's entry and the text's own string (~90 MiB at 1M names, where only the cache held those
+ * strings). Two of a million texts share a digest with odds of about 3·10⁻⁸, and making a text
+ * share another's is finding a collision of SHA-1's 64-bit prefix with a given text: a seller
+ * cannot list a name whose text takes another name's vector (a faster non-cryptographic hash
+ * could be steered to). A digest costs ~1 µs: ~1 s of a 1M-name start.
+ */
+export class TextIds {
+  private high = new Uint32Array(1024);
+  private low = new Uint32Array(1024);
+  /** -1: an empty place. */
+  private ids = new Int32Array(1024).fill(-1);
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(text: string): number | undefined {
+    const [high, low] = digest(text);
+    const at = this.place(high, low);
+    return this.ids[at] < 0 ? undefined : this.ids[at];
+  }
+
+  has(text: string): boolean {
+    return this.get(text) !== undefined;
+  }
+
+  /** The text's number; a text not numbered yet is given `next()`'s. */
+  add(text: string, next: () => number): number {
+    if (this.count + 1 > TEXT_TABLE_LOAD * this.ids.length) this.grow();
+    const [high, low] = digest(text);
+    const at = this.place(high, low);
+    if (this.ids[at] >= 0) return this.ids[at];
+    this.high[at] = high;
+    this.low[at] = low;
+    this.count++;
+    return (this.ids[at] = next());
+  }
+
+  /** Where the digest is, or the empty place where it would go. */
+  private place(high: number, low: number): number {
+    const mask = this.ids.length - 1;
+    let at = low & mask;
+    while (this.ids[at] >= 0 && (this.low[at] !== low || this.high[at] !== high)) at = (at + 1) & mask;
+    return at;
+  }
+
+  private grow(): void {
+    const { high, low, ids } = this;
+    this.high = new Uint32Array(ids.length * 2);
+    this.low = new Uint32Array(ids.length * 2);
+    this.ids = new Int32Array(ids.length * 2).fill(-1);
+    for (let i = 0; i < ids.length; i++) {
+      if (ids[i] < 0) continue;
+      const at = this.place(high[i], low[i]);
+      this.high[at] = high[i];
+      this.low[at] = low[i];
+      this.ids[at] = ids[i];
+    }
+  }
+}
+
+/** A text's 64-bit digest (TextIds), as two 32-bit words. */
+function digest(text: string): [number, number] {
+  const bytes = hash('sha1', text, 'buffer');
+  return [bytes.readUInt32LE(0), bytes.readUInt32LE(4)];
+}
+
 export class EmbeddingCache {
   /** Each text's vector in the slab. */
-  private readonly ids = new Map<string, number>();
+  private readonly ids = new TextIds();
   /** The vectors (an inventory's VectorStore refers to its names' here rather than copying them). */
   readonly slab = new VectorSlab();
   private pending: Buffer[] = [];
@@ -130,9 +205,10 @@ export class EmbeddingCache {
     const bytes = new Uint8Array(vector.buffer);
     for (const { records, buf } of logChunks(file, true)) {
       for (const r of records) {
-        if (this.ids.has(r.text)) continue;
-        bytes.set(buf.subarray(r.vectorAt, r.vectorAt + VECTOR_BYTES));
-        this.ids.set(r.text, this.slab.add(vector));
+        this.ids.add(r.text, () => {
+          bytes.set(buf.subarray(r.vectorAt, r.vectorAt + VECTOR_BYTES));
+          return this.slab.add(vector);
+        });
       }
     }
   }
@@ -153,9 +229,12 @@ export class EmbeddingCache {
   }
 
   set(text: string, vector: Float32Array): void {
-    if (this.ids.has(text)) return;
-    this.ids.set(text, this.slab.add(vector));
-    if (!this.file) return;
+    let added = false;
+    this.ids.add(text, () => {
+      added = true;
+      return this.slab.add(vector);
+    });
+    if (!added || !this.file) return;
     const head = Buffer.alloc(2);
     const body = Buffer.from(text, 'utf8');
     head.writeUInt16LE(body.length, 0);

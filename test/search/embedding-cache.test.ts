@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DIMENSIONS } from '../../src/search/embedder';
-import { EmbeddingCache, EmbeddingLogReader, VectorSlab } from '../../src/search/embedding-cache';
+import { EmbeddingCache, EmbeddingLogReader, TextIds, VectorSlab } from '../../src/search/embedding-cache';
 import { dot, half, seeded, unitVector } from '../helpers/search-fakes';
 
 const vector = (seed: number) => Float32Array.from({ length: DIMENSIONS }, (_, i) => seed + i / 1000);
@@ -35,6 +35,19 @@ describe('embedding cache (append-only log)', () => {
     assert.deepEqual(third.slab.read(third.ref('café')!), half(vector(2)), 'ref names the vector in the slab');
     assert.equal(third.ref('tea'), undefined);
     assert.equal(third.has('tea'), false);
+  });
+
+  it('TextIds: each text keeps the number it was given first, across the table doubling; texts never given one have none', () => {
+    const ids = new TextIds();
+    let next = 0;
+    const texts = Array.from({ length: 5_000 }, (_, i) => `name ${i} ${'é'.repeat(i % 3)}`);
+    for (const t of texts) assert.equal(ids.add(t, () => next++), next - 1);
+    // Again: the number already given, and no new one asked for.
+    for (const [i, t] of texts.entries()) assert.equal(ids.add(t, () => assert.fail('numbered twice')), i);
+    assert.equal(ids.size, texts.length);
+    assert.ok(texts.every((t, i) => ids.get(t) === i && ids.has(t)));
+    assert.equal(ids.get('name 5000 '), undefined);
+    assert.equal(ids.has('name 1'), false, 'a text is told by all of it, not a prefix');
   });
 
   it('VectorSlab: vectors kept as float16 in blocks, read back as float32, across blocks; a cosine within 1e-3 of the float32 one', () => {
