@@ -31,7 +31,7 @@ const settle = () => {
 const before = settle();
 const index = new LabelIndex((name) => slots.get(name), new Set(['a', 'an', 'and', 'the', 'of']));
 const started = process.hrtime.bigint();
-rows.forEach((r, slot) => index.add(slot, r.name, r.label, r.category));
+rows.forEach((r, slot) => index.add(slot, r.name, r.category));
 // As the engine does once its first read of the market is done.
 index.trim();
 const loadMs = Number(process.hrtime.bigint() - started) / 1e6;

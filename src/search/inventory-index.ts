@@ -377,7 +377,7 @@ export class InventoryIndex {
       if (slot !== undefined && !this.adopted.has(slot)) {
         Object.assign(this.slots[slot]!, attributes);
         // (An import may move a name to another category: its full-text match follows.)
-        this.labels.add(slot, row.name, row.label, row.category);
+        this.labels.add(slot, this.slots[slot]!.name, row.category);
         continue;
       }
       let taken: number;
@@ -401,7 +401,8 @@ export class InventoryIndex {
         this.slotOf.set(row.name, taken);
         this.queue.add(taken);
       }
-      this.labels.add(taken, row.name, row.label, row.category);
+      // The entry's string of the name (the keyword index keeps it, not a copy of its own).
+      this.labels.add(taken, this.slots[taken]!.name, row.category);
       const words = this.slots[taken]!.words;
       this.speller.addWords(words);
       for (const w of new Set(words)) this.postings.add(w, taken);

@@ -21,6 +21,7 @@
  * slot against its current label, so a stale or repeated entry is never a wrong answer.
  */
 import type { DataSource } from 'typeorm';
+import { labelOf } from '../discovery/inventory';
 import { PROBE_LIMIT, type KeywordOptions } from '../discovery/search';
 import { FUZZY_THRESHOLD, keywordScore, trigramCode, trigramCodes, wordSimilarity } from './keyword-score';
 import { FREQUENT } from './spelling';
@@ -94,15 +95,18 @@ export interface LabelHit {
 }
 
 export class LabelIndex {
-  private readonly labels: Array<string | undefined> = [];
+  /**
+   * Each slot's name (the caller's string, not a copy): its label is what comes before the first
+   * dot (`labelOf`), read when it is scored, so that no label string is kept beside the name
+   * (~24 MiB at 1M names), nor its TLD.
+   */
+  private readonly names: Array<string | undefined> = [];
   private readonly categoryOf: Array<string | undefined> = [];
   /** Label trigrams (pg_trgm's, padded; as numbers, `trigramCode`) → slots. */
-  private readonly grams = new Lists<number>((slot, gram) => this.labels[slot] !== undefined && trigramCodes(this.labels[slot], scratch).includes(gram));
+  private readonly grams = new Lists<number>((slot, gram) => this.names[slot] !== undefined && trigramCodes(this.label(slot)!, scratch).includes(gram));
   /** Each slot's label signature (`signature`): words 2·slot and 2·slot + 1; zero for a free slot. */
   private signatures = new Uint32Array(0);
-  private readonly labelStems = new Lists<string>((slot, s) => this.labels[slot] !== undefined && stems(this.labels[slot], this.stopWords).includes(s));
-  /** Each taken slot's TLD (for the TLD counts when it is released). */
-  private readonly tldOf: Array<string | undefined> = [];
+  private readonly labelStems = new Lists<string>((slot, s) => this.names[slot] !== undefined && stems(this.label(slot)!, this.stopWords).includes(s));
   /** Each category's name (the one string its slots' `categoryOf` share), stems and how many names it holds. */
   private readonly categories = new Map<string, { name: string; stems: Set<string>; names: number }>();
   /** Each category's slots, as the other lists (4 bytes a name: a Set of them cost ~40, ~38 MiB at 1M names). */
@@ -111,8 +115,8 @@ export class LabelIndex {
   private counts = new Uint8Array(0);
   /** The slots `similar` found, in the order found (scratch). */
   private found = new Uint32Array(0);
-  /** The TLDs in use and how many names each, for the exact-label lookup (`tld`: the one string its slots' `tldOf` share). */
-  private readonly tlds = new Map<string, { tld: string; names: number }>();
+  /** The TLDs in use and how many names each, for the exact-label lookup. */
+  private readonly tlds = new Map<string, number>();
 
   /**
    * `slotOf(name)`: the slot of a name on the market (the inventory index's); `stopWords`:
@@ -123,17 +127,35 @@ export class LabelIndex {
     private readonly stopWords: ReadonlySet<string>,
   ) {}
 
+  /** The slot's label, if it holds a name. */
+  private label(slot: number): string | undefined {
+    const name = this.names[slot];
+    return name === undefined ? undefined : labelOf(name);
+  }
+
+  /**
+   * Whether the slot's label holds `text` (read in the name, not a copy of the label): the first
+   * place the name holds it ends within the label, as a later one cannot if the first does not.
+   */
+  private holds(slot: number, text: string): boolean {
+    const name = this.names[slot];
+    if (name === undefined) return false;
+    const at = name.indexOf(text);
+    return at >= 0 && at + text.length <= name.indexOf('.');
+  }
+
   /** Takes a name into a slot, or moves a name already there to another category. */
-  add(slot: number, name: string, label: string, category: string): void {
-    if (this.labels[slot] === label) {
+  add(slot: number, name: string, category: string): void {
+    if (this.names[slot] === name) {
       if (this.categoryOf[slot] !== category) {
         this.leaveCategory(slot);
         this.joinCategory(slot, category);
       }
       return;
     }
-    if (this.labels[slot] !== undefined) this.remove(slot);
-    this.labels[slot] = label;
+    if (this.names[slot] !== undefined) this.remove(slot);
+    this.names[slot] = name;
+    const label = labelOf(name);
     const keys = this.keysOf(label);
     for (const gram of keys.grams) this.grams.add(gram, slot);
     if (this.signatures.length < 2 * slot + 2) {
@@ -145,10 +167,7 @@ export class LabelIndex {
     for (const s of keys.stems) this.labelStems.add(s, slot);
     this.joinCategory(slot, category);
     const tld = name.slice(label.length + 1);
-    let counted = this.tlds.get(tld);
-    if (!counted) this.tlds.set(tld, (counted = { tld, names: 0 }));
-    counted.names++;
-    this.tldOf[slot] = counted.tld;
+    this.tlds.set(tld, (this.tlds.get(tld) ?? 0) + 1);
   }
 
   /**
@@ -160,24 +179,25 @@ export class LabelIndex {
     this.grams.trim();
     this.labelStems.trim();
     this.categorySlots.trim();
-    const used = 2 * this.labels.length;
+    const used = 2 * this.names.length;
     if (used < this.signatures.length) this.signatures = this.signatures.slice(0, used);
   }
 
   /** The slot's name left the market. */
   remove(slot: number): void {
-    const label = this.labels[slot];
-    if (label === undefined) return;
-    this.labels[slot] = undefined;
+    const name = this.names[slot];
+    if (name === undefined) return;
+    const label = labelOf(name);
+    this.names[slot] = undefined;
     this.signatures[2 * slot] = this.signatures[2 * slot + 1] = 0;
     const keys = this.keysOf(label);
     for (const gram of keys.grams) this.grams.stale(gram);
     for (const s of keys.stems) this.labelStems.stale(s);
     this.leaveCategory(slot);
-    const tld = this.tldOf[slot]!;
-    this.tldOf[slot] = undefined;
-    const counted = this.tlds.get(tld);
-    if (counted && --counted.names <= 0) this.tlds.delete(tld);
+    const tld = name.slice(label.length + 1);
+    const counted = this.tlds.get(tld) ?? 0;
+    if (counted <= 1) this.tlds.delete(tld);
+    else this.tlds.set(tld, counted - 1);
   }
 
   /** The keys a label is listed under: its distinct trigrams and its full-text stems (the same for add and remove). */
@@ -208,7 +228,7 @@ export class LabelIndex {
     const out: number[] = [];
     if (word.length < 3) {
       // No trigram inside: every label is looked at until enough hold it (short words are common).
-      for (let slot = 0; slot < this.labels.length && out.length < limit; slot++) if (this.labels[slot]?.includes(word)) out.push(slot);
+      for (let slot = 0; slot < this.names.length && out.length < limit; slot++) if (this.holds(slot, word)) out.push(slot);
       return out;
     }
     // Labels hold letters and digits between their words' bounds: no label trigram has anything else.
@@ -227,7 +247,7 @@ export class LabelIndex {
       if (out.length >= limit) break;
       if ((signatures[2 * slot] & low) !== low || (signatures[2 * slot + 1] & high) !== high) continue;
       // A list may hold a slot twice (taken again before the list was cleaned): `out` is short.
-      if (this.labels[slot]!.includes(word) && !out.includes(slot)) out.push(slot);
+      if (this.holds(slot, word) && !out.includes(slot)) out.push(slot);
     }
     return out;
   }
@@ -251,7 +271,7 @@ export class LabelIndex {
     // As many of the word's trigrams as a match holds, less those it can hold outside the scanned lists.
     const least = needed - (own.length - scanned.length);
     const others = own.slice(scanned.length).map(({ bit }) => bit);
-    if (this.counts.length < this.labels.length) this.counts = new Uint8Array(this.labels.length * 2);
+    if (this.counts.length < this.names.length) this.counts = new Uint8Array(this.names.length * 2);
     const counts = this.counts;
     const total = scanned.reduce((sum, { slots }) => sum + slots.length, 0);
     if (this.found.length < total) this.found = new Uint32Array(total * 2);
@@ -275,7 +295,7 @@ export class LabelIndex {
       const high = signatures[2 * slot + 1];
       for (const bit of others) if ((bit < 32 ? low >>> bit : high >>> (bit - 32)) & 1) common++;
       if (common < needed) continue;
-      const label = this.labels[slot];
+      const label = this.label(slot);
       if (label !== undefined && wordSimilarity(word, label) >= FUZZY_THRESHOLD) out.push(slot);
     }
     for (let i = 0; i < size; i++) counts[found[i]] = 0;
@@ -284,7 +304,7 @@ export class LabelIndex {
 
   /** Whether the slot's label and category hold every one of the stems (the full-text match; `stems` of the query). */
   topical(slot: number, queryStems: string[]): boolean {
-    const label = this.labels[slot];
+    const label = this.label(slot);
     if (label === undefined || queryStems.length === 0) return false;
     const ofCategory = this.categories.get(this.categoryOf[slot]!)?.stems;
     const ofLabel = stems(label, this.stopWords);
@@ -366,7 +386,7 @@ export class LabelIndex {
     }
     const hits: Array<LabelHit & { available: boolean }> = [];
     for (const slot of candidates) {
-      const label = this.labels[slot];
+      const label = this.label(slot);
       const named = entry(slot);
       if (label === undefined || !named) continue;
       const score = keywordScore(label, words, () => topicalNow.has(slot) || isTopical(slot));
