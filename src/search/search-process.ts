@@ -28,8 +28,9 @@ export const SEARCH_ENTRY = path.join(__dirname, '..', 'main', 'search.js');
  * the default young generation that is a scavenge every ~20 searches, each slowed by the
  * references into a heap of several GB at 1M names. With 64 MB semi-spaces, over 1,200 searches
  * at 1M names: 16 scavenges and 107 ms in all, against 59 and 313 ms (bench/RESULTS.md).
+ * `--expose-gc`: the process gives the load's garbage back once it has loaded (src/main/search.ts).
  */
-export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64'];
+export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64', '--expose-gc'];
 
 /** `entry`: what to fork (bench:search's stand-in, bench/synthetic-search.ts, is forked the same way). */
 export async function startSearchProcess(options: ForkOptions, entry = SEARCH_ENTRY): Promise<SearchProcess> {
