@@ -63,4 +63,4 @@ CMD ["node", "dist/src/main/worker.js"]
 FROM runtime AS search
 COPY --from=deps-search /app/node_modules ./node_modules
 COPY --from=build /app/.tools/all-MiniLM-L6-v2-onnx-int8 ./.tools/all-MiniLM-L6-v2-onnx-int8
-CMD ["node", "--max-semi-space-size=64", "--expose-gc", "dist/src/main/search.js"]
+CMD ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "--expose-gc", "dist/src/main/search.js"]

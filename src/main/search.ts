@@ -22,11 +22,11 @@ const ENVIRONMENTS: Environment[] = ['sandbox', 'live'];
 
 /**
  * Gives what loading the indexes left behind back to the system, once, before the first search:
- * a full collection of V8's memory-reducing kind (`last-resort`: it also shrinks the young
- * generation and returns emptied pages), which `gc()` runs only with `--expose-gc`
- * (SEARCH_NODE_FLAGS). Reading 1M names leaves ~450 MiB of heap committed and unused that V8
- * otherwise keeps: after 2,000 searches the process's RSS was 2,559 MiB against 2,915–3,057
- * (bench/RESULTS.md, 2026-12-03). Nothing is done where the flag was left out.
+ * a full collection of V8's memory-reducing kind (`last-resort`: it compacts the old generation
+ * and returns its emptied pages; the young generation keeps its size, `--min-semi-space-size`),
+ * which `gc()` runs only with `--expose-gc` (SEARCH_NODE_FLAGS). Reading 1M names leaves some
+ * 300–450 MiB of heap committed and unused that V8 otherwise keeps (bench/RESULTS.md,
+ * 2026-12-03). Nothing is done where the flag was left out.
  */
 function releaseLoadGarbage(): { gc_ms: number; rss_mib_before: number; rss_mib: number } | undefined {
   if (!globalThis.gc) return undefined;

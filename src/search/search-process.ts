@@ -28,9 +28,14 @@ export const SEARCH_ENTRY = path.join(__dirname, '..', 'main', 'search.js');
  * the default young generation that is a scavenge every ~20 searches, each slowed by the
  * references into a heap of several GB at 1M names. With 64 MB semi-spaces, over 1,200 searches
  * at 1M names: 16 scavenges and 107 ms in all, against 59 and 313 ms (bench/RESULTS.md).
- * `--expose-gc`: the process gives the load's garbage back once it has loaded (src/main/search.ts).
+ * `--min-semi-space-size=64`: at that size from the start, and after the collection that gives
+ * the load's garbage back once the indexes have loaded (`--expose-gc`, src/main/search.ts), which
+ * would otherwise shrink it: a small young generation promotes a search's short-lived objects,
+ * and the old generation's collections follow (at 1M names, 2026-12-03: 5.20–5.26 ms of CPU a
+ * search and a p99 at 16 of 98–102 ms, against 6.15–6.24 and 228–235 with the collection alone;
+ * bench/RESULTS.md).
  */
-export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64', '--expose-gc'];
+export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64', '--min-semi-space-size=64', '--expose-gc'];
 
 /** `entry`: what to fork (bench:search's stand-in, bench/synthetic-search.ts, is forked the same way). */
 export async function startSearchProcess(options: ForkOptions, entry = SEARCH_ENTRY): Promise<SearchProcess> {
