@@ -30,12 +30,13 @@ const ENVIRONMENTS: Environment[] = ['sandbox', 'live'];
  */
 function releaseLoadGarbage(): { gc_ms: number; rss_mib_before: number; rss_mib: number } | undefined {
   if (!globalThis.gc) return undefined;
-  const rss = () => Math.round(process.memoryUsage.rss() / 2 ** 20);
-  const before = rss();
+  const before = rssMib();
   const started = performance.now();
   globalThis.gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-  return { gc_ms: Math.round(performance.now() - started), rss_mib_before: before, rss_mib: rss() };
+  return { gc_ms: Math.round(performance.now() - started), rss_mib_before: before, rss_mib: rssMib() };
 }
+
+const rssMib = () => Math.round(process.memoryUsage.rss() / 2 ** 20);
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
   logger.info({ url: config.search.url }, 'search process listening; loading the indexes');
   const search = await loading;
   await feed.start();
-  logger.info({ url: config.search.url, rss_mib: Math.round(process.memoryUsage.rss() / 2 ** 20) }, 'search process ready');
+  logger.info({ url: config.search.url, rss_mib: rssMib() }, 'search process ready');
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

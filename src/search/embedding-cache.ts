@@ -229,12 +229,9 @@ export class EmbeddingCache {
   }
 
   set(text: string, vector: Float32Array): void {
-    let added = false;
-    this.ids.add(text, () => {
-      added = true;
-      return this.slab.add(vector);
-    });
-    if (!added || !this.file) return;
+    const known = this.ids.size;
+    this.ids.add(text, () => this.slab.add(vector));
+    if (this.ids.size === known || !this.file) return;
     const head = Buffer.alloc(2);
     const body = Buffer.from(text, 'utf8');
     head.writeUInt16LE(body.length, 0);
