@@ -34,10 +34,11 @@ import type { Environment } from '../config';
 import { isDomainName, labelOf, normaliseDomainName } from '../discovery/inventory';
 import { MAX_QUERY_WORDS, MAX_RESULTS, queryWords, splitWords, type DomainSearch, type SearchHit } from '../discovery/search';
 import type { ChangeFeed } from '../db/change-feed';
-import { cosine, DIMENSIONS, type Embedder } from './embedder';
+import type { Embedder } from './embedder';
 import type { EmbeddingCache, EmbeddingLogReader } from './embedding-cache';
 import type { EngineStatus } from './search-client';
 import { InventoryIndex, type Entry } from './inventory-index';
+import { WordVectors } from './word-vectors';
 import { followListings } from './inventory-changes';
 import { postgresStopWords } from './label-index';
 import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
@@ -203,10 +204,8 @@ export interface Gathered {
  * (spelling, WordNet expansions and kinds) and the scorer. An engine gathers the candidates.
  */
 export abstract class HybridScorer implements DomainSearch {
-  /** Word vectors, by word. */
-  private readonly words = new Map<string, Float32Array>();
-  /** The vectors of each word's first WordNet senses (`senseTexts`), by word; empty when WordNet has none. */
-  private readonly senses = new Map<string, Float32Array[]>();
+  /** The names' words' vectors and their WordNet senses' (`senseTexts`), by word. */
+  private readonly vocabularyVectors = new WordVectors();
   private readonly queries = new LRUCache<string, Float32Array>({ max: 5_000 });
 
   constructor(
@@ -223,8 +222,7 @@ export abstract class HybridScorer implements DomainSearch {
    */
   protected async warm(environment: Environment, words: string[], vocabulary: Vocabulary, borrowed?: EmbeddingLogReader): Promise<void> {
     if (words.some((w) => !vocabulary.cache.has(w))) this.log(`${environment}: embedding the ${words.length} words of the names…`);
-    await this.wordVectors(words, vocabulary.cache, borrowed);
-    await this.senseVectors(words, vocabulary.cache, borrowed);
+    await this.learnWords(words, vocabulary.cache, borrowed);
     vocabulary.speller.correctQuery('warmup');
     await expansionWords(['warmup']);
   }
@@ -236,35 +234,18 @@ export abstract class HybridScorer implements DomainSearch {
     return vector;
   }
 
-  protected async wordVectors(words: string[], cache: EmbeddingCache, borrowed?: EmbeddingLogReader): Promise<Float32Array[]> {
-    const missing = [...new Set(words.filter((w) => !this.words.has(w)))];
-    if (missing.length) {
-      await cache.fill(missing, this.embedder, borrowed);
-      for (const w of missing) this.words.set(w, cache.get(w)!);
-    }
-    return words.map((w) => this.words.get(w)!);
-  }
-
-  protected async senseVectors(words: string[], cache: EmbeddingCache, borrowed?: EmbeddingLogReader): Promise<void> {
-    const missing = [...new Set(words.filter((w) => !this.senses.has(w)))];
+  /**
+   * Keeps the vectors of the words and of their first WordNet senses (`senseTexts`), embedding
+   * those the cache lacks: the words first, then the senses (each a batch of its own, as large as
+   * the vocabulary at a first start).
+   */
+  protected async learnWords(words: string[], cache: EmbeddingCache, borrowed?: EmbeddingLogReader): Promise<void> {
+    const missing = [...new Set(words.filter((w) => !this.vocabularyVectors.has(w)))];
     if (!missing.length) return;
+    await cache.fill(missing, this.embedder, borrowed);
     const texts = await Promise.all(missing.map((w) => senseTexts(w)));
     await cache.fill([...new Set(texts.flat())], this.embedder, borrowed);
-    // A word's vector and its senses' side by side, in one array: a search reads them together,
-    // each a cache miss at a million names when apart (~0.75 µs a cosine; together ~15–25 % less
-    // in a throwaway script of 2026-12-02). The word's own vector moves there when it is known.
-    missing.forEach((w, i) => {
-      const word = this.words.get(w);
-      const rows = (word ? 1 : 0) + texts[i].length;
-      const block = new Float32Array(rows * DIMENSIONS);
-      const row = (r: number) => block.subarray(r * DIMENSIONS, (r + 1) * DIMENSIONS);
-      if (word) {
-        block.set(word);
-        this.words.set(w, row(0));
-      }
-      texts[i].forEach((t, k) => block.set(cache.get(t)!, (rows - texts[i].length + k) * DIMENSIONS));
-      this.senses.set(w, texts[i].map((_, k) => row(rows - texts[i].length + k)));
-    });
+    missing.forEach((w, i) => this.vocabularyVectors.add(w, cache.get(w)!, texts[i].map((t) => cache.get(t)!)));
   }
 
   /** The query's vectors and WordNet terms (what does not depend on the inventory). */
@@ -283,7 +264,8 @@ export abstract class HybridScorer implements DomainSearch {
       if (form) broader.set(form, Math.max(broader.get(form) ?? 0, level === 1 ? 1 : 0.5));
     }
     const expansion = new Map<string, number>();
-    (await this.wordVectors(forms, vocabulary.cache)).forEach((v, i) => expansion.set(forms[i], cosine(v, queryVector)));
+    await this.learnWords(forms, vocabulary.cache);
+    for (const form of forms) expansion.set(form, this.vocabularyVectors.dot(this.vocabularyVectors.id(form)!, 0, queryVector));
     return { corrected, words: corrected.split(' '), queryVector, glossVector, expansion, broader };
   }
 
@@ -327,16 +309,21 @@ export abstract class HybridScorer implements DomainSearch {
     // Each word's views of the query, once per search: candidates share their words (`coffee` in
     // dozens of them), and each view is a 384-dimension dot product, some per WordNet sense.
     const views = new Map<string, { sense: number; word: number; glossWord: number; broader: number; expanded: number }>();
+    const table = this.vocabularyVectors;
     const viewsOf = (w: string) => {
       let view = views.get(w);
       if (view) return view;
-      let sense = 0;
-      for (const v of this.senses.get(w) ?? []) sense = Math.max(sense, cosine(v, queryVector));
-      // A word with no vector yet counts by its senses only (its vector is embedded for later searches).
-      const v = this.words.get(w);
-      if (!v) unseen.add(w);
-      const similarity = v ? cosine(v, queryVector) : 0;
-      view = { sense, word: similarity, broader: v ? (broader.get(w) ?? 0) * similarity : 0, glossWord: v && glossVector ? cosine(v, glossVector) : 0, expanded: v ? (expansion.get(w) ?? 0) : 0 };
+      const id = table.id(w);
+      if (id === undefined) {
+        // A word with no vectors yet counts for nothing: they are embedded for later searches.
+        unseen.add(w);
+        view = { sense: 0, word: 0, broader: 0, glossWord: 0, expanded: 0 };
+      } else {
+        let sense = 0;
+        for (let row = table.senses(id); row > 0; row--) sense = Math.max(sense, table.dot(id, row, queryVector));
+        const similarity = table.dot(id, 0, queryVector);
+        view = { sense, word: similarity, broader: (broader.get(w) ?? 0) * similarity, glossWord: glossVector ? table.dot(id, 0, glossVector) : 0, expanded: expansion.get(w) ?? 0 };
+      }
       views.set(w, view);
       return view;
     };
@@ -356,7 +343,7 @@ export abstract class HybridScorer implements DomainSearch {
       }
       return { entry, signals: { keyword: keyword && midWordOnly(entry, u.words) ? MID_WORD * keyword : keyword, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } };
     });
-    if (unseen.size) void Promise.all([this.wordVectors([...unseen], cache), this.senseVectors([...unseen], cache)]).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
+    if (unseen.size) void this.learnWords([...unseen], cache).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
     return candidates;
   }
 
