@@ -413,9 +413,10 @@ export class InventoryIndex {
   namesWith(word: string, limit = Infinity): number[] {
     const out: number[] = [];
     // A list may hold a slot that has left or been taken by another name (cleaned lazily), or twice.
+    // (No list holds a slot still adopted from a saved graph: its words are listed when its row is read.)
     for (const slot of this.postings.get(word)) {
       if (out.length >= limit) break;
-      if (!this.adopted.has(slot) && this.slots[slot]?.words.includes(word) && !out.includes(slot)) out.push(slot);
+      if (this.slots[slot]?.words.includes(word) && !out.includes(slot)) out.push(slot);
     }
     return out;
   }
