@@ -10,6 +10,9 @@ const BLOCK_ROWS = 4_096;
  * throwaway script of 2026-12-03 (274 words of 100,000 a search, caches flushed between
  * searches), this loop over one array took 0.68–0.79 ms a search, SimSIMD on a view of each row
  * 0.79–0.94, and SimSIMD on vectors found through a Map of words and one of senses 0.99–1.16.
+ * (embedding-cache's dotHalf is the same loop over float16: one function for both kinds of array
+ * would make each read polymorphic.) The senses' rows as int8 with a scale a row, a quarter of
+ * the bytes, moved search:quality's tune/meaning row from 0.934 to 0.932 (2026-12-03): float32.
  */
 function dotAt(block: Float32Array, at: number, query: Float32Array): number {
   let a = 0;
