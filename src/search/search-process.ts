@@ -38,8 +38,8 @@ export const SEARCH_ENTRY = path.join(__dirname, '..', 'main', 'search.js');
 export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64', '--min-semi-space-size=64', '--expose-gc'];
 
 /**
- * glibc's tunable for the search process (the Dockerfile's search image and docker-compose set it
- * too): its allocations of a few MiB and more, the vectors' blocks and the keyword index's typed
+ * glibc's tunable for the search process (the Dockerfile's search image sets it too, and so
+ * docker-compose's search service): its allocations of a few MiB and more, the vectors' blocks and the keyword index's typed
  * arrays (~1.2 GiB at 1M names), asked for as transparent huge pages (`madvise`, which a kernel
  * whose THP mode is `madvise` or `always` honours; a libc without the tunable ignores it). A
  * search reads a few hundred vectors from all over them: with 4 KiB pages nearly each is a TLB
