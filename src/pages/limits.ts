@@ -13,7 +13,7 @@
  * - partner applications (/partners/apply): 10 an hour;
  * - tracking-link codes looked up (`/r/` of a code not already known): 60 a minute.
  */
-import ipaddr from 'ipaddr.js';
+import { clientKey } from '../api/client-key';
 import type { Redis } from 'ioredis';
 import { pageLimitRefusals } from '../metrics/metrics';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RateLimiterUnion, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -35,19 +35,6 @@ export const DEFAULT_PAGE_LIMITS: PageLimitSettings = { pagesPerMinute: 120, pag
 export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 const refused = (msBeforeNext: number): Verdict => ({ allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)) });
-
-/**
- * Whom an address stands for: an IPv4 address itself; an IPv6 address by its /64 (one host is
- * given a whole /64, so counting single addresses would let it rotate past every limit); an
- * IPv4-mapped IPv6 address as the IPv4 address it maps.
- */
-export function clientKey(address: string): string {
-  if (!ipaddr.isValid(address)) return address;
-  // process(): an IPv4-mapped IPv6 address, in any notation, becomes the IPv4 address it maps.
-  const parsed = ipaddr.process(address);
-  if (parsed.kind() === 'ipv4') return parsed.toString();
-  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
-}
 
 export class PageLimits {
   private readonly pages: RateLimiterUnion;

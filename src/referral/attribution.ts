@@ -7,7 +7,7 @@
  * agent (HMAC-SHA256, truncated), which then becomes its cookie's visitor: the raw IP is never
  * stored. Clicks are counted under a second keyed hash of the visitor.
  */
-import { clientKey } from '../pages/limits';
+import { clientKey } from '../api/client-key';
 import { SignedFields } from '../auth/signed-fields';
 
 export const ATTRIBUTION_COOKIE = 'ref';

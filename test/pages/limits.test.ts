@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createApp } from '../../src/api/app';
-import { clientKey, DEFAULT_PAGE_LIMITS, PageLimits } from '../../src/pages/limits';
+import { clientKey } from '../../src/api/client-key';
+import { DEFAULT_PAGE_LIMITS, PageLimits } from '../../src/pages/limits';
 import { admissionRedis } from '../../src/auth/redis-admission';
 import { startTestRedis } from '../helpers/redis';
 import { BROWSER, openCheckoutForm } from '../helpers/checkout-form';
