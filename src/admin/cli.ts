@@ -24,7 +24,8 @@ import { CASE_STATUSES, isCaseStatus } from '../../workflows/brokerage-messages'
 import { reconcile } from '../finance/reconcile';
 import { openDisputes } from '../checkout/disputes';
 import { patchUse, withTemporal } from './temporal';
-import { deploymentOf, deployStatus, promoteDeployment, rampDeployment, rollbackDeployment, type Deployment, type DeployMove, type DeployVersion } from './deploy';
+import { promoteDeployment, rampDeployment, rollbackDeployment, type DeployMove } from './deploy';
+import { deploymentOf, deployStatus, type Deployment, type DeployVersion } from '../temporal/deployment';
 import { quotasOf, setQuotas } from '../partners/quotas';
 import { rotateSealedSecrets } from './keys';
 import { endpointState, recentDeliveries } from './webhooks';

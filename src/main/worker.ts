@@ -15,7 +15,7 @@ import { createLogger } from '../logger';
 import { freePort } from './child-process';
 import { installTracing } from '../telemetry/tracing';
 import { metricsRegistry, watchDeployment } from '../metrics/metrics';
-import { deploymentOf, deployStatus } from '../admin/deploy';
+import { deploymentOf, deployStatus } from '../temporal/deployment';
 import { startMetricsServer } from '../metrics/server';
 import { watchReconcile } from '../metrics/reconcile';
 

@@ -7,9 +7,10 @@
  * concrete paths; partners are never a label.
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { LRUCache } from 'lru-cache';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import type { DeployVersion } from '../admin/deploy';
+import type { DeployVersion } from '../temporal/deployment';
 import { Order } from '../db/entities/order';
 import { FINAL_ORDER_STATUSES } from '../../workflows/messages';
 
@@ -172,26 +173,31 @@ new Gauge({
   },
 });
 
-/** The worker deployment's versions under Worker Versioning (src/admin/deploy.ts), read from Temporal at most every 30 s. */
+/** The worker deployment's versions under Worker Versioning (src/temporal/deployment.ts), read from Temporal at most every 30 s. */
 type DeploymentVersions = Array<Pick<DeployVersion, 'build_id' | 'status' | 'pollers' | 'pinned_open_runs'>>;
 /** A read of the deployment that does not answer within this is given up (the scrape answers without it). */
 const DEPLOYMENT_READ_TIMEOUT_MS = 5_000;
-const deployment: { read?: () => Promise<DeploymentVersions>; last?: { at: number; versions: Promise<DeploymentVersions | undefined> } } = {};
 const DEPLOYMENT_READ_EVERY_MS = 30_000;
+let readDeployment: (() => Promise<DeploymentVersions>) | undefined;
+/**
+ * The last read, for DEPLOYMENT_READ_EVERY_MS; the gauges collecting together share one read in
+ * flight. Temporal away or slow: no figures (the gauges keep their last), as the other
+ * dependency gauges do, and a read is tried again at the next scrape (a failed one is not kept).
+ */
+const deploymentReads = new LRUCache<'deployment', DeploymentVersions>({
+  max: 1,
+  ttl: DEPLOYMENT_READ_EVERY_MS,
+  fetchMethod: () => Promise.race([readDeployment!().catch(() => undefined), delay(DEPLOYMENT_READ_TIMEOUT_MS, undefined, { ref: false })]),
+});
 
-export function watchDeployment(read: () => Promise<DeploymentVersions>): void {
-  deployment.read = read;
+/** How the gauges read the deployment (the worker, with Worker Versioning on); undefined: no figures. */
+export function watchDeployment(read: (() => Promise<DeploymentVersions>) | undefined): void {
+  readDeployment = read;
+  deploymentReads.clear();
 }
 
 function deploymentVersions(): Promise<DeploymentVersions | undefined> {
-  if (!deployment.read) return Promise.resolve(undefined);
-  if (!deployment.last || Date.now() - deployment.last.at > DEPLOYMENT_READ_EVERY_MS) {
-    // Temporal away: no figures (the gauges keep their last), as the other dependency gauges do.
-    const read = deployment.read().catch(() => undefined);
-    const timeout = delay(DEPLOYMENT_READ_TIMEOUT_MS, undefined, { ref: false });
-    deployment.last = { at: Date.now(), versions: Promise.race([read, timeout]) };
-  }
-  return deployment.last.versions;
+  return readDeployment ? deploymentReads.fetch('deployment') : Promise.resolve(undefined);
 }
 
 /** A gauge's collect: one figure per version of the deployment, labelled by its build id. */
