@@ -43,7 +43,7 @@ export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64', '--min-semi-space-
  * arrays (~1.2 GiB at 1M names), asked for as transparent huge pages (`madvise`, which a kernel
  * whose THP mode is `madvise` or `always` honours; a libc without the tunable ignores it). A
  * search reads a few hundred vectors from all over them: with 4 KiB pages nearly each is a TLB
- * miss as well as a cache miss. At 1M names, alternated in one sitting on 2026-12-03: 5.4–6.5 ms
+ * miss as well as a cache miss. At 1M names, alternated in one sitting on 2026-12-03: 5.4–6.6 ms
  * of CPU a search one at a time against 6.3–7.5 without it, for ~60–100 MiB more RSS (pages
  * rounded up to 2 MiB). V8's own heap and the graph's mapped file are not affected.
  */
