@@ -63,6 +63,4 @@ CMD ["node", "dist/src/main/worker.js"]
 FROM runtime AS search
 COPY --from=deps-search /app/node_modules ./node_modules
 COPY --from=build /app/.tools/all-MiniLM-L6-v2-onnx-int8 ./.tools/all-MiniLM-L6-v2-onnx-int8
-# Its large allocations as transparent huge pages (SEARCH_GLIBC_TUNABLE in src/search/search-process.ts).
-ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 CMD ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "--expose-gc", "dist/src/main/search.js"]

@@ -9,7 +9,6 @@
  * Forked with an IPC channel, it reports `{ type: 'ready' }` once it listens and stops when its
  * parent goes away.
  */
-import { readFileSync } from 'node:fs';
 import { ChangeFeed } from '../db/change-feed';
 import { ownShutdownSignals } from '../db/embedded-postgres';
 import type { Environment } from '../config';
@@ -39,20 +38,6 @@ function releaseLoadGarbage(): { gc_ms: number; rss_mib_before: number; rss_mib:
 
 const rssMib = () => Math.round(process.memoryUsage.rss() / 2 ** 20);
 
-/**
- * MiB of the process's memory in transparent huge pages (SEARCH_GLIBC_TUNABLE), for the ready log:
- * 0 tells an operator that the kernel's THP mode is `never` or the tunable is not set; undefined
- * where /proc says nothing of it.
- */
-function hugePagesMib(): number | undefined {
-  try {
-    const kib = /^AnonHugePages:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1];
-    return kib === undefined ? undefined : Math.round(Number(kib) / 1024);
-  } catch {
-    return undefined;
-  }
-}
-
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel).child({ process: 'search' });
@@ -73,7 +58,7 @@ async function main(): Promise<void> {
   logger.info({ url: config.search.url }, 'search process listening; loading the indexes');
   const search = await loading;
   await feed.start();
-  logger.info({ url: config.search.url, rss_mib: rssMib(), huge_pages_mib: hugePagesMib() }, 'search process ready');
+  logger.info({ url: config.search.url, rss_mib: rssMib() }, 'search process ready');
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

@@ -173,21 +173,24 @@ new Gauge({
   },
 });
 
-/** The worker deployment's versions under Worker Versioning (src/temporal/deployment.ts), read from Temporal at most every 30 s. */
+/** The worker deployment's versions under Worker Versioning (src/temporal/deployment.ts). */
 type DeploymentVersions = Array<Pick<DeployVersion, 'build_id' | 'status' | 'pollers' | 'pinned_open_runs'>>;
 /** A read of the deployment that does not answer within this is given up (the scrape answers without it). */
 const DEPLOYMENT_READ_TIMEOUT_MS = 5_000;
 const DEPLOYMENT_READ_EVERY_MS = 30_000;
 let readDeployment: (() => Promise<DeploymentVersions>) | undefined;
 /**
- * The last read, for DEPLOYMENT_READ_EVERY_MS; the gauges collecting together share one read in
- * flight. Temporal away or slow: no figures (the gauges keep their last), as the other
- * dependency gauges do, and a read is tried again at the next scrape (a failed one is not kept).
+ * Temporal read at most every DEPLOYMENT_READ_EVERY_MS, one read for the gauges collecting
+ * together. A read that failed or did not answer is kept as such for as long (`versions`
+ * undefined: the gauges keep their last figures, as the other dependency gauges do), so that a
+ * Temporal that hangs makes no scrape wait and gets no pile of reads.
  */
-const deploymentReads = new LRUCache<'deployment', DeploymentVersions>({
+const deploymentReads = new LRUCache<'deployment', { versions?: DeploymentVersions }>({
   max: 1,
   ttl: DEPLOYMENT_READ_EVERY_MS,
-  fetchMethod: () => Promise.race([readDeployment!().catch(() => undefined), delay(DEPLOYMENT_READ_TIMEOUT_MS, undefined, { ref: false })]),
+  fetchMethod: async () => ({
+    versions: await Promise.race([readDeployment!().catch(() => undefined), delay(DEPLOYMENT_READ_TIMEOUT_MS, undefined, { ref: false })]),
+  }),
 });
 
 /** How the gauges read the deployment (the worker, with Worker Versioning on); undefined: no figures. */
@@ -196,8 +199,8 @@ export function watchDeployment(read: (() => Promise<DeploymentVersions>) | unde
   deploymentReads.clear();
 }
 
-function deploymentVersions(): Promise<DeploymentVersions | undefined> {
-  return readDeployment ? deploymentReads.fetch('deployment') : Promise.resolve(undefined);
+async function deploymentVersions(): Promise<DeploymentVersions | undefined> {
+  return readDeployment ? (await deploymentReads.fetch('deployment'))?.versions : undefined;
 }
 
 /** A gauge's collect: one figure per version of the deployment, labelled by its build id. */

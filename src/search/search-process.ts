@@ -37,28 +37,9 @@ export const SEARCH_ENTRY = path.join(__dirname, '..', 'main', 'search.js');
  */
 export const SEARCH_NODE_FLAGS = ['--max-semi-space-size=64', '--min-semi-space-size=64', '--expose-gc'];
 
-/**
- * glibc's tunable for the search process (the Dockerfile's search image sets it too, and so
- * docker-compose's search service): its allocations of a few MiB and more, the vectors' blocks and the keyword index's typed
- * arrays (~1.2 GiB at 1M names), asked for as transparent huge pages (`madvise`, which a kernel
- * whose THP mode is `madvise` or `always` honours; a libc without the tunable ignores it). A
- * search reads a few hundred vectors from all over them: with 4 KiB pages nearly each is a TLB
- * miss as well as a cache miss. At 1M names, alternated in one sitting on 2026-12-03: 5.4–6.6 ms
- * of CPU a search one at a time against 6.3–7.5 without it, for ~60–100 MiB more RSS (pages
- * rounded up to 2 MiB). V8's own heap and the graph's mapped file are not affected.
- */
-export const SEARCH_GLIBC_TUNABLE = 'glibc.malloc.hugetlb=1';
-
-/** `env` with SEARCH_GLIBC_TUNABLE added to any GLIBC_TUNABLES it has (one it sets itself wins). */
-export function withHugePages(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const own = env.GLIBC_TUNABLES;
-  if (own?.split(':').some((t) => t.startsWith('glibc.malloc.hugetlb='))) return env;
-  return { ...env, GLIBC_TUNABLES: own ? `${own}:${SEARCH_GLIBC_TUNABLE}` : SEARCH_GLIBC_TUNABLE };
-}
-
 /** `entry`: what to fork (bench:search's stand-in, bench/synthetic-search.ts, is forked the same way). */
 export async function startSearchProcess(options: ForkOptions, entry = SEARCH_ENTRY): Promise<SearchProcess> {
-  const started = await forkUntilReady(entry, 'the search process', { ...options, env: withHugePages(options.env), execArgv: [...SEARCH_NODE_FLAGS, ...(options.execArgv ?? [])] });
+  const started = await forkUntilReady(entry, 'the search process', { ...options, execArgv: [...SEARCH_NODE_FLAGS, ...(options.execArgv ?? [])] });
   const url = String(started.ready.url);
   const client = new SearchClient(url);
   return {

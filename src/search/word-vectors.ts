@@ -63,7 +63,8 @@ export class WordVectors {
   add(word: string, vector: Float32Array, senses: Float32Array[]): void {
     if (this.ids.has(word)) return;
     const rows = 1 + senses.length;
-    if (rows > BLOCK_ROWS) throw new Error(`a word of ${senses.length} senses`);
+    // (senseRows counts in a byte; a word has at most lexicon's MAX_WORD_SENSES.)
+    if (senses.length > 255) throw new Error(`a word of ${senses.length} senses`);
     if (this.used + rows > BLOCK_ROWS) {
       this.blocks.push(new Float32Array(BLOCK_ROWS * DIMENSIONS));
       this.used = 0;

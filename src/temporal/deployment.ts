@@ -44,7 +44,6 @@ export interface DeployStatus {
   versions: DeployVersion[];
 }
 
-
 const STATUS_NAMES: Record<number, string> = {
   [Status.WORKER_DEPLOYMENT_VERSION_STATUS_CURRENT]: 'current',
   [Status.WORKER_DEPLOYMENT_VERSION_STATUS_RAMPING]: 'ramping',

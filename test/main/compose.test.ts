@@ -177,7 +177,6 @@ describe('docker-compose.yml: current, valid, and read by the service', function
     for (const line of dockerfile.split('\n').filter((l) => l.startsWith('ENV '))) {
       for (const variable of line.slice(4).trim().split(/\s+/).map((kv) => kv.split('=')[0])) {
         if (variable === 'NODE_ENV') continue; // Node's and npm's, read by config.ts too (production)
-        if (variable === 'GLIBC_TUNABLES') continue; // glibc's, for the search image (SEARCH_GLIBC_TUNABLE)
         assert.ok(CONFIG_VARIABLES.includes(variable), `the Dockerfile sets ${variable}, which src/config.ts does not read`);
       }
     }

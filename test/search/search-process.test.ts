@@ -19,7 +19,7 @@ import { HybridSearch } from '../../src/search/hybrid-search';
 import { cachedModelFiles, MODEL_ID } from '../../src/search/model-files';
 import { SearchClient } from '../../src/search/search-client';
 import { listenSearch, searchApp, type SearchEngine } from '../../src/search/search-server';
-import { SEARCH_GLIBC_TUNABLE, SEARCH_NODE_FLAGS, startSearchProcess, withHugePages, type SearchProcess } from '../../src/search/search-process';
+import { SEARCH_NODE_FLAGS, startSearchProcess, type SearchProcess } from '../../src/search/search-process';
 import { rawRequest } from '../helpers/raw-request';
 import { liveListing, searchDataWithStandInVectors } from '../helpers/search-data';
 import { getStack, listen, newPartner, scratchDatabase, searchProcessEnv, ownTemporal, testSearchDataDir } from '../helpers/stack';
@@ -52,16 +52,6 @@ describe('search process', () => {
       assert.ok(own.includes(flag), `${flag} in ${own.join(' ')}`);
       for (const command of [compose, image]) assert.ok(command && (JSON.parse(command) as string[]).includes(flag), `${flag} in ${command}`);
     }
-  });
-
-  it("asks glibc for transparent huge pages, here as in the search image's environment, keeping any tunable of its own", () => {
-    const environ = readFileSync(`/proc/${getStack().searchProcess.pid}/environ`, 'utf8').split('\0');
-    assert.ok(environ.includes(`GLIBC_TUNABLES=${SEARCH_GLIBC_TUNABLE}`), environ.filter((e) => e.startsWith('GLIBC')).join(' '));
-    const image = readFileSync(path.join(path.resolve(dist, '..'), 'Dockerfile'), 'utf8').match(/^FROM runtime AS search\n(?:.*\n)*?^ENV GLIBC_TUNABLES=(.*)$/m)?.[1];
-    assert.equal(image, SEARCH_GLIBC_TUNABLE);
-    assert.equal(withHugePages({ GLIBC_TUNABLES: 'glibc.pthread.rseq=0' }).GLIBC_TUNABLES, `glibc.pthread.rseq=0:${SEARCH_GLIBC_TUNABLE}`);
-    assert.equal(withHugePages({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES, 'glibc.malloc.hugetlb=0');
-    assert.equal(withHugePages({ PATH: '/bin' }).PATH, '/bin');
   });
 
   it('listens before it has read the inventory: health, status and searches answer 503 loading until the engine has loaded', async () => {
