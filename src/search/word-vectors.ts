@@ -41,9 +41,8 @@ export class WordVectors {
   private readonly blocks: Float32Array[] = [];
   /** Rows used in the last block. */
   private used = BLOCK_ROWS;
-  /** Each word's block, where its rows start there (in floats), and how many sense rows follow its own. */
-  private blockOf = new Uint32Array(1_024);
-  private at = new Uint32Array(1_024);
+  /** Each word's first row (its own vector) over all blocks, and how many sense rows follow it. */
+  private firstRow = new Uint32Array(1_024);
   private senseRows = new Uint8Array(1_024);
 
   get size(): number {
@@ -70,17 +69,15 @@ export class WordVectors {
       this.used = 0;
     }
     const id = this.ids.size;
-    if (id === this.at.length) {
-      this.blockOf = grown(this.blockOf);
-      this.at = grown(this.at);
+    if (id === this.firstRow.length) {
+      this.firstRow = grown(this.firstRow);
       this.senseRows = grown(this.senseRows);
     }
     const block = this.blocks[this.blocks.length - 1];
     const at = this.used * DIMENSIONS;
     block.set(vector, at);
     senses.forEach((s, k) => block.set(s, at + (k + 1) * DIMENSIONS));
-    this.blockOf[id] = this.blocks.length - 1;
-    this.at[id] = at;
+    this.firstRow[id] = (this.blocks.length - 1) * BLOCK_ROWS + this.used;
     this.senseRows[id] = senses.length;
     this.used += rows;
     this.ids.set(word, id);
@@ -93,7 +90,8 @@ export class WordVectors {
 
   /** The cosine of the word's own vector (`row` 0) or of its `row`th sense with `query`. */
   dot(id: number, row: number, query: Float32Array): number {
-    return dotAt(this.blocks[this.blockOf[id]], this.at[id] + row * DIMENSIONS, query);
+    const first = this.firstRow[id];
+    return dotAt(this.blocks[Math.floor(first / BLOCK_ROWS)], ((first % BLOCK_ROWS) + row) * DIMENSIONS, query);
   }
 }
 
