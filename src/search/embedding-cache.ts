@@ -5,13 +5,14 @@
  * as they are made (a 1M-name inventory takes tens of minutes to embed, and a crash keeps what
  * was done). The file is read in chunks (it passes 1.5 GB at a million names), and a torn last
  * record, left by a process that died while appending, is cut off before anything is appended.
- * In memory the vectors are float16 (VectorSlab): the log keeps the model's float32.
+ * In memory the vectors are int16 rows (VectorRows): the log keeps the model's float32.
  */
 import { hash } from 'node:crypto';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate } from 'node:timers/promises';
 import { DIMENSIONS, type Embedder } from './embedder';
+import { VectorRows } from './vector-rows';
 
 const VECTOR_BYTES = DIMENSIONS * 4;
 const CHUNK = 64 * 1024 * 1024;
@@ -50,68 +51,6 @@ function* logChunks(file: string, repair: boolean): Generator<{ records: LogReco
     closeSync(fd);
   }
   if (carry.length && repair) truncateSync(file, complete);
-}
-
-/**
- * The dot product of the float16 vector at `at` in `half` and `query`, read in place: a copy to
- * float32 for SimSIMD (which has no float16 here) cost more than this loop (2.0–2.3 µs against
- * 1.0–1.1 at a million names, where each vector read is a cache miss; float32 views and SimSIMD
- * 1.2–1.6; a throwaway script of 2026-12-02, 200,000 random vectors). Four sums side by side
- * (DIMENSIONS is a multiple of 4): one sum's chain of additions waits on itself each step; four
- * overlap (1.0–1.1 µs against 1.8 with one, 0.5 against 1.1–1.4 at 4,000 vectors).
- */
-function dotHalf(half: Float16Array, at: number, query: Float32Array): number {
-  let a = 0;
-  let b = 0;
-  let c = 0;
-  let d = 0;
-  for (let i = 0; i < DIMENSIONS; i += 4) {
-    a += half[at + i] * query[i];
-    b += half[at + i + 1] * query[i + 1];
-    c += half[at + i + 2] * query[i + 2];
-    d += half[at + i + 3] * query[i + 3];
-  }
-  return a + b + c + d;
-}
-
-/** Vectors in a block of a VectorSlab (12 MiB of float16): a new block is allocated, never a larger copy of all. */
-const SLAB_BLOCK = 16_384;
-
-/**
- * Vectors kept as float16, in blocks, each addressed by the number `add` gave it: 768 bytes a
- * vector rather than float32's 1,536, and no object of its own (a view of a block cost ~100 bytes
- * more), so at a million names about 0.85 GB less. A unit vector's component keeps 11 significant
- * bits (within 1/2,048 of itself), so a cosine moves by a few 1e-4 at most: less than the scorer's
- * signals tell apart (search:quality, bench/RESULTS.md). A vector is read back as float32; a cosine
- * reads it in place (`dot`: SimSIMD has no float16 here).
- */
-export class VectorSlab {
-  private readonly blocks: Float16Array[] = [];
-  private count = 0;
-
-  get size(): number {
-    return this.count;
-  }
-
-  /** Keeps the vector (as float16); returns its number. */
-  add(vector: Float32Array): number {
-    const id = this.count++;
-    if (id === this.blocks.length * SLAB_BLOCK) this.blocks.push(new Float16Array(SLAB_BLOCK * DIMENSIONS));
-    this.blocks[Math.floor(id / SLAB_BLOCK)].set(vector, (id % SLAB_BLOCK) * DIMENSIONS);
-    return id;
-  }
-
-  /** The vector `id` as float32, into `into` (a new array unless given). */
-  read(id: number, into: Float32Array = new Float32Array(DIMENSIONS)): Float32Array {
-    const at = (id % SLAB_BLOCK) * DIMENSIONS;
-    into.set(this.blocks[Math.floor(id / SLAB_BLOCK)].subarray(at, at + DIMENSIONS));
-    return into;
-  }
-
-  /** The dot product of vector `id` and `query` (their cosine, both being unit vectors; `dotHalf`). */
-  dot(id: number, query: Float32Array): number {
-    return dotHalf(this.blocks[Math.floor(id / SLAB_BLOCK)], (id % SLAB_BLOCK) * DIMENSIONS, query);
-  }
 }
 
 /** The largest share of a TextIds table in use before it doubles. */
@@ -192,7 +131,7 @@ export class EmbeddingCache {
   /** Each text's vector in the slab. */
   private readonly ids = new TextIds();
   /** The vectors (an inventory's VectorStore refers to its names' here rather than copying them). */
-  readonly slab = new VectorSlab();
+  readonly slab = new VectorRows();
   private pending: Buffer[] = [];
 
   constructor(private readonly file?: string) {

@@ -276,7 +276,8 @@ export abstract class HybridScorer implements DomainSearch {
     }
     const expansion = new Map<string, number>();
     await this.learnWords(forms, vocabulary.cache);
-    for (const form of forms) expansion.set(form, this.vocabularyVectors.dot(this.vocabularyVectors.id(form)!, 0, queryVector));
+    const query = this.vocabularyVectors.query(queryVector);
+    for (const form of forms) expansion.set(form, this.vocabularyVectors.dot(this.vocabularyVectors.id(form)!, 0, query));
     return { corrected, words: corrected.split(' '), queryVector, glossVector, expansion, broader };
   }
 
@@ -321,6 +322,8 @@ export abstract class HybridScorer implements DomainSearch {
     // dozens of them), and each view is a 384-dimension dot product, some per WordNet sense.
     const views = new Map<string, { sense: number; word: number; glossWord: number; broader: number; expanded: number }>();
     const table = this.vocabularyVectors;
+    const query = table.query(queryVector);
+    const gloss = glossVector && table.query(glossVector);
     const viewsOf = (w: string) => {
       let view = views.get(w);
       if (view) return view;
@@ -331,9 +334,10 @@ export abstract class HybridScorer implements DomainSearch {
         view = { sense: 0, word: 0, broader: 0, glossWord: 0, expanded: 0 };
       } else {
         let sense = 0;
-        for (let row = table.senses(id); row > 0; row--) sense = Math.max(sense, table.dot(id, row, queryVector));
-        const similarity = table.dot(id, 0, queryVector);
-        view = { sense, word: similarity, broader: (broader.get(w) ?? 0) * similarity, glossWord: glossVector ? table.dot(id, 0, glossVector) : 0, expanded: expansion.get(w) ?? 0 };
+        for (let row = table.senses(id); row > 0; row--) sense = Math.max(sense, table.dot(id, row, query));
+        // The word's own row read once for the query and its definitions.
+        const similarity = gloss === undefined ? table.dot(id, 0, query) : table.dot2(id, query, gloss);
+        view = { sense, word: similarity, broader: (broader.get(w) ?? 0) * similarity, glossWord: gloss === undefined ? 0 : table.second, expanded: expansion.get(w) ?? 0 };
       }
       views.set(w, view);
       return view;
@@ -511,16 +515,29 @@ export class HybridSearch extends HybridScorer {
     // The best expansions' names and the names of the query's kinds, a few of each.
     for (const w of HybridScorer.expansionTerms(u)) for (const slot of index.namesWith(w, PER_EXPANSION)) slots.add(slot);
     const found: Found[] = [];
+    const { slab } = index.vectors;
+    const toQuery = slab.query(u.queryVector);
+    const toGloss = u.glossVector && slab.query(u.glossVector);
     for (const slot of slots) {
       const entry = index.slots[slot];
       if (!entry) continue;
-      const hasVector = index.hasVector(slot);
-      found.push({
-        entry,
-        name: hasVector ? (nameScores.get(index.vectors.refOf(slot)) ?? index.vectors.dot(slot, u.queryVector)) : 0,
-        glossName: u.glossVector && hasVector ? (glossScores.get(index.vectors.refOf(slot)) ?? index.vectors.dot(slot, u.glossVector)) : 0,
-        keyword: keywordOf.get(slot) ?? 0,
-      });
+      let name = 0;
+      let glossName = 0;
+      const ref = index.vectors.refOf(slot);
+      if (index.hasVector(slot) && ref >= 0) {
+        const knownName = nameScores.get(ref);
+        const knownGloss = glossScores.get(ref);
+        if (toGloss === undefined) name = knownName ?? slab.dot(ref, toQuery);
+        else if (knownName === undefined && knownGloss === undefined) {
+          // Neither search answered it: the vector read once for both.
+          name = slab.dot2(ref, toQuery, toGloss);
+          glossName = slab.second;
+        } else {
+          name = knownName ?? slab.dot(ref, toQuery);
+          glossName = knownGloss ?? slab.dot(ref, toGloss);
+        }
+      }
+      found.push({ entry, name, glossName, keyword: keywordOf.get(slot) ?? 0 });
     }
     // Looked up after the candidates, which waited for the index to catch up with the inventory.
     return { found, named: asName === undefined ? undefined : index.entry(asName), understanding: u, cache: index.cache };

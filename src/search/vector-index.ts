@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
 import { DIMENSIONS } from './embedder';
-import { VectorSlab } from './embedding-cache';
+import { VectorRows, type QueryHandle } from './vector-rows';
 import { membersOf, readNames, type SlotNames } from './graph-files';
 import { LoopSlice } from './loop-slice';
 import { GRAPH_OVERSAMPLE, HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
@@ -31,7 +31,7 @@ export interface VectorIndex {
 }
 
 /**
- * Vectors by slot: the numbers of the embedding cache's vectors (VectorSlab, float16), never
+ * Vectors by slot: the numbers of the embedding cache's vectors (VectorRows, int16), never
  * copies; 4 bytes a slot. A vector given as an array (no cache: tests, benchmarks) is added to
  * the store's own slab.
  */
@@ -39,7 +39,7 @@ export class VectorStore {
   /** The slab vector of each slot, -1 for none. */
   private refs = new Int32Array(0);
 
-  constructor(readonly slab: VectorSlab = new VectorSlab()) {}
+  constructor(readonly slab: VectorRows = new VectorRows()) {}
 
   /** The number of the slot's vector in the slab (-1 for none): a number is never given to another vector (the cache gives names of one text the same one). */
   refOf(slot: number): number {
@@ -72,7 +72,13 @@ export class VectorStore {
     if (slot < this.refs.length) this.refs[slot] = -1;
   }
 
-  dot(slot: number, query: Float32Array): number {
+  /** The query copied in for `dot` (VectorRows.query: use it with no await between). */
+  query(vector: Float32Array): QueryHandle {
+    return this.slab.query(vector);
+  }
+
+  /** The cosine of the slot's vector and the query, 0 when it has none. */
+  dot(slot: number, query: QueryHandle): number {
     const ref = this.refOf(slot);
     return ref < 0 ? 0 : this.slab.dot(ref, query);
   }
@@ -94,7 +100,7 @@ const BLOCK_ROWS = 4_096;
  * then scored on their float vectors.
  */
 const INT8_SCALE = 254;
-/** The int8 scan's best OVERSAMPLE × k (and at least k + MARGIN) are scored again on the store's (float16) vectors, and the best k kept. */
+/** The int8 scan's best OVERSAMPLE × k (and at least k + MARGIN) are scored again on the store's (int16) vectors, and the best k kept. */
 const OVERSAMPLE = 2;
 const MARGIN = 40;
 
@@ -111,7 +117,7 @@ export function toInt8(vector: Float32Array, into: Int8Array = new Int8Array(DIM
  * Exact nearest neighbours: usearch's SIMD brute force over contiguous int8 copies of the live
  * vectors (a quarter of the memory a float scan reads, which is what bounds it: 0.15 against
  * 0.45 ms over 3,612 rows), whose best OVERSAMPLE × k (at least k + MARGIN) are scored again on
- * the store's vectors (float16, VectorSlab). The answer is the float scan's (bench:ann measures it against one; a tight
+ * the store's vectors (int16, VectorRows). The answer is the float scan's (bench:ann measures it against one; a tight
  * cluster of names is tested) but where names so alike that the int8 rounding reorders them by more
  * than the margin tie with the k-th. Rows are kept in blocks of BLOCK_ROWS, up to date a row at a
  * time (a vector is copied when its slot is added; a removed row takes the last one), so that no
@@ -184,8 +190,9 @@ export class ExactIndex implements VectorIndex {
       matches.keys.forEach((row, i) => picked.push([this.rows[b * BLOCK_ROWS + Number(row)], matches.distances[i]]));
     });
     if (this.blocks.length > 1) picked = picked.sort((x, y) => x[1] - y[1]).slice(0, want);
+    const handle = this.store.query(query);
     const best = picked
-      .map(([slot]): [number, number] => [slot, this.store.dot(slot, query)])
+      .map(([slot]): [number, number] => [slot, this.store.dot(slot, handle)])
       .sort((x, y) => y[1] - x[1])
       .slice(0, k);
     return answered(best, this.store, scores);
@@ -518,14 +525,16 @@ export class HnswIndex implements VectorIndex {
     const total = this.total;
     let fromGraph: number[] = [];
     // Ask the graph for a few more when some of its slots have changed; wider if those were the
-    // nearest. It ranks by its int8 copies: GRAPH_OVERSAMPLE times as many, scored below on the store's (float16) vectors.
+    // nearest. It ranks by its int8 copies: GRAPH_OVERSAMPLE times as many, scored below on the store's (int16) vectors.
     for (let want = Math.min(total, GRAPH_OVERSAMPLE * (k + Math.min(this.hidden, k))); want > 0; want = Math.min(total, 2 * want)) {
       const keys = await this.searcher.search(query, want, breadth);
       // The changes as they are now, when the worker has answered.
       fromGraph = Array.from(keys).filter((slot) => !this.changed.has(slot));
       if (fromGraph.length >= k || keys.length < want || want === total) break;
     }
-    const candidates = [...fromGraph, ...this.recent.nearest(query, k)].map((slot) => [slot, this.store.dot(slot, query)] as const);
+    const recent = this.recent.nearest(query, k);
+    const handle = this.store.query(query);
+    const candidates = [...fromGraph, ...recent].map((slot) => [slot, this.store.dot(slot, handle)] as const);
     return answered(
       candidates.sort((a, b) => b[1] - a[1]).slice(0, k),
       this.store,

@@ -1,47 +1,20 @@
-import { DIMENSIONS } from './embedder';
-
-/** Rows of a block of WordVectors (6 MiB of float32): a new block is allocated, never a larger copy of all. */
-const BLOCK_ROWS = 4_096;
-
-/**
- * The dot product of the float32 vector at `at` in `block` and `query` (their cosine, both being
- * unit vectors), read in place. Four sums side by side: one sum's chain of additions waits on
- * itself each step; four overlap. At a million names each word's rows are a cache miss: in a
- * throwaway script of 2026-12-03 (274 words of 100,000 a search, caches flushed between
- * searches), this loop over one array took 0.68–0.79 ms a search, SimSIMD on a view of each row
- * 0.79–0.94, and SimSIMD on vectors found through a Map of words and one of senses 0.99–1.16.
- * (embedding-cache's dotHalf is the same loop over float16: one function for both kinds of array
- * would make each read polymorphic.) The senses' rows as int8 with a scale a row, a quarter of
- * the bytes, moved search:quality's tune/meaning row from 0.934 to 0.932 (2026-12-03): float32.
- */
-function dotAt(block: Float32Array, at: number, query: Float32Array): number {
-  let a = 0;
-  let b = 0;
-  let c = 0;
-  let d = 0;
-  for (let i = 0; i < DIMENSIONS; i += 4) {
-    a += block[at + i] * query[i];
-    b += block[at + i + 1] * query[i + 1];
-    c += block[at + i + 2] * query[i + 2];
-    d += block[at + i + 3] * query[i + 3];
-  }
-  return a + b + c + d;
-}
+import { VectorRows, type QueryHandle } from './vector-rows';
 
 /**
  * The vectors of the names' words and of each word's first WordNet senses, by word: a word's
- * rows side by side in a block of float32 (its own vector, then its senses'), found through one
- * Map to the word's number and typed arrays. A search reads a few hundred words' rows: a Map of
- * vectors and a Map of arrays of sense vectors cost a cache miss at each step between (the entry,
- * the array, each vector's object, its data), these one Map look-up and the rows. Words are only
- * added (as the names bring them): a word no name holds any more keeps its rows, as it did before.
+ * rows side by side (its own vector, then its senses'), as int16 rows of a VectorRows whose SIMD
+ * kernels give their cosines with a query, found through one Map to the word's number and typed
+ * arrays. A search reads a few hundred words' rows: a Map of vectors and a Map of arrays of sense
+ * vectors cost a cache miss at each step between (the entry, the array, each vector's object, its
+ * data), these one Map look-up and the rows. Words are only added (as the names bring them): a
+ * word no name holds any more keeps its rows, as it did before. (The senses' rows as int8 with a
+ * scale a row, half int16's bytes, moved search:quality's tune/meaning row from 0.934 to 0.932 on
+ * 2026-12-03.)
  */
 export class WordVectors {
   private readonly ids = new Map<string, number>();
-  private readonly blocks: Float32Array[] = [];
-  /** Rows used in the last block. */
-  private used = BLOCK_ROWS;
-  /** Each word's first row (its own vector) over all blocks, and how many sense rows follow it. */
+  private readonly rows = new VectorRows();
+  /** Each word's first row (its own vector), and how many sense rows follow it. */
   private firstRow = new Uint32Array(1_024);
   private senseRows = new Uint8Array(1_024);
 
@@ -61,25 +34,16 @@ export class WordVectors {
   /** Keeps the word's vector and its senses' (a word already kept keeps its first). */
   add(word: string, vector: Float32Array, senses: Float32Array[]): void {
     if (this.ids.has(word)) return;
-    const rows = 1 + senses.length;
     // (senseRows counts in a byte; a word has at most lexicon's MAX_WORD_SENSES.)
     if (senses.length > 255) throw new Error(`a word of ${senses.length} senses`);
-    if (this.used + rows > BLOCK_ROWS) {
-      this.blocks.push(new Float32Array(BLOCK_ROWS * DIMENSIONS));
-      this.used = 0;
-    }
     const id = this.ids.size;
     if (id === this.firstRow.length) {
       this.firstRow = grown(this.firstRow);
       this.senseRows = grown(this.senseRows);
     }
-    const block = this.blocks[this.blocks.length - 1];
-    const at = this.used * DIMENSIONS;
-    block.set(vector, at);
-    senses.forEach((s, k) => block.set(s, at + (k + 1) * DIMENSIONS));
-    this.firstRow[id] = (this.blocks.length - 1) * BLOCK_ROWS + this.used;
+    this.firstRow[id] = this.rows.add(vector);
+    for (const s of senses) this.rows.add(s);
     this.senseRows[id] = senses.length;
-    this.used += rows;
     this.ids.set(word, id);
   }
 
@@ -88,10 +52,24 @@ export class WordVectors {
     return this.senseRows[id];
   }
 
+  /** The query copied in for `dot` and `dot2` (VectorRows.query: use it with no await between). */
+  query(vector: Float32Array): QueryHandle {
+    return this.rows.query(vector);
+  }
+
   /** The cosine of the word's own vector (`row` 0) or of its `row`th sense with `query`. */
-  dot(id: number, row: number, query: Float32Array): number {
-    const first = this.firstRow[id];
-    return dotAt(this.blocks[Math.floor(first / BLOCK_ROWS)], ((first % BLOCK_ROWS) + row) * DIMENSIONS, query);
+  dot(id: number, row: number, query: QueryHandle): number {
+    return this.rows.dot(this.firstRow[id] + row, query);
+  }
+
+  /** The cosines of the word's own vector with `a` (returned) and `b` (then `second`). */
+  dot2(id: number, a: QueryHandle, b: QueryHandle): number {
+    return this.rows.dot2(this.firstRow[id], a, b);
+  }
+
+  /** dot2's cosine with `b`. */
+  get second(): number {
+    return this.rows.second;
   }
 }
 

@@ -129,5 +129,5 @@ export class FakeEmbedder {
   }
 }
 
-/** A vector as the embedding cache keeps it in memory (VectorSlab): each component the nearest float16. */
-export const half = (v: Float32Array): Float32Array => Float32Array.from(Float16Array.from(v));
+/** A vector as the embedding cache keeps it in memory (VectorRows): each component to the nearest 1/32,767. */
+export const asKept = (v: Float32Array): Float32Array => Float32Array.from(v, (x) => (Math.max(-32_767, Math.min(32_767, Math.round(x * 32_767))) | 0) / 32_767);

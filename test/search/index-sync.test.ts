@@ -24,7 +24,7 @@ import { expansionWords } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { Speller } from '../../src/search/spelling';
 import { ExactIndex, HnswIndex, toInt8, VectorStore } from '../../src/search/vector-index';
-import { byDot, dot, FakeEmbedder, half, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
+import { asKept, byDot, dot, FakeEmbedder, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
 import { getStack, newPartner } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
 
@@ -41,6 +41,13 @@ function listing(name: string, overrides: Partial<InventoryRow> = {}): Inventory
   return { name, category: 'general', buy_now_price_cents: 250_000, floor_price_cents: 100_000, currency: 'USD', status: 'listed', active_site: false, registered_year: 2019, ...overrides };
 }
 
+
+/** The slots by the store's own cosine with the query (its vectors as it keeps them, summed by its kernels), best first: a brute force. */
+function byStoreDot(store: VectorStore, slots: Iterable<number>, query: Float32Array, k?: number): number[] {
+  const handle = store.query(query);
+  const ranked = [...slots].map((slot): [number, number] => [slot, store.dot(slot, handle)]).sort((a, b) => b[1] - a[1]);
+  return ranked.slice(0, k ?? ranked.length).map(([slot]) => slot);
+}
 
 describe('search index: spelling and query expansion', () => {
   it('Speller corrects typos towards the inventory words first, and leaves English words, names and short words alone', () => {
@@ -201,13 +208,14 @@ describe('search index: vector indexes', () => {
     const far = unitVector(random);
     s.set(0, first);
     s.set(5000, far);
-    // Kept as float16 (VectorSlab): each component the nearest float16, a cosine within 1e-3.
-    assert.deepEqual(s.get(0), half(first));
-    assert.deepEqual(s.get(5000), half(far));
+    // Kept as int16 rows (VectorRows): each component to the nearest 1/32,767, a cosine within 1e-4.
+    assert.deepEqual(s.get(0), asKept(first));
+    assert.deepEqual(s.get(5000), asKept(far));
     assert.ok(s.has(5000) && !s.has(4999) && !s.has(90_000));
-    assert.ok(Math.abs(s.dot(5000, far) - 1) < 1e-3);
-    assert.ok(Math.abs(s.dot(0, far) - dot(first, far)) < 1e-3);
-    assert.equal(s.dot(4999, far), 0, 'a slot without a vector');
+    const query = s.query(far);
+    assert.ok(Math.abs(s.dot(5000, query) - 1) < 1e-4);
+    assert.ok(Math.abs(s.dot(0, query) - dot(first, far)) < 1e-4);
+    assert.equal(s.dot(4999, query), 0, 'a slot without a vector');
     s.clear(0);
     assert.ok(!s.has(0));
   });
@@ -227,7 +235,7 @@ describe('search index: vector indexes', () => {
     const byRef = new Map<number, number>();
     assert.deepEqual(index.nearest(query, 10, undefined, byRef), expected);
     assert.equal(byRef.size, 10);
-    for (const slot of got) assert.equal(byRef.get(store.refOf(slot)), store.dot(slot, query));
+    for (const slot of got) assert.equal(byRef.get(store.refOf(slot)), store.dot(slot, store.query(query)));
 
     for (const slot of [17, 40, 41]) index.remove(slot);
     index.remove(17); // twice: the size counts it once
@@ -263,7 +271,7 @@ describe('search index: vector indexes', () => {
     const live = new Set(all.keys());
     const check = () => {
       for (const q of [0, 4_095, 4_096, 8_999].map((i) => all[i]).concat([unitVector(random)])) {
-        const expected = byDot(live, (slot) => all[slot], q, 20);
+        const expected = byStoreDot(many, live, q, 20);
         assert.deepEqual(index.nearest(q, 20), expected);
       }
     };
@@ -302,8 +310,8 @@ describe('search index: vector indexes', () => {
     const rounded = all.map((v) => toInt8(v));
     let int8OrderDiffers = 0;
     for (const q of [all[3], all[1_999], near(), near(), unitVector(random)]) {
-      // The store's vectors are the float truth (kept as float16: VectorSlab).
-      const expected = byDot(all.keys(), (slot) => cluster.get(slot), q);
+      // The truth: the store's own cosines (its int16 rows, as its kernels sum them), over all.
+      const expected = byStoreDot(cluster, all.keys(), q);
       const q8 = toInt8(q);
       const byInt8 = byDot(all.keys(), (slot) => rounded[slot], q8);
       if (byInt8.slice(0, 50).join() !== expected.slice(0, 50).join()) int8OrderDiffers++;
@@ -345,7 +353,7 @@ describe('search index: vector indexes', () => {
     const byRef = new Map<number, number>();
     const ten = await index.nearest(vectors[kept], 10, undefined, byRef);
     assert.equal(byRef.size, 10);
-    for (const slot of ten) assert.equal(byRef.get(store.refOf(slot)), store.dot(slot, vectors[kept]), 'each answer\'s dot product, by its vector\'s number');
+    for (const slot of ten) assert.equal(byRef.get(store.refOf(slot)), store.dot(slot, store.query(vectors[kept])), 'each answer\'s dot product, by its vector\'s number');
 
     // Added: a slot past the end, a removed slot taken again, an existing slot with a new vector.
     const fresh = unitVector(random);
