@@ -183,6 +183,9 @@ export interface Understanding {
   broader: Map<string, number>;
 }
 
+/** A query's vectors (its own, and with its WordNet definitions when WordNet has some), its WordNet expansions and its kinds (word → level). */
+type Meaning = [Float32Array, Float32Array | undefined, ReadonlySet<string>, ReadonlyMap<string, number>];
+
 /** The words of an environment's names on the market, as understanding a query needs them. */
 export interface Vocabulary {
   readonly speller: Speller;
@@ -217,7 +220,12 @@ export interface Gathered {
 export abstract class HybridScorer implements DomainSearch {
   /** The names' words' vectors and their WordNet senses' (`senseTexts`), by word. */
   private readonly vocabularyVectors = new WordVectors();
-  private readonly queries = new LRUCache<string, Float32Array>({ max: 5_000 });
+  /**
+   * What the last queries mean apart from the inventory (`meaning`): popular queries come again,
+   * and each costs its embeddings, WordNet's look-ups and splitting its definitions (~5 % of a
+   * search's CPU at 4k names). The same query asked twice at once shares one. Read only.
+   */
+  private readonly meanings = new LRUCache<string, Promise<Meaning>>({ max: 2_500 });
 
   constructor(
     protected readonly embedder: Embedder,
@@ -238,13 +246,6 @@ export abstract class HybridScorer implements DomainSearch {
     await expansionWords(['warmup']);
   }
 
-  /** The query's vector; popular queries come from a small LRU cache. */
-  protected async queryVector(text: string): Promise<Float32Array> {
-    let vector = this.queries.get(text);
-    if (!vector) this.queries.set(text, (vector = (await this.embedder.embed([text]))[0]));
-    return vector;
-  }
-
   /**
    * Keeps the vectors of the words and of their first WordNet senses (`senseTexts`), embedding
    * those the cache lacks: the words first, then the senses (each a batch of its own, as large as
@@ -259,14 +260,22 @@ export abstract class HybridScorer implements DomainSearch {
     missing.forEach((w, i) => this.vocabularyVectors.add(w, cache.get(w)!, texts[i].map((t) => cache.get(t)!)));
   }
 
-  /** The query's vectors and WordNet terms (what does not depend on the inventory). */
-  protected meaning(corrected: string): Promise<[Float32Array, Float32Array | undefined, Set<string>, Map<string, number>]> {
+  /** The query's vectors and WordNet terms (what does not depend on the inventory), from `meanings` when it was asked lately; a failure is not kept. */
+  protected meaning(corrected: string): Promise<Meaning> {
+    let found = this.meanings.get(corrected);
+    if (found) return found;
     const words = corrected.split(' ');
-    return Promise.all([this.queryVector(corrected), glossedQuery(words).then((glossed) => (glossed ? this.queryVector(glossed) : undefined)), expansionWords(words), broaderWords(words)]);
+    const vector = async (text: string) => (await this.embedder.embed([text]))[0];
+    found = Promise.all([vector(corrected), glossedQuery(words).then((glossed) => (glossed ? vector(glossed) : undefined)), expansionWords(words), broaderWords(words)]);
+    this.meanings.set(corrected, found);
+    found.catch(() => {
+      if (this.meanings.peek(corrected) === found) this.meanings.delete(corrected);
+    });
+    return found;
   }
 
   /** The meaning placed in the inventory: its words among the expansions (weighed by their similarity to the query) and kinds. */
-  protected async understood(corrected: string, meaning: Awaited<ReturnType<HybridScorer['meaning']>>, vocabulary: Vocabulary): Promise<Understanding> {
+  protected async understood(corrected: string, meaning: Meaning, vocabulary: Vocabulary): Promise<Understanding> {
     const [queryVector, glossVector, expansionTerms, broaderTerms] = meaning;
     const forms = [...new Set([...expansionTerms].map((w) => baseForms(w).find((f) => vocabulary.hasWord(f))).filter((f): f is string => f !== undefined))];
     const broader = new Map<string, number>();

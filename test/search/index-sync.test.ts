@@ -17,7 +17,7 @@ import type { DataSource } from 'typeorm';
 import { importInventory, type InventoryRow } from '../../src/discovery/inventory';
 import { Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
-import { HybridSearch } from '../../src/search/hybrid-search';
+import { HybridScorer, HybridSearch, type Gathered } from '../../src/search/hybrid-search';
 import { entryText, graphFileName, InventoryIndex } from '../../src/search/inventory-index';
 import { SyncRunner } from '../../src/search/inventory-changes';
 import { expansionWords } from '../../src/search/lexicon';
@@ -90,6 +90,37 @@ describe('search index: spelling and query expansion', () => {
       assert.ok(phrase.has(w), `${w} in ${[...phrase].join(' ')}`);
       assert.ok(!alone.has(w), `${w} comes from the phrase only`);
     }
+  });
+
+  it("a query's meaning is kept for its next searches: each text embedded once, two searches at once share it; a failed one is not kept", async () => {
+    class Probe extends HybridScorer {
+      protected gather(): Promise<Gathered> {
+        throw new Error('no inventory here');
+      }
+      ask(query: string) {
+        return this.meaning(query);
+      }
+    }
+    const embedder = new FakeEmbedder();
+    const probe = new Probe(embedder as unknown as Embedder);
+    const [first, second] = await Promise.all([probe.ask('patisserie'), probe.ask('patisserie')]);
+    assert.equal(first, second, 'two at once share one');
+    // The query and the query with its WordNet definitions, each once.
+    assert.deepEqual(embedder.calls.map(([text]) => text.split(':')[0]), ['patisserie', 'patisserie']);
+    assert.ok(first[2].has('bakery') && first[1] !== undefined);
+    assert.equal(await probe.ask('patisserie'), first);
+    assert.equal(embedder.calls.length, 2, 'asked again: nothing embedded');
+
+    const down = Promise.reject(new Error('model down'));
+    down.catch(() => undefined);
+    embedder.gate = down;
+    await assert.rejects(probe.ask('zzyzx'), /model down/);
+    embedder.gate = undefined;
+    const calls = embedder.calls.length;
+    const mended = await probe.ask('zzyzx');
+    assert.equal(mended[1], undefined, 'WordNet has no definition of it');
+    assert.deepEqual(mended[0], FakeEmbedder.vector('zzyzx'));
+    assert.equal(embedder.calls.length, calls + 1, 'the failure was not kept: embedded again');
   });
 });
 
