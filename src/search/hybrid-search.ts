@@ -184,7 +184,7 @@ export interface Understanding {
 }
 
 /** A query's vectors (its own, and with its WordNet definitions when WordNet has some), its WordNet expansions and its kinds (word → level). */
-type Meaning = [Float32Array, Float32Array | undefined, ReadonlySet<string>, ReadonlyMap<string, number>];
+type Meaning = readonly [Float32Array, Float32Array | undefined, ReadonlySet<string>, ReadonlyMap<string, number>];
 
 /** The words of an environment's names on the market, as understanding a query needs them. */
 export interface Vocabulary {

@@ -6,14 +6,15 @@
  * ~0.15 and ~0.65 (a throwaway script of 2026-12-03, random rows of 200,000; SimSIMD's native
  * call alone costs ~0.17 µs, and JavaScript cannot read float16 or int16 four lanes at a time).
  *
- * A component x is kept as round(32767·x): within 1/65,534 of itself at any size (float16 keeps
+ * A component x is kept as round(32767·x): within 1/65,534 (absolute) at any size (float16 keeps
  * 11 significant bits, so as fine only near 0.03), so a cosine moves by less than 1e-5, well
  * under what the scorer's signals tell apart (search:quality, bench/RESULTS.md). 768 bytes a
  * vector, as float16's. A query is copied in as float32, divided by 32767 so that a kernel's sum
  * is the cosine itself.
  *
- * One memory holds up to 4 GiB (WebAssembly's 32-bit addresses): ~5.5 million vectors; past
- * that `add` throws.
+ * One memory holds up to 4 GiB (WebAssembly's 32-bit addresses): ~5.59 million vectors; past
+ * that `add` throws (the embedding cache holds every text of its log: names, words, senses, so
+ * an environment of ~5M names would need its cache in more than one memory).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -86,7 +87,8 @@ export class VectorRows {
     if (end > this.memory.buffer.byteLength) {
       const pages = this.memory.buffer.byteLength / PAGE;
       const more = Math.min(MAX_PAGES - pages, Math.max(GROW_PAGES, Math.ceil((end - this.memory.buffer.byteLength) / PAGE)));
-      if (pages + more < Math.ceil(end / PAGE)) throw new Error(`vector rows: no room for a vector past ${row.toLocaleString('en')} (4 GiB)`);
+      // (A row may not end at 4 GiB itself: the kernels' end address, in 32 bits, would be 0.)
+      if (pages + more < Math.ceil(end / PAGE) || end >= MAX_PAGES * PAGE) throw new Error(`vector rows: no room for a vector past ${row.toLocaleString('en')} (4 GiB)`);
       this.memory.grow(more);
       this.views();
     }

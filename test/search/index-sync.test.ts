@@ -20,7 +20,7 @@ import { EmbeddingCache } from '../../src/search/embedding-cache';
 import { HybridScorer, HybridSearch, type Gathered } from '../../src/search/hybrid-search';
 import { entryText, graphFileName, InventoryIndex } from '../../src/search/inventory-index';
 import { SyncRunner } from '../../src/search/inventory-changes';
-import { expansionWords } from '../../src/search/lexicon';
+import { expansionWords, glossedQuery } from '../../src/search/lexicon';
 import { cachedModelFiles } from '../../src/search/model-files';
 import { Speller } from '../../src/search/spelling';
 import { ExactIndex, HnswIndex, toInt8, VectorStore } from '../../src/search/vector-index';
@@ -214,6 +214,33 @@ describe('search index: following the inventory', () => {
     // And back: a delisted name listed again returns.
     await put([listing(delisted)]);
     assert.ok(await find(delisted), 'a name listed again shows again');
+  });
+
+  it("each candidate's cosines are its vectors' (its name's and its best word's, with the query and with the query's definitions), whichever search found it", async () => {
+    const { dataSource } = getStack();
+    // More keyword hits than the vector searches answer (50 and 20): some candidates' cosines are computed by the scorer, not handed on.
+    const kinds = ['house', 'bar', 'shop', 'cup', 'bean', 'roast', 'mill', 'pot', 'lab', 'club'];
+    await put(Array.from({ length: 70 }, (_, i) => listing(`zzsigcoffee${kinds[i % 10]}${Math.floor(i / 10) || ''}.com`)));
+    const engine = new HybridSearch(dataSource, embedder, new EmbeddingCache());
+    const index = await engine.load('live');
+    const glossed = await glossedQuery(['coffee']);
+    assert.ok(glossed, 'WordNet defines coffee');
+    const [query, gloss] = await embedder.embed(['coffee', glossed]);
+    const candidates = await engine.candidates('live', 'coffee');
+    assert.ok(candidates.length > 50, `${candidates.length} candidates: the nearest names', the definitions', the keyword hits and the expansions'`);
+    let checked = 0;
+    for (const { entry, signals } of candidates) {
+      const slot = index.slot(entry.name);
+      if (slot === undefined || !index.hasVector(slot)) continue;
+      const [own, ...words] = await embedder.embed([entryText(entry), ...entry.words]);
+      const near = (got: number, want: number, what: string) => assert.ok(Math.abs(got - want) < 1e-4, `${entry.name} ${what}: ${got} against ${want}`);
+      near(signals.name, dot(own, query), 'name');
+      near(signals.glossName, dot(own, gloss), 'glossName');
+      near(signals.word, Math.max(0, ...words.map((w) => dot(w, query))), 'word');
+      near(signals.glossWord, Math.max(0, ...words.map((w) => dot(w, gloss))), 'glossWord');
+      checked++;
+    }
+    assert.ok(checked > 50, `${checked} checked`);
   });
 });
 
@@ -733,7 +760,7 @@ describe('search index: embedding queue', () => {
     await waitFor(() => index.hasVector(slot), (has) => has, 2000, 'the second name given its vector');
     const mine = FakeEmbedder.vector(entryText(index.slots[slot]!));
     assert.ok(index.vectors.has(slot), 'the new name has a vector in the store');
-    // (Kept as float16: its own vector's cosine within 1e-3 of 1; another name's is far below.)
+    // (Kept as int16 rows: its own vector's cosine within 1e-3 of 1; another name's is far below.)
     assert.ok(Math.abs(dot(index.vectors.get(slot), mine) - 1) < 1e-3, 'and it is its own vector, not the old name\'s');
     assert.deepEqual(index.nearest(mine, 1), [slot]);
   });
