@@ -223,9 +223,17 @@ export abstract class HybridScorer implements DomainSearch {
   /**
    * What the last queries mean apart from the inventory (`meaning`): popular queries come again,
    * and each costs its embeddings, WordNet's look-ups and splitting its definitions (~5 % of a
-   * search's CPU at 4k names). The same query asked twice at once shares one. Read only.
+   * search's CPU at 4k names). The same query asked twice at once shares one read (lru-cache's
+   * fetch), and a failed one is not kept. Read only.
    */
-  private readonly meanings = new LRUCache<string, Promise<Meaning>>({ max: 2_500 });
+  private readonly meanings = new LRUCache<string, Meaning>({
+    max: 2_500,
+    fetchMethod: (corrected) => {
+      const words = corrected.split(' ');
+      const vector = async (text: string) => (await this.embedder.embed([text]))[0];
+      return Promise.all([vector(corrected), glossedQuery(words).then((glossed) => (glossed ? vector(glossed) : undefined)), expansionWords(words), broaderWords(words)]);
+    },
+  });
 
   constructor(
     protected readonly embedder: Embedder,
@@ -260,17 +268,11 @@ export abstract class HybridScorer implements DomainSearch {
     missing.forEach((w, i) => this.vocabularyVectors.add(w, cache.get(w)!, texts[i].map((t) => cache.get(t)!)));
   }
 
-  /** The query's vectors and WordNet terms (what does not depend on the inventory), from `meanings` when it was asked lately; a failure is not kept. */
-  protected meaning(corrected: string): Promise<Meaning> {
-    let found = this.meanings.get(corrected);
-    if (found) return found;
-    const words = corrected.split(' ');
-    const vector = async (text: string) => (await this.embedder.embed([text]))[0];
-    found = Promise.all([vector(corrected), glossedQuery(words).then((glossed) => (glossed ? vector(glossed) : undefined)), expansionWords(words), broaderWords(words)]);
-    this.meanings.set(corrected, found);
-    found.catch(() => {
-      if (this.meanings.peek(corrected) === found) this.meanings.delete(corrected);
-    });
+  /** The query's vectors and WordNet terms (what does not depend on the inventory), from `meanings`. */
+  protected async meaning(corrected: string): Promise<Meaning> {
+    const found = await this.meanings.fetch(corrected);
+    // (fetch gives undefined only for a read aborted by an AbortSignal, which none is given.)
+    if (!found) throw new Error(`the meaning of "${corrected}" was not read`);
     return found;
   }
 
