@@ -37,29 +37,14 @@ import { LabelIndex } from './label-index';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
 import { Lists } from './slot-lists';
+import { SlotWords, WordTable } from './slot-words';
 import { Speller } from './spelling';
 import { DEFAULT_ANN_THRESHOLD, type Environment } from '../config';
 import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
 
-/** One string for each distinct value: the holders of equal values share it rather than each keeping its own copy. */
-class OneCopy {
-  private readonly strings = new Map<string, string>();
-
-  of(value: string): string {
-    const known = this.strings.get(value);
-    if (known !== undefined) return known;
-    this.strings.set(value, value);
-    return value;
-  }
-
-  /** The value is held no more (the next `of` keeps a new copy). */
-  forget(value: string): void {
-    this.strings.delete(value);
-  }
-}
-
-/** Currencies (a handful), for every environment's entries. */
-const currencies = new OneCopy();
+/** One string for each currency (a handful), for every environment's entries to share. */
+const currencies = new Map<string, string>();
+const currency = (code: string) => currencies.get(code) ?? (currencies.set(code, code), code);
 
 export interface Entry {
   name: string;
@@ -132,12 +117,11 @@ export class InventoryIndex {
    * (`namesWith` reads them): 4 bytes a name a word rather than a Set's ~50 MiB at 1M names.
    * Whether a name on the market holds a word is the speller's count.
    */
-  private readonly postings = new Lists<string>((slot, word) => this.slots[slot]?.words.includes(word) ?? false);
-  /**
-   * One string for each word of the names (the entries' `words` share it): at 1M names, a split
-   * label's own copies of its words cost ~80 MB. A word goes when no name holds it.
-   */
-  private readonly words = new OneCopy();
+  private readonly postings = new Lists<number>((slot, word) => this.holdsWord(slot, word));
+  /** The words of the names, numbered, one string each (the entries' `words` share it). */
+  private readonly words = new WordTable();
+  /** Each slot's word numbers (what `namesWith` reads of a slot). */
+  private readonly slotWords = new SlotWords();
   private readonly slotOf = new Map<string, number>();
   /** Keyword retrieval over the labels (the keyword ranker's probes, in memory). */
   readonly labels: LabelIndex;
@@ -340,6 +324,7 @@ export class InventoryIndex {
     if (first) {
       this.labels.trim();
       this.postings.trim();
+      this.slotWords.trim(this.slots.length);
     }
     this.horizon = horizon;
     this.saveIfDue();
@@ -354,7 +339,7 @@ export class InventoryIndex {
       else {
         const [name, text] = saved;
         this.slotOf.set(name, slot);
-        this.slots[slot] = { name, words: this.wordsOf(text), available: false, buyNowPriceCents: 0, currency: '' };
+        this.slots[slot] = { name, words: this.takeWords(slot, text), available: false, buyNowPriceCents: 0, currency: '' };
         this.adopted.add(slot);
       }
     });
@@ -373,7 +358,7 @@ export class InventoryIndex {
         if (slot !== undefined) this.release(row.name, slot);
         continue;
       }
-      const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: currencies.of(row.currency.trim()) };
+      const attributes = { available: row.status === 'listed', buyNowPriceCents: Number(row.buy_now_price_cents), currency: currency(row.currency.trim()) };
       if (slot !== undefined && !this.adopted.has(slot)) {
         Object.assign(this.slots[slot]!, attributes);
         // (An import may move a name to another category: its full-text match follows.)
@@ -397,7 +382,7 @@ export class InventoryIndex {
       } else {
         const text = await segmentLabel(row.label);
         taken = this.free.pop() ?? this.slots.length;
-        this.slots[taken] = { name: row.name, words: this.wordsOf(text), ...attributes };
+        this.slots[taken] = { name: row.name, words: this.takeWords(taken, text), ...attributes };
         this.slotOf.set(row.name, taken);
         this.queue.add(taken);
       }
@@ -405,28 +390,42 @@ export class InventoryIndex {
       this.labels.add(taken, this.slots[taken]!.name, row.category);
       const words = this.slots[taken]!.words;
       this.speller.addWords(words);
-      for (const w of new Set(words)) this.postings.add(w, taken);
+      for (const w of new Set(words)) this.postings.add(this.words.number(w)!, taken);
     }
   }
 
   /** Up to `limit` slots of names on the market holding the word, in the order they came. */
   namesWith(word: string, limit = Infinity): number[] {
     const out: number[] = [];
+    const number = this.words.number(word);
+    if (number === undefined) return out;
     // A list may hold a slot that has left or been taken by another name (cleaned lazily), or twice.
     // (No list holds a slot still adopted from a saved graph: its words are listed when its row is read.)
-    for (const slot of this.postings.get(word)) {
+    for (const slot of this.postings.get(number)) {
       if (out.length >= limit) break;
-      if (this.slots[slot]?.words.includes(word) && !out.includes(slot)) out.push(slot);
+      if (this.holdsWord(slot, number) && !out.includes(slot)) out.push(slot);
     }
     return out;
   }
 
-  /** The label's words (its segmented text split), each the one string of that word (`words`). */
-  private wordsOf(text: string): string[] {
-    return text
-      .split(' ')
-      .filter(Boolean)
-      .map((w) => this.words.of(w));
+  /** Whether the slot's name holds the word (by number): its numbers first, its entry only for a label of more than SlotWords.WIDTH words. */
+  private holdsWord(slot: number, number: number): boolean {
+    const held = this.slotWords.holds(slot, number);
+    return held === 1 || (held === -1 && this.slots[slot]!.words.includes(this.words.word(number)));
+  }
+
+  /** The label's words (its segmented text split) for the slot: each the one string of that word, numbered in `slotWords`. */
+  private takeWords(slot: number, text: string): string[] {
+    const words: string[] = [];
+    const numbers: number[] = [];
+    for (const w of text.split(' ')) {
+      if (!w) continue;
+      const held = this.words.hold(w);
+      words.push(held.word);
+      numbers.push(held.number);
+    }
+    this.slotWords.set(slot, numbers);
+    return words;
   }
 
   private release(name: string, slot: number): void {
@@ -435,11 +434,10 @@ export class InventoryIndex {
     const adopted = this.adopted.delete(slot);
     if (!adopted) this.speller.addWords(entry.words, -1);
     this.slots[slot] = undefined;
-    for (const w of new Set(entry.words)) {
-      // (An adopted name that left before the first read reached it had no postings.)
-      if (!adopted) this.postings.stale(w);
-      if (!this.speller.holds(w)) this.words.forget(w);
-    }
+    this.slotWords.clear(slot);
+    // (An adopted name that left before the first read reached it had no postings.)
+    if (!adopted) for (const w of new Set(entry.words)) this.postings.stale(this.words.number(w)!);
+    for (const w of entry.words) this.words.release(w);
     this.labels.remove(slot);
     this.vectors.clear(slot);
     this.slotOf.delete(name);

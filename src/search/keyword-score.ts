@@ -86,7 +86,13 @@ function trigramSet(word: string): Set<number> {
 /** Scratch arrays (nothing here waits, so one of each serves every call). */
 const sequence: number[] = [];
 const labelSequence: number[] = [];
-const seen: number[] = [];
+/**
+ * Per trigram code (37³ of them), the run of `similarity` that last counted it: a run's distinct
+ * trigrams are counted without a list to search (a label scored against a query word looks at
+ * some hundred runs; a search scores a few hundred labels).
+ */
+const countedIn = new Uint32Array(37 ** 3);
+let run = 0;
 
 /** pg_trgm's word_similarity(word, text), in [0, 1]. */
 export function wordSimilarity(word: string, text: string): number {
@@ -97,23 +103,46 @@ export function wordSimilarity(word: string, text: string): number {
 function similarity(own: Set<number>, sequence: number[]): number {
   if (own.size === 0) return 0;
   let best = 0;
-  // A run's distinct trigrams: a label has a few dozen at most, so an array beats a set.
   for (let start = 0; start < sequence.length; start++) {
     if (!own.has(sequence[start])) continue;
-    seen.length = 0;
+    if (++run === 0xffffffff) {
+      countedIn.fill(0);
+      run = 1;
+    }
+    let distinct = 0;
     let common = 0;
     for (let end = start; end < sequence.length; end++) {
       const t = sequence[end];
       const mine = own.has(t);
-      if (!seen.includes(t)) {
-        seen.push(t);
+      if (countedIn[t] !== run) {
+        countedIn[t] = run;
+        distinct++;
         if (mine) common++;
       }
-      if (mine) best = Math.max(best, common / (own.size + seen.length - common));
+      if (mine) best = Math.max(best, common / (own.size + distinct - common));
     }
     if (best === 1) break;
   }
   return best;
+}
+
+/**
+ * The most `similarity` can give: the share of the word's trigrams that the text holds (a run
+ * holds no more of them, and its union has all of the word's). One pass, no run looked at.
+ */
+function similarityBound(own: Set<number>, sequence: number[]): number {
+  if (own.size === 0) return 0;
+  if (++run === 0xffffffff) {
+    countedIn.fill(0);
+    run = 1;
+  }
+  let held = 0;
+  for (const t of sequence) {
+    if (countedIn[t] === run || !own.has(t)) continue;
+    countedIn[t] = run;
+    held++;
+  }
+  return held / own.size;
 }
 
 /** pg_trgm.word_similarity_threshold as the keyword ranker's connection sets it. */
@@ -132,11 +161,21 @@ export function keywordScore(label: string, words: string[], topical: boolean | 
   const contained = label.includes(joined) ? 0.6 + (0.35 * joined.length) / label.length : 0;
   // The label's trigrams, made once for all the words compared with it.
   let codes: number[] | undefined;
-  const similarTo = (w: string) => similarity(trigramSet(w), (codes ??= trigramCodes(label, labelSequence)));
-  const coverage = words.reduce((sum, w) => sum + (label.includes(w) ? 1 : similarTo(w)), 0) / words.length;
-  const fuzzy = similarTo(joined);
-  const matched = exact > 0 || contained > 0 || coverage >= 0.5 || fuzzy >= FUZZY_THRESHOLD;
-  const base = Math.max(exact, contained, 0.85 * coverage * (0.7 + 0.3 * Math.min(1, joined.length / label.length)), 0.75 * fuzzy);
+  const labelCodes = () => (codes ??= trigramCodes(label, labelSequence));
+  const coverage = words.reduce((sum, w) => sum + (label.includes(w) ? 1 : similarity(trigramSet(w), labelCodes())), 0) / words.length;
+  const held = exact > 0 || contained > 0 || coverage >= 0.5;
+  const known = Math.max(exact, contained, 0.85 * coverage * (0.7 + 0.3 * Math.min(1, joined.length / label.length)));
+  // The joined words' similarity counts only when it can raise the score or make the label a hit:
+  // a label it cannot (by its bound, or being past the most it can add) is scored without it
+  // (most of the labels a search scores; finding the best run is most of a label's cost).
+  let fuzzy = 0;
+  if (!(held && known >= 0.75)) {
+    const own = trigramSet(joined);
+    const bound = similarityBound(own, labelCodes());
+    if (0.75 * bound > known || (!held && bound >= FUZZY_THRESHOLD)) fuzzy = similarity(own, labelCodes());
+  }
+  const matched = held || fuzzy >= FUZZY_THRESHOLD;
+  const base = Math.max(known, 0.75 * fuzzy);
   const isTopical = matched && base >= 0.3 ? false : typeof topical === 'function' ? topical() : topical;
   if (!matched && !isTopical) return undefined;
   const score = Math.min(1, Math.max(base, isTopical ? 0.3 : 0));

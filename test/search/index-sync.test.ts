@@ -577,6 +577,42 @@ describe('search index: embedding queue', () => {
     assert.ok(index.namesWith('gamma').includes(gamma));
   });
 
+  it('namesWith finds a name by each of its words (past the first four too), never by a word it no longer holds, when the numbers of words that left are given to new ones', async () => {
+    const inventory = new FakeInventory();
+    inventory.list('bestcoffeeshopinparisfrance.com');
+    inventory.list('alphaorchard.com');
+    inventory.list('coffeecoffee.com');
+    inventory.list('coffeebar.com');
+    const index = make(inventory, new FakeEmbedder());
+    await index.load();
+    const long = index.slot('bestcoffeeshopinparisfrance.com')!;
+    const words = index.slots[long]!.words;
+    assert.ok(words.length > 4, `${words.join('|')}: more words than a slot's numbers hold`);
+    const holders = (word: string) => index.namesWith(word).map((slot) => index.slots[slot]!.name).sort();
+    for (const w of words.filter((w) => w !== 'coffee')) assert.deepEqual(holders(w), ['bestcoffeeshopinparisfrance.com'], w);
+    assert.deepEqual(holders('coffee'), ['bestcoffeeshopinparisfrance.com', 'coffeebar.com', 'coffeecoffee.com']);
+    // Words that no name holds any more give their numbers to the next new words.
+    inventory.list('alphaorchard.com', 'sold');
+    inventory.list('coffeecoffee.com', 'sold');
+    await index.refresh();
+    inventory.list('gammacanyon.com');
+    inventory.list('deltariver.com');
+    await index.refresh();
+    for (const gone of ['alpha', 'orchard']) assert.deepEqual(holders(gone), [], gone);
+    assert.deepEqual(holders('gamma'), ['gammacanyon.com']);
+    assert.deepEqual(holders('river'), ['deltariver.com']);
+    assert.deepEqual(holders('coffee'), ['bestcoffeeshopinparisfrance.com', 'coffeebar.com'], 'a word a sold label held twice is still held by the others');
+    for (const w of words.filter((w) => w !== 'coffee')) assert.deepEqual(holders(w), ['bestcoffeeshopinparisfrance.com'], w);
+    // The long name leaves and its slot goes to a new name: none of its words lists it.
+    inventory.list('bestcoffeeshopinparisfrance.com', 'sold');
+    await index.refresh();
+    inventory.list('echoisland.com');
+    await index.refresh();
+    for (const w of words.filter((w) => w !== 'coffee')) assert.deepEqual(holders(w), [], w);
+    assert.deepEqual(holders('coffee'), ['coffeebar.com']);
+    assert.deepEqual(holders('island'), ['echoisland.com']);
+  });
+
   it('names imported in bulk (more than a search waits for) are embedded in the background', async () => {
     const inventory = new FakeInventory();
     inventory.list('seedname.com');

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Domain } from '../../src/db/entities/domain';
 import { KeywordSearch, queryWords } from '../../src/discovery/search';
-import { FUZZY_THRESHOLD, trigramCode, trigramCodes, trigrams, wordSimilarity } from '../../src/search/keyword-score';
+import { FUZZY_THRESHOLD, keywordScore, trigramCode, trigramCodes, trigrams, wordSimilarity } from '../../src/search/keyword-score';
 import { LabelIndex, postgresStopWords, stems } from '../../src/search/label-index';
 import { getStack } from '../helpers/stack';
 
@@ -23,6 +23,33 @@ interface Row {
 function queries(): string[] {
   const labelled = (JSON.parse(readFileSync(path.join(getStack().config.projectRoot, 'data', 'search-queries.json'), 'utf8')) as { queries: Array<{ q: string }> }).queries.map((q) => q.q);
   return [...labelled, 'cofee shop', 'the best bakery', 'food and drink', 'shop24', 'coffeebar', 'a', 'ai', 'zzzqqq', 'jewelery', 'flowers for you', 'travel', 'pets', 'health and well being', 'just food', 'make travel', 'way home', 'no pets', 'kids4 travel'];
+}
+
+/** pg_trgm's word similarity read plainly: the best |common| / |union| over every run of the text's trigrams. */
+function plainSimilarity(word: string, text: string): number {
+  const own = new Set(trigrams(word));
+  const sequence = trigrams(text);
+  let best = 0;
+  for (let start = 0; start < sequence.length; start++) {
+    for (let end = start; end < sequence.length; end++) {
+      const run = new Set(sequence.slice(start, end + 1));
+      const common = [...run].filter((t) => own.has(t)).length;
+      best = Math.max(best, common / (own.size + run.size - common));
+    }
+  }
+  return best;
+}
+
+/** The keyword score as keyword-score.ts's comment writes it, every term computed. */
+function plainScore(label: string, words: string[], topical: boolean): number | undefined {
+  const joined = words.join('');
+  const exact = label === joined ? 1 : 0;
+  const contained = label.includes(joined) ? 0.6 + (0.35 * joined.length) / label.length : 0;
+  const coverage = words.reduce((sum, w) => sum + (label.includes(w) ? 1 : plainSimilarity(w, label)), 0) / words.length;
+  const fuzzy = plainSimilarity(joined, label);
+  if (!(exact > 0 || contained > 0 || coverage >= 0.5 || fuzzy >= FUZZY_THRESHOLD || topical)) return undefined;
+  const score = Math.min(1, Math.max(exact, contained, 0.85 * coverage * (0.7 + 0.3 * Math.min(1, joined.length / label.length)), 0.75 * fuzzy, topical ? 0.3 : 0));
+  return Math.round(score * 10_000) / 10_000;
 }
 
 describe('keyword retrieval in the search process, against the keyword ranker in Postgres', () => {
@@ -106,6 +133,28 @@ describe('keyword retrieval in the search process, against the keyword ranker in
       const expected = rows.flatMap((r, slot) => (r.label.includes(word) ? [slot] : []));
       assert.deepEqual(index.containing(word, rows.length).sort((a, b) => a - b), expected, word);
     }
+  });
+
+  it('scores every label as the formula reads: word similarity over every run, the joined words\' left out only where it cannot count', () => {
+    let pairs = 0;
+    let hits = 0;
+    for (const q of queries()) {
+      const words = queryWords(q);
+      if (words.length === 0) continue;
+      // A spread of labels, and those holding one of the query's words (where the bound matters most).
+      const labels = new Set(rows.filter((_, i) => i % 97 === 0).map((r) => r.label));
+      for (const w of words) for (const r of rows.filter((r) => r.label.includes(w)).slice(0, 15)) labels.add(r.label);
+      for (const label of labels) {
+        for (const w of new Set([...words, words.join('')])) assert.equal(wordSimilarity(w, label), plainSimilarity(w, label), `${w} in ${label}`);
+        for (const topical of [false, true]) {
+          const expected = plainScore(label, words, topical);
+          assert.equal(keywordScore(label, words, topical), expected, `"${q}" against ${label}${topical ? ' (topical)' : ''}`);
+          if (expected !== undefined && !topical) hits++;
+        }
+        pairs++;
+      }
+    }
+    assert.ok(pairs > 5_000 && hits > 500, `${pairs} labels scored, ${hits} hits`);
   });
 
   it('stays exact as names come, leave and their slots are taken again (lists cleaned as they go)', () => {

@@ -1,0 +1,106 @@
+/**
+ * The words of one environment's names, numbered, and each slot's word numbers in one typed array:
+ * a search that asks which names hold a word (`InventoryIndex.namesWith`, a few hundred slots)
+ * reads a slot's 16 bytes, not its entry, its words' array and each word's string (at 1M names
+ * each of those is a cache miss: ~1.3 µs a slot, against ~0.3).
+ */
+
+/**
+ * Each distinct word of the names: one string (the entries' `words` share it: at 1M names, a
+ * split label's own copies of its words cost ~80 MB) and a number. A word and its number go when
+ * no slot holds it any more; the number is given to the next new word.
+ */
+export class WordTable {
+  private readonly numbers = new Map<string, number>();
+  private readonly strings: string[] = [];
+  /** How many times slots hold each number (a label may hold a word twice). */
+  private holders = new Uint32Array(1024);
+  private readonly free: number[] = [];
+
+  /** The word's number, if a slot holds it. */
+  number(word: string): number | undefined {
+    return this.numbers.get(word);
+  }
+
+  /** The word of a number in use. */
+  word(number: number): string {
+    return this.strings[number];
+  }
+
+  /** One more slot holds the word: its one string and its number. */
+  hold(word: string): { word: string; number: number } {
+    let number = this.numbers.get(word);
+    if (number === undefined) {
+      number = this.free.pop() ?? this.strings.length;
+      this.strings[number] = word;
+      this.numbers.set(word, number);
+      if (number >= this.holders.length) {
+        const grown = new Uint32Array(this.holders.length * 2);
+        grown.set(this.holders);
+        this.holders = grown;
+      }
+    }
+    this.holders[number]++;
+    return { word: this.strings[number], number };
+  }
+
+  /** A slot that held the word (as `hold` gave it) holds it no more. */
+  release(word: string): void {
+    const number = this.numbers.get(word);
+    if (number === undefined || --this.holders[number] > 0) return;
+    this.numbers.delete(word);
+    this.strings[number] = '';
+    this.free.push(number);
+  }
+}
+
+/**
+ * Each slot's word numbers, WIDTH a slot (a label rarely has more words; a slot that has is
+ * flagged and its entry read for the rest), and how many.
+ */
+export class SlotWords {
+  static readonly WIDTH = 4;
+  private numbers = new Uint32Array(0);
+  private counts = new Uint8Array(0);
+
+  /** Sets the slot's words (their numbers in the label's order). */
+  set(slot: number, numbers: number[]): void {
+    const width = SlotWords.WIDTH;
+    if (this.counts.length <= slot) {
+      const size = Math.max(slot + 1, this.counts.length * 2);
+      const numbers = new Uint32Array(size * width);
+      numbers.set(this.numbers);
+      this.numbers = numbers;
+      const counts = new Uint8Array(size);
+      counts.set(this.counts);
+      this.counts = counts;
+    }
+    for (let i = 0; i < width; i++) this.numbers[slot * width + i] = i < numbers.length ? numbers[i] : 0;
+    this.counts[slot] = Math.min(numbers.length, 255);
+  }
+
+  /** The slot holds no name. */
+  clear(slot: number): void {
+    if (slot < this.counts.length) this.counts[slot] = 0;
+  }
+
+  /**
+   * Whether the slot holds the word: 1 yes, 0 no, -1 when its first WIDTH words are not it but it
+   * has more (the caller reads its entry).
+   */
+  holds(slot: number, number: number): 1 | 0 | -1 {
+    if (slot >= this.counts.length) return 0;
+    const count = this.counts[slot];
+    const width = SlotWords.WIDTH;
+    const base = slot * width;
+    for (let i = 0; i < count && i < width; i++) if (this.numbers[base + i] === number) return 1;
+    return count > width ? -1 : 0;
+  }
+
+  /** Gives back what growing by doubling left unused, down to `slots`. */
+  trim(slots: number): void {
+    if (slots >= this.counts.length) return;
+    this.numbers = this.numbers.slice(0, slots * SlotWords.WIDTH);
+    this.counts = this.counts.slice(0, slots);
+  }
+}
