@@ -41,6 +41,7 @@ import { InventoryIndex, type Entry } from './inventory-index';
 import { WordVectors } from './word-vectors';
 import { followListings } from './inventory-changes';
 import { postgresStopWords } from './label-index';
+import { SlotWords, type NumberedWords } from './slot-words';
 import { baseForms, expansionWords, glossedQuery, senseTexts } from './lexicon';
 import type { Speller } from './spelling';
 import { broaderWords } from './taxonomy';
@@ -198,6 +199,8 @@ export interface Vocabulary {
 /** A candidate as an engine found it: the name's entry and its cosines to the query and its definitions (0 without a vector). */
 export interface Found {
   entry: Entry;
+  /** Its slot, when the engine numbers its words (Gathered.numbered). */
+  slot?: number;
   name: number;
   glossName: number;
   /** The keyword ranker's score, 0 when it is no keyword hit. */
@@ -211,6 +214,17 @@ export interface Gathered {
   named?: Entry;
   understanding: Understanding;
   cache: EmbeddingCache;
+  /** The candidates' words by number (the embedded engine): read by slot rather than from each entry. */
+  numbered?: NumberedWords;
+}
+
+/** A word's views of the query (HybridScorer.score). */
+interface View {
+  sense: number;
+  word: number;
+  glossWord: number;
+  broader: number;
+  expanded: number;
 }
 
 /**
@@ -326,19 +340,21 @@ export abstract class HybridScorer implements DomainSearch {
    * scores each entry as it is now). Words of names listed since start-up have no vector yet:
    * they are embedded for the searches that follow.
    */
-  protected score(found: Found[], u: Understanding, cache: EmbeddingCache): Array<{ entry: Entry; signals: Signals }> {
+  protected score(found: Found[], u: Understanding, cache: EmbeddingCache, numbered?: NumberedWords): Array<{ entry: Entry; signals: Signals }> {
     const { queryVector, glossVector, expansion, broader } = u;
     const unseen = new Set<string>();
     // Each word's views of the query, once per search: candidates share their words (`coffee` in
     // dozens of them), and each view is a 384-dimension dot product, some per WordNet sense.
-    const views = new Map<string, { sense: number; word: number; glossWord: number; broader: number; expanded: number }>();
+    const views = new Map<string, View>();
+    // The same views by the engine's word numbers, when it has them.
+    const byNumber = new Map<number, View>();
     const table = this.vocabularyVectors;
     const query = table.query(queryVector);
     const gloss = glossVector && table.query(glossVector);
-    const viewsOf = (w: string) => {
+    const find = (w: string) => table.id(w);
+    const viewOf = (w: string, id: number | undefined): View => {
       let view = views.get(w);
       if (view) return view;
-      const id = table.id(w);
       if (id === undefined) {
         // A word with no vectors yet counts for nothing: they are embedded for later searches.
         unseen.add(w);
@@ -353,20 +369,30 @@ export abstract class HybridScorer implements DomainSearch {
       views.set(w, view);
       return view;
     };
-    const candidates = found.map(({ entry, name, glossName, keyword }) => {
+    const viewOfNumber = (number: number): View => {
+      let view = byNumber.get(number);
+      if (view) return view;
+      byNumber.set(number, (view = viewOf(numbered!.word(number), numbered!.row(number, find))));
+      return view;
+    };
+    const numbers = new Uint32Array(SlotWords.WIDTH);
+    const candidates = found.map(({ entry, slot, name, glossName, keyword }) => {
       let word = 0;
       let glossWord = 0;
       let expanded = 0;
       let sense = 0;
       let broaderOf = 0;
-      for (const w of entry.words) {
-        const view = viewsOf(w);
+      const take = (view: View) => {
         sense = Math.max(sense, view.sense);
         word = Math.max(word, view.word);
         broaderOf = Math.max(broaderOf, view.broader);
         glossWord = Math.max(glossWord, view.glossWord);
         expanded = Math.max(expanded, view.expanded);
-      }
+      };
+      // By number where the engine has them (a slot's 16 bytes rather than its entry's words and their strings).
+      const count = numbered && slot !== undefined ? numbered.read(slot, numbers) : -1;
+      if (count >= 0) for (let i = 0; i < count; i++) take(viewOfNumber(numbers[i]));
+      else for (const w of entry.words) take(viewOf(w, table.id(w)));
       return { entry, signals: { keyword: keyword && midWordOnly(entry, u.words) ? MID_WORD * keyword : keyword, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } };
     });
     if (unseen.size) void this.learnWords([...unseen], cache).catch((err: Error) => this.log(`embedding words failed: ${err.message}`));
@@ -379,8 +405,8 @@ export abstract class HybridScorer implements DomainSearch {
   }
 
   private async scored(environment: Environment, query: string, asName?: string): Promise<{ candidates: Array<{ entry: Entry; signals: Signals }>; named?: Entry }> {
-    const { found, named, understanding, cache } = await this.gather(environment, query, asName);
-    return { candidates: this.score(found, understanding, cache), named };
+    const { found, named, understanding, cache, numbered } = await this.gather(environment, query, asName);
+    return { candidates: this.score(found, understanding, cache, numbered), named };
   }
 
   async search(environment: Environment, query: string, limit = MAX_RESULTS): Promise<SearchHit[]> {
@@ -548,9 +574,9 @@ export class HybridSearch extends HybridScorer {
           glossName = knownGloss ?? slab.dot(ref, toGloss);
         }
       }
-      found.push({ entry, name, glossName, keyword: keywordOf.get(slot) ?? 0 });
+      found.push({ entry, slot, name, glossName, keyword: keywordOf.get(slot) ?? 0 });
     }
     // Looked up after the candidates, which waited for the index to catch up with the inventory.
-    return { found, named: asName === undefined ? undefined : index.entry(asName), understanding: u, cache: index.cache };
+    return { found, named: asName === undefined ? undefined : index.entry(asName), understanding: u, cache: index.cache, numbered: index.numbered };
   }
 }

@@ -37,7 +37,7 @@ import { LabelIndex } from './label-index';
 import { LoopSlice } from './loop-slice';
 import { segmentLabel } from './segment';
 import { Lists } from './slot-lists';
-import { SlotWords, WordTable } from './slot-words';
+import { SlotWords, WordTable, type NumberedWords } from './slot-words';
 import { Speller } from './spelling';
 import { DEFAULT_ANN_THRESHOLD, type Environment } from '../config';
 import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
@@ -407,6 +407,13 @@ export class InventoryIndex {
     }
     return out;
   }
+
+  /** The slots' words by number, for the scorer (read while no sync can run: between two awaits). */
+  readonly numbered: NumberedWords = {
+    read: (slot, out) => this.slotWords.read(slot, out),
+    word: (number) => this.words.word(number),
+    row: (number, find) => this.words.row(number, find),
+  };
 
   /** Whether the slot's name holds the word (by number): its numbers first, its entry only for a label of more than SlotWords.WIDTH words. */
   private holdsWord(slot: number, number: number): boolean {

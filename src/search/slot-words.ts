@@ -15,6 +15,8 @@ export class WordTable {
   private readonly strings: string[] = [];
   /** How many times slots hold each number (a label may hold a word twice). */
   private holders = new Uint32Array(1024);
+  /** Each number's row in the scorer's word table plus one, 0 until found (`row`). */
+  private rows = new Int32Array(1024);
   private readonly free: number[] = [];
 
   /** The word's number, if a slot holds it. */
@@ -35,13 +37,30 @@ export class WordTable {
       this.strings[number] = word;
       this.numbers.set(word, number);
       if (number >= this.holders.length) {
-        const grown = new Uint32Array(this.holders.length * 2);
-        grown.set(this.holders);
-        this.holders = grown;
+        const holders = new Uint32Array(this.holders.length * 2);
+        holders.set(this.holders);
+        this.holders = holders;
+        const rows = new Int32Array(holders.length);
+        rows.set(this.rows);
+        this.rows = rows;
       }
+      this.rows[number] = 0;
     }
     this.holders[number]++;
     return { word: this.strings[number], number };
+  }
+
+  /**
+   * The word's row in the scorer's table (WordVectors), kept by its number once `find` has found
+   * it (a word without one yet is asked again next time): a search looks up a few hundred words,
+   * and a Map of the whole vocabulary by string costs ~0.5 µs a look-up at 1M names.
+   */
+  row(number: number, find: (word: string) => number | undefined): number | undefined {
+    const known = this.rows[number];
+    if (known > 0) return known - 1;
+    const row = find(this.strings[number]);
+    if (row !== undefined) this.rows[number] = row + 1;
+    return row;
   }
 
   /** A slot that held the word (as `hold` gave it) holds it no more. */
@@ -97,10 +116,34 @@ export class SlotWords {
     return count > width ? -1 : 0;
   }
 
+  /**
+   * Copies the slot's word numbers into `out` (at least WIDTH long) and gives how many; -1 for a
+   * slot of more than WIDTH words (its entry's words are read instead).
+   */
+  read(slot: number, out: Uint32Array): number {
+    const count = slot < this.counts.length ? this.counts[slot] : 0;
+    if (count > SlotWords.WIDTH) return -1;
+    const base = slot * SlotWords.WIDTH;
+    for (let i = 0; i < count; i++) out[i] = this.numbers[base + i];
+    return count;
+  }
+
   /** Gives back what growing by doubling left unused, down to `slots`. */
   trim(slots: number): void {
     if (slots >= this.counts.length) return;
     this.numbers = this.numbers.slice(0, slots * SlotWords.WIDTH);
     this.counts = this.counts.slice(0, slots);
   }
+}
+
+/**
+ * An engine's candidates' words by number (the embedded engine's, InventoryIndex.numbered): the
+ * scorer reads a candidate's words without its entry, and finds each word's row by its number.
+ */
+export interface NumberedWords {
+  /** Copies the slot's word numbers into `out` (at least SlotWords.WIDTH long); how many, or -1 to read its entry's words. */
+  read(slot: number, out: Uint32Array): number;
+  word(number: number): string;
+  /** The word's row in the scorer's table (`find`: looks it up by the word, asked until it has one). */
+  row(number: number, find: (word: string) => number | undefined): number | undefined;
 }

@@ -14,6 +14,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { setImmediate } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
+import type { Environment } from '../../src/config';
 import { importInventory, type InventoryRow } from '../../src/discovery/inventory';
 import { Embedder } from '../../src/search/embedder';
 import { EmbeddingCache } from '../../src/search/embedding-cache';
@@ -241,6 +242,34 @@ describe('search index: following the inventory', () => {
       checked++;
     }
     assert.ok(checked > 50, `${checked} checked`);
+  });
+
+  it("the scorer reads a candidate's words by number as from its entry: the same signals, for labels of more than four words and for words whose numbers went to new words", async () => {
+    const { dataSource } = getStack();
+    /** The embedded engine with its words' numbers withheld: the scorer reads each entry's words. */
+    class ByEntry extends HybridSearch {
+      protected override async gather(environment: Environment, query: string, asName?: string): Promise<Gathered> {
+        return { ...(await super.gather(environment, query, asName)), numbered: undefined };
+      }
+    }
+    const numbered = new HybridSearch(dataSource, embedder, new EmbeddingCache());
+    const byEntry = new ByEntry(dataSource, embedder, new EmbeddingCache());
+    const same = async (q: string) => {
+      const signals = async (engine: HybridSearch) => new Map((await engine.candidates('live', q)).map(({ entry, signals }) => [entry.name, signals]));
+      const [ours, theirs] = [await signals(numbered), await signals(byEntry)];
+      assert.deepEqual(ours, theirs, q);
+      return ours;
+    };
+    await put(['zznumcoffeeshopinparisfrance', 'zznumespressobar', 'walrustuxedo', 'yakbanjo'].map((label) => listing(`${label}.com`)));
+    const long = await same('coffee shop in paris');
+    assert.ok(long.get('zznumcoffeeshopinparisfrance.com'), 'the label of seven words is a candidate');
+    for (const q of ['espresso', 'walrus', 'tuxedo', 'yak']) assert.ok((await same(q)).size > 0, q);
+    // walrus and tuxedo leave with their name; the next new words take their numbers (and not their rows).
+    await put([listing('walrustuxedo.com', { status: 'unlisted' })]);
+    await same('walrus');
+    await put([listing('quokkazither.com')]);
+    for (const q of ['quokka', 'zither', 'walrus', 'coffee', 'yak banjo']) await same(q);
+    assert.ok((await same('zither')).get('quokkazither.com')!.word > 0.5, 'zither is scored by its own row');
   });
 });
 
