@@ -130,25 +130,29 @@ export function squash(raw: number): number {
 /** What a keyword hit is worth when the query's words occur in the label only inside its words (`tea` in `byteai`). */
 const MID_WORD = 0.5;
 
-/** Where the label's words start and end in the label (`live-test` → starts 0, 5; ends 4, 9). */
-function wordBounds(entry: Pick<Entry, 'name' | 'words'>): { label: string; starts: Set<number>; ends: Set<number> } {
+/** Where `wordBounds` puts the label's words' starts and ends (scratch: read before the next call, with no await between). */
+const starts: number[] = [];
+const ends: number[] = [];
+
+/** The label, and where its words start and end in it (`live-test` → starts 0, 5; ends 4, 9) in `starts` and `ends`. */
+function wordBounds(entry: Pick<Entry, 'name' | 'words'>): string {
   const label = labelOf(entry.name);
-  const starts = new Set<number>();
-  const ends = new Set<number>();
+  starts.length = 0;
+  ends.length = 0;
   let at = 0;
   for (const w of entry.words) {
     const found = label.indexOf(w, at);
     if (found < 0) continue;
-    starts.add(found);
-    ends.add((at = found + w.length));
+    starts.push(found);
+    ends.push((at = found + w.length));
   }
-  return { label, starts, ends };
+  return label;
 }
 
 /** Whether the word is one or more whole words of the label, run together (`livetest` in `live|test|one`). */
 export function spansWords(entry: Pick<Entry, 'name' | 'words'>, word: string): boolean {
-  const { label, starts, ends } = wordBounds(entry);
-  for (let i = label.indexOf(word); i >= 0; i = label.indexOf(word, i + 1)) if (starts.has(i) && ends.has(i + word.length)) return true;
+  const label = wordBounds(entry);
+  for (let i = label.indexOf(word); i >= 0; i = label.indexOf(word, i + 1)) if (starts.includes(i) && ends.includes(i + word.length)) return true;
   return false;
 }
 
@@ -158,12 +162,12 @@ export function spansWords(entry: Pick<Entry, 'name' | 'words'>, word: string): 
  * `team|play`). False when none occurs (a hit by similarity or topic is left as it is).
  */
 export function midWordOnly(entry: Pick<Entry, 'name' | 'words'>, words: string[]): boolean {
-  const { label, starts } = wordBounds(entry);
+  const label = wordBounds(entry);
   let occurs = false;
   for (const q of words) {
     if (q.length < 3) continue;
     for (let i = label.indexOf(q); i >= 0; i = label.indexOf(q, i + 1)) {
-      if (starts.has(i)) return false;
+      if (starts.includes(i)) return false;
       occurs = true;
     }
   }
@@ -416,10 +420,12 @@ export abstract class HybridScorer implements DomainSearch {
     const written = normaliseDomainName(query).replace(/^www\./, '');
     const asName = isDomainName(written) ? written : undefined;
     const { candidates, named } = await this.scored(environment, asName ? labelOf(asName) : query, asName);
-    const ranked = candidates
-      .map(({ entry, signals }) => ({ entry, score: rerank(signals) }))
-      .filter((c) => c.score >= MIN_SCORE && c.entry.name !== asName)
-      .sort((a, b) => b.score - a.score || a.entry.name.length - b.entry.name.length);
+    const ranked: Array<{ entry: Entry; score: number }> = [];
+    for (const { entry, signals } of candidates) {
+      const score = rerank(signals);
+      if (score >= MIN_SCORE && entry.name !== asName) ranked.push({ entry, score });
+    }
+    ranked.sort((a, b) => b.score - a.score || a.entry.name.length - b.entry.name.length);
     return [...(named ? [{ entry: named, score: 1 }] : []), ...ranked]
       .slice(0, limit)
       .map(({ entry, score }) => ({ name: entry.name, available: entry.available, buyNowPriceCents: entry.buyNowPriceCents, currency: entry.currency, score: Math.round(score * 10_000) / 10_000 }));
