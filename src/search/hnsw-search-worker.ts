@@ -8,28 +8,31 @@
  */
 import { existsSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { createHnsw, MIN_SEARCH_BREADTH, type SearchReply, type SearchRequest } from './hnsw';
+import { createHnsw, MIN_SEARCH_BREADTH, type GraphAnswer, type SearchReply, type SearchRequest } from './hnsw';
 
 const port = parentPort!;
 const { dimensions, file } = workerData as { dimensions: number; file: string };
 const graph = createHnsw(dimensions, MIN_SEARCH_BREADTH);
-const reply = (message: SearchReply) => port.postMessage(message, message.type === 'found' ? [message.keys.buffer as ArrayBuffer] : []);
+const reply = (message: SearchReply) => port.postMessage(message, message.type === 'found' ? message.answers.flatMap((a) => ('keys' in a ? [a.keys.buffer as ArrayBuffer] : [])) : []);
 
 try {
   // usearch aborts the process when an index whose view failed is destroyed (at this worker's end), so a missing file is not viewed at all.
   if (!existsSync(file)) throw new Error('no such file');
   graph.view(file);
-  reply({ type: 'viewed', id: -1, size: Number(graph.size()) });
-  port.on('message', ({ id, query, k, breadth }: SearchRequest) => {
-    try {
-      // usearch looks at max(expansion_search, k) entries: asking for more is searching wider
-      // (the view's expansion_search is MIN_SEARCH_BREADTH, so `breadth` decides).
-      const found = graph.search(query, Math.max(k, breadth), 1);
-      reply({ type: 'found', id, keys: Uint32Array.from(found.keys.subarray(0, k), (key) => Number(key)) });
-    } catch (err) {
-      reply({ type: 'error', id, message: (err as Error).message });
-    }
+  reply({ type: 'viewed', size: Number(graph.size()) });
+  port.on('message', ({ searches }: SearchRequest) => {
+    const answers = searches.map(({ id, query, k, breadth }): GraphAnswer => {
+      try {
+        // usearch looks at max(expansion_search, k) entries: asking for more is searching wider
+        // (the view's expansion_search is MIN_SEARCH_BREADTH, so `breadth` decides).
+        const found = graph.search(query, Math.max(k, breadth), 1);
+        return { id, keys: Uint32Array.from(found.keys.subarray(0, k), (key) => Number(key)) };
+      } catch (err) {
+        return { id, error: (err as Error).message };
+      }
+    });
+    reply({ type: 'found', answers });
   });
 } catch (err) {
-  reply({ type: 'error', id: -1, message: `mapping ${file}: ${(err as Error).message}` });
+  reply({ type: 'error', message: `mapping ${file}: ${(err as Error).message}` });
 }

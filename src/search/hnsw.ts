@@ -57,8 +57,8 @@ export type BuildReply =
   | { type: 'saved'; graph: string; size: number; members: Uint8Array }
   | { type: 'error'; message: string };
 
-/** Main thread → search worker: the `k` nearest keys to `query`. */
-export interface SearchRequest {
+/** One search of the graph: the `k` nearest keys to `query`. */
+export interface GraphSearch {
   id: number;
   query: Float32Array;
   k: number;
@@ -66,8 +66,16 @@ export interface SearchRequest {
   breadth: number;
 }
 
-/** Search worker → main thread: first `viewed` (id -1) once the graph is mapped, then one reply per request. */
-export type SearchReply =
-  | { type: 'viewed'; id: -1; size: number }
-  | { type: 'found'; id: number; keys: Uint32Array }
-  | { type: 'error'; id: number; message: string };
+/**
+ * Main thread → search worker: searches asked together (a query's and its definitions'), in one
+ * message and answered in one (each message costs both threads ~50 µs).
+ */
+export interface SearchRequest {
+  searches: GraphSearch[];
+}
+
+/** A search's answer: its keys, or why it failed. */
+export type GraphAnswer = { id: number; keys: Uint32Array } | { id: number; error: string };
+
+/** Search worker → main thread: first `viewed` once the graph is mapped (or `error`), then one `found` per request. */
+export type SearchReply = { type: 'viewed'; size: number } | { type: 'found'; answers: GraphAnswer[] } | { type: 'error'; message: string };

@@ -535,19 +535,19 @@ export class HybridSearch extends HybridScorer {
     const fuzzy = (w: string) => !index.speller.isKnown(w);
     const meaning = await this.meaning(corrected);
     const u = await this.understood(corrected, meaning, vocabulary);
-    // Above SEARCH_ANN_THRESHOLD names the graph's worker answers these, the two one after the other
-    // there: the query's own neighbours and those of its definitions.
+    // Above SEARCH_ANN_THRESHOLD names the graph's worker answers these, asked in one message and
+    // searched one after the other there: the query's own neighbours and those of its definitions.
     // Each with its dot product, which the vector index computed, by its vector's number: read here
     // rather than computed again below (a slot taken by another name meanwhile has another number).
     const nameScores = new Map<number, number>();
     const glossScores = new Map<number, number>();
-    const nearing = Promise.all([index.nearest(u.queryVector, CANDIDATES, undefined, nameScores), u.glossVector ? index.nearest(u.glossVector, GLOSS_CANDIDATES, GLOSS_BREADTH, glossScores) : []]);
+    const nearing = Promise.resolve(index.nearestEach([{ query: u.queryVector, k: CANDIDATES, scores: nameScores }, ...(u.glossVector ? [{ query: u.glossVector, k: GLOSS_CANDIDATES, breadth: GLOSS_BREADTH, scores: glossScores }] : [])]));
     // Its failure is met by the await below (a keyword search that throws first leaves it unawaited).
     nearing.catch(() => undefined);
     // The keyword hits meanwhile (at 1M names the worker's ~2.5 ms and these ~1 ms overlap), each
     // with the name it was scored as: a slot another name has taken by the answer is left out.
     const keywordHits = index.labels.search(queryWords(corrected), CANDIDATES, { fuzzy, variants: (w) => index.speller.variants(w) }, (slot) => index.slots[slot]);
-    const [near, nearGloss] = await nearing;
+    const [near, nearGloss = []] = await nearing;
 
     // From here on, no await: each slot is read as it is now (a slot freed meanwhile is skipped
     // below; one taken again by another name is read as that name).

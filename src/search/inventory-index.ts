@@ -40,7 +40,7 @@ import { Lists } from './slot-lists';
 import { SlotWords, WordTable, type NumberedWords } from './slot-words';
 import { Speller } from './spelling';
 import { DEFAULT_ANN_THRESHOLD, type Environment } from '../config';
-import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type VectorIndex } from './vector-index';
+import { ExactIndex, HnswIndex, VectorStore, type GraphChanges, type Nearest, type VectorIndex } from './vector-index';
 
 /** One string for each currency (a handful), for every environment's entries to share. */
 const currencies = new Map<string, string>();
@@ -236,6 +236,11 @@ export class InventoryIndex {
   /** The k nearest slots to the vector, best first; `breadth`: how wide the HNSW graph is searched; `scores`: filled with their dot products (VectorIndex). */
   nearest(query: Float32Array, k: number, breadth?: number, scores?: Map<number, number>): number[] | Promise<number[]> {
     return this.index.nearest(query, k, breadth, scores);
+  }
+
+  /** `nearest` for each request, asked together (one message to the graph's worker). */
+  nearestEach(requests: Nearest[]): number[][] | Promise<number[][]> {
+    return this.index.nearestEach(requests);
   }
 
   private get indexFile(): string | undefined {

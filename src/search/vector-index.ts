@@ -12,7 +12,15 @@ import { DIMENSIONS } from './embedder';
 import { VectorRows, type QueryHandle } from './vector-rows';
 import { membersOf, readNames, type SlotNames } from './graph-files';
 import { LoopSlice } from './loop-slice';
-import { GRAPH_OVERSAMPLE, HNSW, type BuildReply, type BuildRequest, type SearchReply, type SearchRequest } from './hnsw';
+import { GRAPH_OVERSAMPLE, HNSW, type BuildReply, type BuildRequest, type GraphSearch, type SearchReply, type SearchRequest } from './hnsw';
+
+/** One `nearest` of several asked together (VectorIndex.nearestEach). */
+export interface Nearest {
+  query: Float32Array;
+  k: number;
+  breadth?: number;
+  scores?: Map<number, number>;
+}
 
 export interface VectorIndex {
   /**
@@ -24,6 +32,8 @@ export interface VectorIndex {
    * the same one for the same text (the same vector).
    */
   nearest(query: Float32Array, k: number, breadth?: number, scores?: Map<number, number>): number[] | Promise<number[]>;
+  /** `nearest` for each request, asked together (the graph's worker gets them in one message). */
+  nearestEach(requests: Nearest[]): number[][] | Promise<number[][]>;
   /** Takes the slot's vector as the store holds it now (set it there first). */
   add(slot: number): void;
   remove(slot: number): void;
@@ -176,6 +186,10 @@ export class ExactIndex implements VectorIndex {
     if (this.rows.length <= (this.blocks.length - 1) * BLOCK_ROWS) this.blocks.pop();
   }
 
+  nearestEach(requests: Nearest[]): number[][] {
+    return requests.map(({ query, k, breadth, scores }) => this.nearest(query, k, breadth, scores));
+  }
+
   nearest(query: Float32Array, k: number, _breadth?: number, scores?: Map<number, number>): number[] {
     const n = this.rows.length;
     if (n === 0) return [];
@@ -248,21 +262,26 @@ class GraphSearcher {
       // The mapping waits as id -1, so that a worker failing first rejects it (fail).
       searcher.waiting.set(-1, { resolve: () => undefined, reject });
       worker.on('message', (reply: SearchReply) => {
-        const waiter = searcher.waiting.get(reply.id);
-        searcher.waiting.delete(reply.id);
+        if (reply.type === 'found') {
+          for (const answer of reply.answers) {
+            const waiter = searcher.waiting.get(answer.id);
+            searcher.waiting.delete(answer.id);
+            if ('keys' in answer) waiter?.resolve(answer.keys);
+            else waiter?.reject(new Error(`HNSW search worker: ${answer.error}`));
+          }
+          if (searcher.waiting.size === 0) worker.unref();
+          return;
+        }
+        searcher.waiting.delete(-1);
         if (reply.type === 'viewed') {
           // From now on only a search under way keeps the process alive for the worker (search
           // refs it, the answer that leaves none waiting unrefs it).
           worker.unref();
           resolve({ searcher, size: reply.size });
-        } else if (reply.type === 'found') {
-          if (searcher.waiting.size === 0) worker.unref();
-          waiter?.resolve(reply.keys);
         } else {
-          waiter?.reject(new Error(`HNSW search worker: ${reply.message}`));
+          reject(new Error(`HNSW search worker: ${reply.message}`));
           // A graph it could not map: the worker has nothing to answer.
-          if (reply.id === -1) void worker.terminate();
-          else if (searcher.waiting.size === 0) worker.unref();
+          void worker.terminate();
         }
       });
       worker.on('error', (err) => searcher.fail(err));
@@ -270,15 +289,23 @@ class GraphSearcher {
     });
   }
 
+  /**
+   * For each search, the keys of the `k` graph entries nearest `query`, best first, `breadth`
+   * entries kept in view: all asked in one message.
+   */
+  searchEach(searches: Array<Omit<GraphSearch, 'id'>>): Array<Promise<Uint32Array>> {
+    const failed = this.failed;
+    if (failed) return searches.map(() => Promise.reject(failed));
+    if (this.waiting.size === 0) this.worker.ref();
+    const asked = searches.map((search) => ({ id: this.nextId++, ...search }));
+    const answers = asked.map(({ id }) => new Promise<Uint32Array>((resolve, reject) => this.waiting.set(id, { resolve, reject })));
+    this.worker.postMessage({ searches: asked } satisfies SearchRequest);
+    return answers;
+  }
+
   /** The keys of the `k` graph entries nearest `query`, best first, `breadth` entries kept in view. */
   search(query: Float32Array, k: number, breadth: number): Promise<Uint32Array> {
-    if (this.failed) return Promise.reject(this.failed);
-    const id = this.nextId++;
-    if (this.waiting.size === 0) this.worker.ref();
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ id, query, k, breadth } satisfies SearchRequest);
-    });
+    return this.searchEach([{ query, k, breadth }])[0];
   }
 
   /** Ends the worker; a search asked afterwards fails. */
@@ -505,29 +532,46 @@ export class HnswIndex implements VectorIndex {
     this.recent.remove(slot);
   }
 
-  async nearest(query: Float32Array, k: number, breadth = HNSW.expansion_search, scores?: Map<number, number>): Promise<number[]> {
+  async nearest(query: Float32Array, k: number, breadth?: number, scores?: Map<number, number>): Promise<number[]> {
+    return (await this.nearestEach([{ query, k, breadth, scores }]))[0];
+  }
+
+  async nearestEach(requests: Nearest[]): Promise<number[][]> {
     this.searching++;
     try {
-      return await this.search(query, k, breadth, scores);
+      if (this.searcher.broken && !this.closed) {
+        // Its worker failed (it should not): the next search starts another over the same file.
+        this.restarting ??= GraphSearcher.open(this.file)
+          .then(({ searcher }) => (this.searcher = searcher))
+          .finally(() => (this.restarting = undefined));
+        await this.restarting;
+      }
+      // Each request's first ask, all in one message to the worker.
+      const wants = requests.map(({ k }) => this.firstWant(k));
+      const asked = requests.flatMap(({ query, breadth = HNSW.expansion_search }, i) => (wants[i] > 0 ? [{ query, k: wants[i], breadth }] : []));
+      const answers = this.searcher.searchEach(asked);
+      let next = 0;
+      return await Promise.all(requests.map((request, i) => this.search(request, wants[i] > 0 ? answers[next++] : undefined)));
     } finally {
       if (--this.searching === 0 && this.closed) this.searcher.close();
     }
   }
 
-  private async search(query: Float32Array, k: number, breadth: number, scores?: Map<number, number>): Promise<number[]> {
-    if (this.searcher.broken && !this.closed) {
-      // Its worker failed (it should not): the next search starts another over the same file.
-      this.restarting ??= GraphSearcher.open(this.file)
-        .then(({ searcher }) => (this.searcher = searcher))
-        .finally(() => (this.restarting = undefined));
-      await this.restarting;
-    }
+  /**
+   * How many the graph is asked for first: a few more when some of its slots have changed. It
+   * ranks by its int8 copies: GRAPH_OVERSAMPLE times as many, scored below on the store's (int16)
+   * vectors. 0 for an empty graph (nothing asked).
+   */
+  private firstWant(k: number): number {
+    return Math.min(this.total, GRAPH_OVERSAMPLE * (k + Math.min(this.hidden, k)));
+  }
+
+  /** One request's answer, from the graph's answer to its first ask (`first`), asking wider when changed slots were the nearest. */
+  private async search({ query, k, breadth = HNSW.expansion_search, scores }: Nearest, first: Promise<Uint32Array> | undefined): Promise<number[]> {
     const total = this.total;
     let fromGraph: number[] = [];
-    // Ask the graph for a few more when some of its slots have changed; wider if those were the
-    // nearest. It ranks by its int8 copies: GRAPH_OVERSAMPLE times as many, scored below on the store's (int16) vectors.
-    for (let want = Math.min(total, GRAPH_OVERSAMPLE * (k + Math.min(this.hidden, k))); want > 0; want = Math.min(total, 2 * want)) {
-      const keys = await this.searcher.search(query, want, breadth);
+    for (let want = this.firstWant(k), answer = first; want > 0 && answer; want = Math.min(total, 2 * want), answer = this.searcher.search(query, want, breadth)) {
+      const keys = await answer;
       // The changes as they are now, when the worker has answered.
       fromGraph = Array.from(keys).filter((slot) => !this.changed.has(slot));
       if (fromGraph.length >= k || keys.length < want || want === total) break;

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { setImmediate } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
 import type { Environment } from '../../src/config';
@@ -542,6 +543,28 @@ describe('search index: vector indexes', () => {
       const [narrow, standard, wide] = [await recall(16), await recall(128), await recall(512)];
       assert.ok(wide >= 0.9, `breadth 512 finds ${wide} of the 10 nearest`);
       assert.ok(narrow < standard - 0.05 && standard <= wide, `recall@10 by breadth: 16 → ${narrow}, 128 → ${standard}, 512 → ${wide}`);
+      // Searches asked together (a query's and its definitions') go to the worker in one message,
+      // and each is answered as if asked alone, its breadth and scores its own.
+      const asked = queries.slice(0, 3).map((query, i) => ({ query, k: 10, breadth: [16, 128, 64][i], scores: new Map<number, number>() }));
+      const alone = await Promise.all(asked.map(({ query, k, breadth }) => index.nearest(query, k, breadth)));
+      const post = Worker.prototype.postMessage;
+      let messages = 0;
+      Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker['postMessage']>) {
+        messages++;
+        return post.apply(this, args);
+      };
+      let together: number[][];
+      try {
+        together = await index.nearestEach(asked);
+      } finally {
+        Worker.prototype.postMessage = post;
+      }
+      assert.equal(messages, 1, 'one message for the three searches');
+      assert.deepEqual(together, alone);
+      for (const [i, { query, scores }] of asked.entries()) {
+        assert.equal(scores.size, together[i].length);
+        for (const slot of together[i]) assert.ok(Math.abs(scores.get(own.refOf(slot))! - dot(own.get(slot), query)) < 1e-3, `slot ${slot}'s score`);
+      }
     } finally {
       index.close();
     }
