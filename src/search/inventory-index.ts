@@ -428,16 +428,13 @@ export class InventoryIndex {
 
   /** The label's words (its segmented text split) for the slot: each the one string of that word, numbered in `slotWords`. */
   private takeWords(slot: number, text: string): string[] {
-    const words: string[] = [];
-    const numbers: number[] = [];
-    for (const w of text.split(' ')) {
-      if (!w) continue;
-      const held = this.words.hold(w);
-      words.push(held.word);
-      numbers.push(held.number);
-    }
+    const numbers = text
+      .split(' ')
+      .filter(Boolean)
+      .map((w) => this.words.hold(w));
     this.slotWords.set(slot, numbers);
-    return words;
+    // An array of its words' own length (one grown by push keeps room for 17: ~60 MiB at 1M names).
+    return numbers.map((number) => this.words.word(number));
   }
 
   private release(name: string, slot: number): void {

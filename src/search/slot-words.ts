@@ -29,8 +29,8 @@ export class WordTable {
     return this.strings[number];
   }
 
-  /** One more slot holds the word: its one string and its number. */
-  hold(word: string): { word: string; number: number } {
+  /** One more slot holds the word: its number (`word` gives its one string). */
+  hold(word: string): number {
     let number = this.numbers.get(word);
     if (number === undefined) {
       number = this.free.pop() ?? this.strings.length;
@@ -47,7 +47,7 @@ export class WordTable {
       this.rows[number] = 0;
     }
     this.holders[number]++;
-    return { word: this.strings[number], number };
+    return number;
   }
 
   /**
