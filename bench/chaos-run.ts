@@ -32,7 +32,6 @@ import { SCOPES } from '../src/auth/scopes';
 import { CredentialService } from '../src/auth/credentials';
 import { SecretBox } from '../src/auth/secret-box';
 import { PartnerClient, type PartnerResponse } from '../src/client/partner-client';
-import { verifyWebhook } from '../src/client/webhooks';
 import { decodeMasterKey, loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { embeddedUrl } from '../src/db/embedded-postgres';
@@ -41,11 +40,11 @@ import { Order } from '../src/db/entities/order';
 import { ReferralClick } from '../src/db/entities/referral';
 import { Supervisor } from '../src/main/supervise';
 import { freePorts } from '../src/main/child-process';
-import { listenOnLoopback } from '../src/main/loopback';
 import { createPartner } from '../src/partners/partners';
 import { setQuotas } from '../src/partners/quotas';
 import { FINAL_ORDER_STATUSES } from '../workflows/messages';
 import { freshPrebuiltBundle } from '../src/temporal/worker';
+import { webhookReceiver } from './webhook-receiver';
 
 export const PARTS = ['Postgres', 'Redis', 'Temporal server', 'search process', 'worker', 'second API'] as const;
 export type Part = (typeof PARTS)[number];
@@ -384,19 +383,16 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
     // third of them (never twice running for one event), sometimes after recording it.
     const received = new Map<string, Map<string, number>>();
     const failedOnce = new Set<string>();
-    receiver = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const partner = partners.find((p) => req.url === `/hooks/${p.partnerId}`);
-        if (!partner) return res.writeHead(404).end();
-        let id: string;
-        try {
-          id = verifyWebhook<unknown>(Buffer.concat(chunks), req.headers as Record<string, string>, partner.webhookSecret).id;
-        } catch (err) {
-          problems.push(`a delivery to ${partner.name} did not verify: ${(err as Error).message}`);
-          return res.writeHead(400).end();
+    const partnerAt = (path: string) => partners.find((p) => path === `/hooks/${p.partnerId}`);
+    const hooks = await webhookReceiver(
+      (path) => partnerAt(path)?.webhookSecret,
+      (delivery) => {
+        const partner = partnerAt(delivery.path)!;
+        if ('error' in delivery) {
+          problems.push(`a delivery to ${partner.name} did not verify: ${delivery.error}`);
+          return 400;
         }
+        const { id } = delivery;
         counts.deliveries++;
         const fail = !failedOnce.has(id) && Math.random() < 1 / 3;
         if (fail) failedOnce.add(id);
@@ -407,10 +403,11 @@ export async function runChaos(settings: ChaosSettings): Promise<ChaosReport> {
           seen.set(id, (seen.get(id) ?? 0) + 1);
         }
         if (fail) counts.deliveriesFailedOnPurpose++;
-        res.writeHead(fail ? 500 : 200).end();
-      });
-    });
-    const receiverUrl = (await listenOnLoopback(receiver)).url;
+        return fail ? 500 : 200;
+      },
+    );
+    receiver = hooks.server;
+    const receiverUrl = hooks.url;
 
     /** One partner request, retried as a careful partner's client does. */
     let turn = 0;

@@ -24,10 +24,9 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { PartnerClient, type PartnerResponse } from '../src/client/partner-client';
-import { verifyWebhook } from '../src/client/webhooks';
-import { listenOnLoopback } from '../src/main/loopback';
 import { FINAL_ORDER_STATUSES } from '../workflows/messages';
 import { Stack } from './chaos-run';
+import { webhookReceiver } from './webhook-receiver';
 import { waitFor } from '../test/helpers/wait';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
@@ -54,7 +53,7 @@ async function main(): Promise<void> {
   sh('git', ['worktree', 'add', '--detach', oldTree, commit], PROJECT_ROOT);
   let before: Stack | undefined;
   let after: Stack | undefined;
-  const receiver = http.createServer();
+  let receiver: http.Server | undefined;
   try {
     sh('npm', ['ci', '--no-audit', '--no-fund'], oldTree);
     sh('npm', ['run', '--silent', 'build'], oldTree);
@@ -63,25 +62,23 @@ async function main(): Promise<void> {
     let answering = false;
     const received = new Map<string, number>();
     let attemptsWhileFailing = 0;
-    receiver.on('request', (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
+    const hooks = await webhookReceiver(
+      () => WEBHOOK_SECRET,
+      (delivery) => {
         if (!answering) {
           attemptsWhileFailing++;
-          return res.writeHead(500).end();
+          return 500;
         }
-        try {
-          const { id } = verifyWebhook<unknown>(Buffer.concat(chunks), req.headers as Record<string, string>, WEBHOOK_SECRET);
-          received.set(id, (received.get(id) ?? 0) + 1);
-          res.writeHead(200).end();
-        } catch (err) {
-          problems.push(`a delivery did not verify: ${(err as Error).message}`);
-          res.writeHead(400).end();
+        if ('error' in delivery) {
+          problems.push(`a delivery did not verify: ${delivery.error}`);
+          return 400;
         }
-      });
-    });
-    const receiverUrl = (await listenOnLoopback(receiver)).url;
+        received.set(delivery.id, (received.get(delivery.id) ?? 0) + 1);
+        return 200;
+      },
+    );
+    receiver = hooks.server;
+    const receiverUrl = hooks.url;
 
     // The earlier release, with work in flight.
     log(`starting ${commit}'s npm start`);
@@ -206,7 +203,7 @@ async function main(): Promise<void> {
       if (stack && stack.exitCode === undefined) await stack.interrupt(60_000);
       stack?.kill();
     }
-    receiver.close();
+    receiver?.close();
     try {
       execFileSync('git', ['worktree', 'remove', '--force', oldTree], { cwd: PROJECT_ROOT, stdio: 'ignore' });
     } catch {
