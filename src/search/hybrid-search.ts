@@ -394,7 +394,7 @@ export abstract class HybridScorer implements DomainSearch {
         expanded = Math.max(expanded, view.expanded);
       };
       // By number where the engine has them (a slot's 16 bytes rather than its entry's words and their strings).
-      const count = numbered && slot !== undefined ? numbered.read(slot, numbers) : -1;
+      const count = numbered && slot !== undefined ? numbered.read(slot, entry, numbers) : -1;
       if (count >= 0) for (let i = 0; i < count; i++) take(viewOfNumber(numbers[i]));
       else for (const w of entry.words) take(viewOf(w, table.id(w)));
       return { entry, signals: { keyword: keyword && midWordOnly(entry, u.words) ? MID_WORD * keyword : keyword, name, word, expansion: expanded, glossName, glossWord, sense, broader: broaderOf, available: entry.available } };

@@ -413,9 +413,14 @@ export class InventoryIndex {
     return out;
   }
 
-  /** The slots' words by number, for the scorer (read while no sync can run: between two awaits). */
+  /**
+   * The slots' words by number, for the scorer. It reads them after gather has awaited: a slot
+   * that no longer holds the entry gathered (none can be released in that turn today) reads -1,
+   * and the scorer reads the entry's words; a slot that does holds each of its words, so none of
+   * their numbers has gone to another word.
+   */
   readonly numbered: NumberedWords = {
-    read: (slot, out) => this.slotWords.read(slot, out),
+    read: (slot, entry, out) => (this.slots[slot] === entry ? this.slotWords.read(slot, out) : -1),
     word: (number) => this.words.word(number),
     row: (number, find) => this.words.row(number, find),
   };

@@ -86,7 +86,8 @@ export class SlotWords {
   set(slot: number, numbers: number[]): void {
     const width = SlotWords.WIDTH;
     if (this.counts.length <= slot) {
-      const size = Math.max(slot + 1, this.counts.length * 2);
+      // By a quarter (at 1M names a doubling past the first load would keep ~17 MB spare).
+      const size = Math.max(slot + 1, Math.ceil(this.counts.length * 1.25) + 1024);
       const numbers = new Uint32Array(size * width);
       numbers.set(this.numbers);
       this.numbers = numbers;
@@ -141,8 +142,11 @@ export class SlotWords {
  * scorer reads a candidate's words without its entry, and finds each word's row by its number.
  */
 export interface NumberedWords {
-  /** Copies the slot's word numbers into `out` (at least SlotWords.WIDTH long); how many, or -1 to read its entry's words. */
-  read(slot: number, out: Uint32Array): number;
+  /**
+   * Copies the slot's word numbers into `out` (at least SlotWords.WIDTH long); how many, or -1 to
+   * read the entry's words instead (a label of more words, or a slot that no longer holds `entry`).
+   */
+  read(slot: number, entry: object, out: Uint32Array): number;
   word(number: number): string;
   /** The word's row in the scorer's table (`find`: looks it up by the word, asked until it has one). */
   row(number: number, find: (word: string) => number | undefined): number | undefined;

@@ -296,6 +296,7 @@ class GraphSearcher {
   searchEach(searches: Array<Omit<GraphSearch, 'id'>>): Array<Promise<Uint32Array>> {
     const failed = this.failed;
     if (failed) return searches.map(() => Promise.reject(failed));
+    if (searches.length === 0) return [];
     if (this.waiting.size === 0) this.worker.ref();
     const asked = searches.map((search) => ({ id: this.nextId++, ...search }));
     const answers = asked.map(({ id }) => new Promise<Uint32Array>((resolve, reject) => this.waiting.set(id, { resolve, reject })));
@@ -551,7 +552,12 @@ export class HnswIndex implements VectorIndex {
       const asked = requests.flatMap(({ query, breadth = HNSW.expansion_search }, i) => (wants[i] > 0 ? [{ query, k: wants[i], breadth }] : []));
       const answers = this.searcher.searchEach(asked);
       let next = 0;
-      return await Promise.all(requests.map((request, i) => this.search(request, wants[i] > 0 ? answers[next++] : undefined)));
+      // Every request settled before the count of searches under way drops (close waits for it).
+      const settled = await Promise.allSettled(requests.map((request, i) => this.search(request, wants[i] > 0 ? answers[next++] : undefined)));
+      return settled.map((s) => {
+        if (s.status === 'rejected') throw s.reason;
+        return s.value;
+      });
     } finally {
       if (--this.searching === 0 && this.closed) this.searcher.close();
     }
