@@ -61,4 +61,33 @@
       (br_if $next (i32.lt_u (local.get $row) (local.get $end))))
     (f32.store (local.get $out) (call $lanes (f32x4.add (f32x4.add (local.get $b0) (local.get $b1)) (f32x4.add (local.get $b2) (local.get $b3)))))
     (call $lanes (f32x4.add (f32x4.add (local.get $a0) (local.get $a1)) (f32x4.add (local.get $a2) (local.get $a3)))))
+
+;; Four float32 components at $src as int16 steps: round(32767·x) to the nearest, halves up
+;; (JavaScript's Math.round: floor(y + 0.5), exact in float64 for a float32 times 32767), in
+;; lanes 0–3 of an int32x4.
+  (func $steps (param $v v128) (result v128)
+    (local $scale v128) (local $half v128)
+    (local.set $scale (f64x2.splat (f64.const 32767)))
+    (local.set $half (f64x2.splat (f64.const 0.5)))
+    (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+      (i32x4.trunc_sat_f64x2_s_zero
+        (f64x2.floor (f64x2.add (f64x2.mul (f64x2.promote_low_f32x4 (local.get $v)) (local.get $scale)) (local.get $half))))
+      (i32x4.trunc_sat_f64x2_s_zero
+        (f64x2.floor (f64x2.add (f64x2.mul
+          (f64x2.promote_low_f32x4 (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $v) (local.get $v)))
+          (local.get $scale)) (local.get $half))))))
+
+  ;; The float32 vector at byte $src kept as the int16 row at byte $row: each component x as
+  ;; round(32767·x), held within ±32767 (NaN as 0), as VectorRows.add did in JavaScript.
+  (func (export "put") (param $src i32) (param $row i32) (param $dims i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $row) (i32.shl (local.get $dims) (i32.const 1))))
+    (loop $next
+      (v128.store (local.get $row)
+        (i16x8.max_s
+          (i16x8.narrow_i32x4_s (call $steps (v128.load (local.get $src))) (call $steps (v128.load offset=16 (local.get $src))))
+          (i16x8.splat (i32.const -32767))))
+      (local.set $src (i32.add (local.get $src) (i32.const 32)))
+      (local.set $row (i32.add (local.get $row) (i32.const 16)))
+      (br_if $next (i32.lt_u (local.get $row) (local.get $end)))))
 )

@@ -29,6 +29,7 @@ export type QueryHandle = number & { readonly __query: unique symbol };
 interface Kernels {
   dot(row: number, query: number, dims: number): number;
   dot2(row: number, a: number, b: number, dims: number, out: number): number;
+  put(src: number, row: number, dims: number): void;
 }
 
 /** One step of a component. */
@@ -46,9 +47,10 @@ const GROW_PAGES = 256;
 const QUERY_SLOTS = 16;
 const ROW_BYTES = DIMENSIONS * 2;
 const QUERY_BYTES = DIMENSIONS * 4;
-/** Where dot2's second sum is stored, then the queries; rows start on the second page. */
+/** Where dot2's second sum is stored, then the queries, then the vector `add` keeps; rows start on the second page. */
 const OUT_AT = 0;
 const QUERIES_AT = 64;
+const ADDED_AT = QUERIES_AT + QUERY_SLOTS * QUERY_BYTES;
 const ROWS_AT = PAGE;
 
 let compiled: WebAssembly.Module | undefined;
@@ -92,8 +94,10 @@ export class VectorRows {
       this.memory.grow(more);
       this.views();
     }
-    const at = (ROWS_AT + row * ROW_BYTES) / 2;
-    for (let i = 0; i < DIMENSIONS; i++) this.int16[at + i] = Math.max(-STEP, Math.min(STEP, Math.round(vector[i] * STEP)));
+    if (vector.length !== DIMENSIONS) throw new Error(`vector rows: a vector of ${vector.length} components, not ${DIMENSIONS}`);
+    // Made int16 by a kernel (a start at 1M names adds ~1.05M vectors: ~6 s in JavaScript).
+    this.float32.set(vector, ADDED_AT / 4);
+    this.kernels.put(ADDED_AT, ROWS_AT + row * ROW_BYTES, DIMENSIONS);
     this.count++;
     return row;
   }

@@ -28,6 +28,33 @@ describe('vector rows (unit vectors as int16 rows in a WebAssembly memory, cosin
     assert.equal(rows.read(7, into), into, 'read into the array given');
   });
 
+  it('keeps each component as round(32,767·x) exactly as Math.round does (halves up), held within ±32,767, NaN as 0, whatever the value', () => {
+    const rows = new VectorRows();
+    const random = seeded(33);
+    const expected = (x: number) => {
+      const step = Math.max(-32_767, Math.min(32_767, Math.round(x * 32_767)));
+      return Number.isNaN(step) ? 0 : step + 0; // (an int16 has no -0)
+    };
+    // Halves of a step (k + 0.5 and their float32 neighbours), values past ±1, and the odd ones.
+    const odd: number[] = [0, -0, 1, -1, 0.5, -0.5, 1e-9, -1e-9, 1.5, -2, 1e30, -1e30, Infinity, -Infinity, NaN, 2 ** -24, -(2 ** -24)];
+    for (let k = -32_768; k < 32_768; k += 97) {
+      const half = Math.fround((k + 0.5) / 32_767);
+      odd.push(half, Math.fround(half * (1 + 2 ** -23)), Math.fround(half * (1 - 2 ** -23)));
+    }
+    const vectors: Float32Array[] = [];
+    for (let at = 0; at < odd.length; at += DIMENSIONS) {
+      const v = Float32Array.from({ length: DIMENSIONS }, (_, i) => (at + i < odd.length ? odd[at + i] : random() * 2 - 1));
+      vectors.push(v);
+    }
+    for (let n = 0; n < 200; n++) vectors.push(unitVector(random));
+    for (const v of vectors) {
+      const row = rows.add(v);
+      const back = rows.read(row);
+      for (let i = 0; i < DIMENSIONS; i++) assert.equal(Math.round(back[i] * 32_767), expected(v[i]), `component ${i} of vector ${row}: ${v[i]}`);
+    }
+    assert.throws(() => rows.add(new Float32Array(DIMENSIONS - 1)), /components/);
+  });
+
   it('a component past ±1 (no unit vector has one) is kept as ±1; a query handle overwritten by 16 later queries throws rather than read another query', () => {
     const rows = new VectorRows();
     const big = new Float32Array(DIMENSIONS).fill(0.01);
