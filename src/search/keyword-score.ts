@@ -94,6 +94,14 @@ const labelSequence: number[] = [];
 const countedIn = new Uint32Array(37 ** 3);
 let run = 0;
 
+/** A new run for `countedIn` (the table cleared once its stamps would wrap). */
+function nextRun(): void {
+  if (++run === 0xffffffff) {
+    countedIn.fill(0);
+    run = 1;
+  }
+}
+
 /** pg_trgm's word_similarity(word, text), in [0, 1]. */
 export function wordSimilarity(word: string, text: string): number {
   return similarity(trigramSet(word), trigramCodes(text, sequence));
@@ -105,10 +113,7 @@ function similarity(own: Set<number>, sequence: number[]): number {
   let best = 0;
   for (let start = 0; start < sequence.length; start++) {
     if (!own.has(sequence[start])) continue;
-    if (++run === 0xffffffff) {
-      countedIn.fill(0);
-      run = 1;
-    }
+    nextRun();
     let distinct = 0;
     let common = 0;
     for (let end = start; end < sequence.length; end++) {
@@ -132,10 +137,7 @@ function similarity(own: Set<number>, sequence: number[]): number {
  */
 function similarityBound(own: Set<number>, sequence: number[]): number {
   if (own.size === 0) return 0;
-  if (++run === 0xffffffff) {
-    countedIn.fill(0);
-    run = 1;
-  }
+  nextRun();
   let held = 0;
   for (const t of sequence) {
     if (countedIn[t] === run || !own.has(t)) continue;

@@ -20,6 +20,7 @@
  * in each of its lists, and a list is filtered once half of it is stale. Readers check every
  * slot against its current label, so a stale or repeated entry is never a wrong answer.
  */
+import { grown } from './typed-arrays';
 import type { DataSource } from 'typeorm';
 import { labelOf } from '../discovery/inventory';
 import { PROBE_LIMIT, type KeywordOptions } from '../discovery/search';
@@ -159,9 +160,7 @@ export class LabelIndex {
     const keys = this.keysOf(label);
     for (const gram of keys.grams) this.grams.add(gram, slot);
     if (this.signatures.length < 2 * slot + 2) {
-      const grown = new Uint32Array(Math.max(2 * slot + 2, this.signatures.length * 2));
-      grown.set(this.signatures);
-      this.signatures = grown;
+      this.signatures = grown(this.signatures, Math.max(2 * slot + 2, this.signatures.length * 2));
     }
     [this.signatures[2 * slot], this.signatures[2 * slot + 1]] = signature(keys.grams);
     for (const s of keys.stems) this.labelStems.add(s, slot);

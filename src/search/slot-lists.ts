@@ -7,6 +7,8 @@
  * A key with one slot (most stems: a run-together label is a stem of its own) keeps the slot
  * itself, not a list: a typed array and its object cost some 200 bytes, per name at 1M.
  */
+import { grown } from './typed-arrays';
+
 export class Lists<K> {
   private readonly lists = new Map<K, number | { slots: Uint32Array; length: number; stale: number }>();
 
@@ -27,9 +29,7 @@ export class Lists<K> {
     }
     if (typeof list === 'number') this.lists.set(key, (list = { slots: Uint32Array.of(list, 0, 0, 0), length: 1, stale: 0 }));
     if (list.length === list.slots.length) {
-      const grown = new Uint32Array(list.slots.length * 2);
-      grown.set(list.slots);
-      list.slots = grown;
+      list.slots = grown(list.slots, list.slots.length * 2);
     }
     list.slots[list.length++] = slot;
   }

@@ -5,6 +5,7 @@
  * directory and mapped read-only and searched by another, with the changes since searched exactly
  * beside it; a restart maps the saved graph instead of rebuilding.
  */
+import { grown } from './typed-arrays';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exactSearch, MetricKind, type Matches } from 'usearch';
@@ -70,9 +71,7 @@ export class VectorStore {
   /** `vector`: the number of a vector in the slab (the cache's), or a vector to add to it. */
   set(slot: number, vector: number | Float32Array): void {
     if (slot >= this.refs.length) {
-      const grown = new Int32Array(Math.max(slot + 1, this.refs.length * 2, 1024)).fill(-1);
-      grown.set(this.refs);
-      this.refs = grown;
+      this.refs = grown(this.refs, Math.max(slot + 1, this.refs.length * 2, 1024), -1);
     }
     this.refs[slot] = typeof vector === 'number' ? vector : this.slab.add(vector);
   }
