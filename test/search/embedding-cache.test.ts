@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { appendFileSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DIMENSIONS } from '../../src/search/embedder';
-import { EmbeddingCache, EmbeddingLogReader, TextIds } from '../../src/search/embedding-cache';
+import { digest, digested, EmbeddingCache, EmbeddingLogReader, TextIds } from '../../src/search/embedding-cache';
 import { asKept } from '../helpers/search-fakes';
 
 // Components within ±1, as a unit vector's (the slab keeps them to 1/32,767), distinct for each seed.
@@ -49,6 +50,14 @@ describe('embedding cache (append-only log)', () => {
     assert.ok(texts.every((t, i) => ids.get(t) === i && ids.has(t)));
     assert.equal(ids.get('name 5000 '), undefined);
     assert.equal(ids.has('name 1'), false, 'a text is told by all of it, not a prefix');
+  });
+
+  it("TextIds' digest is SHA-1's first 8 bytes, as two little-endian words, for texts of any characters", () => {
+    for (const text of ['', 'coffee joy', 'café ☕ 咖啡', 'a'.repeat(300), '\u{1f600}\t\n']) {
+      const sha1 = createHash('sha1').update(text, 'utf8').digest();
+      digest(text);
+      assert.deepEqual(digested, { high: sha1.readUInt32LE(0), low: sha1.readUInt32LE(4) }, text);
+    }
   });
 
   it('read in place by another engine: each vector read from its place in the file; a torn tail left as it is (the writer mends it)', async () => {
