@@ -77,8 +77,8 @@ export class TextIds {
   }
 
   get(text: string): number | undefined {
-    digest(text);
-    const at = this.place(digested.high, digested.low);
+    const [high, low] = digest(text);
+    const at = this.place(high, low);
     return this.ids[at] < 0 ? undefined : this.ids[at];
   }
 
@@ -89,8 +89,7 @@ export class TextIds {
   /** The text's number; a text not numbered yet is given `next()`'s. */
   add(text: string, next: () => number): number {
     if (this.count + 1 > TEXT_TABLE_LOAD * this.ids.length) this.grow();
-    digest(text);
-    const { high, low } = digested;
+    const [high, low] = digest(text);
     const at = this.place(high, low);
     if (this.ids[at] >= 0) return this.ids[at];
     this.high[at] = high;
@@ -122,19 +121,15 @@ export class TextIds {
   }
 }
 
-/** The last `digest`'s two words (one object, not an array a text). */
-export const digested = { high: 0, low: 0 };
-
 /**
- * A text's 64-bit digest (TextIds), as two little-endian 32-bit words, left in `digested`. Asked
+ * A text's 64-bit digest (TextIds), as two little-endian 32-bit words. Asked
  * as a latin1 string (a character a byte), not a Buffer: 0.4 µs rather than 1.5–2 µs a text here,
  * ~5 s of a 1M-name start, which digests each name's text twice (the log read, then the names).
  */
-export function digest(text: string): void {
+export function digest(text: string): [number, number] {
   const bytes = hash('sha1', text, 'binary'); // 'binary': latin1, a character a byte
   const word = (at: number) => (bytes.charCodeAt(at) | (bytes.charCodeAt(at + 1) << 8) | (bytes.charCodeAt(at + 2) << 16) | (bytes.charCodeAt(at + 3) << 24)) >>> 0;
-  digested.high = word(0);
-  digested.low = word(4);
+  return [word(0), word(4)];
 }
 
 export class EmbeddingCache {

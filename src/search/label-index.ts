@@ -29,7 +29,6 @@ import { FUZZY_THRESHOLD, keywordScore, trigramCode, trigramCodes, wordSimilarit
 import { FREQUENT } from './spelling';
 import { Lists } from './slot-lists';
 
-
 /** A label's or a query's words as Postgres' parser splits them here (letters and digits). */
 const tokens = (text: string) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
 
