@@ -1,7 +1,8 @@
 /**
  * Admission of signed requests in Redis (when REDIS_URL is set; bench/RESULTS.md): the same rules
  * as Postgres' `admit_requests` in the same order, decided by one Lua script per batch of requests
- * (those whose signatures were checked in the same event-loop turn). A script runs atomically, so
+ * (those whose signatures were checked in the same event-loop turn, or in the few after it while
+ * more still arrive: schedule()). A script runs atomically, so
  * every API process sharing this Redis sees every nonce and takes from the same bucket, exactly as
  * with the shared Postgres functions (CONTRACT §1–§2).
  *
@@ -59,6 +60,9 @@ if epoch == nil then
 end
 local burstWindow = tonumber(ARGV[1]) * 1000000
 local prefix = ARGV[2]
+-- Each bucket is read once a batch and written once after it (tats, changed): its requests are
+-- decided in order against the value the one before left, as if each read and wrote it.
+local tats, changed = {}, {}
 local out = {}
 for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+) (%S+) (%S+) (%S+) (%S+)\\n') do
   local rate, signedAt = tonumber(rateText), tonumber(signedAtText)
@@ -66,43 +70,59 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
   local outcome, retry, remaining, reset = 'admitted', 0, -1, -1
   if signedAt < epoch then
     outcome = 'signed_before_restart'
-  elseif redis.call('EXISTS', nonceKey) == 1 then
-    outcome = 'replayed'
   elseif scopeOk ~= '1' then
-    outcome = 'forbidden'
+    -- A replay is refused as one before a missing scope is.
+    if redis.call('EXISTS', nonceKey) == 1 then outcome = 'replayed' else outcome = 'forbidden' end
   else
     local bucketKey = prefix .. 'b:' .. key
-    local tat = tonumber(redis.call('GET', bucketKey) or '0')
+    local tat = tats[bucketKey]
+    if tat == nil then tat = tonumber(redis.call('GET', bucketKey) or '0') end
     -- As in Postgres; configuration and the CLI refuse a rate whose bucket holds no request.
     local window = burstWindow
     local nextTat = math.max(tat, now) + 1000000 / rate
     if nextTat <= now + window then
-      redis.call('SET', nonceKey, '1', 'EXAT', string.format('%d', math.max(signedAt, nowSec) + NONCE_SECONDS))
-      redis.call('SET', bucketKey, string.format('%.0f', nextTat), 'PXAT', string.format('%.0f', math.ceil(nextTat / 1000) + 1000))
-      -- What is left of the burst, and when the bucket is full again (the RateLimit header).
-      remaining = math.floor((now + window - nextTat) * rate / 1000000 + 1e-9)
-      reset = math.ceil((nextTat - now) / 1000000)
+      -- One command records the nonce if it is new: an existing one is a replay, and takes no token.
+      if redis.call('SET', nonceKey, '1', 'NX', 'EXAT', string.format('%d', math.max(signedAt, nowSec) + NONCE_SECONDS)) then
+        tats[bucketKey] = nextTat
+        changed[bucketKey] = true
+        -- What is left of the burst, and when the bucket is full again (the RateLimit header).
+        remaining = math.floor((now + window - nextTat) * rate / 1000000 + 1e-9)
+        reset = math.ceil((nextTat - now) / 1000000)
+      else
+        tats[bucketKey] = tat
+        outcome = 'replayed'
+      end
     else
-      outcome = 'rate_limited'
-      retry = math.min(86400, math.max(1, math.ceil((nextTat - window - now) / 1000000)))
-      remaining = 0
-      reset = math.ceil((math.max(tat, now) - now) / 1000000)
+      tats[bucketKey] = tat
+      if redis.call('EXISTS', nonceKey) == 1 then
+        outcome = 'replayed'
+      else
+        outcome = 'rate_limited'
+        retry = math.min(86400, math.max(1, math.ceil((nextTat - window - now) / 1000000)))
+        remaining = 0
+        reset = math.ceil((math.max(tat, now) - now) / 1000000)
+      end
     end
   end
-  out[#out + 1] = outcome
-  out[#out + 1] = retry
-  out[#out + 1] = remaining
-  out[#out + 1] = reset
+  out[#out + 1] = outcome .. ' ' .. retry .. ' ' .. remaining .. ' ' .. reset
 end
-return out
+for bucketKey in pairs(changed) do
+  local tat = tats[bucketKey]
+  redis.call('SET', bucketKey, string.format('%.0f', tat), 'PXAT', string.format('%.0f', math.ceil(tat / 1000) + 1000))
+end
+-- One string, a line a request: cheaper to send and to read than four replies a request.
+return table.concat(out, '\\n')
 `.replace(/NONCE_SECONDS/g, String(NONCE_SECONDS));
 
 const DEFAULT_PREFIX = 'adm:';
 const MAX_BATCH = 256;
+/** Event-loop turns a batch waits at most while requests still join it (schedule()). */
+const HOLD_TURNS = 4;
 /** Requests waiting or in flight beyond which a process sheds load (503) instead of queueing. */
 const MAX_OUTSTANDING = 4096;
 
-type AdmitCommand = (epochKey: string, storeIdKey: string, ...args: (string | number)[]) => Promise<Array<string | number>>;
+/** One line a request (`outcome retry remaining reset`), or `['another_store', id]`. */
+type AdmitCommand = (epochKey: string, storeIdKey: string, ...args: (string | number)[]) => Promise<string | string[]>;
 type ClaimCommand = (storeIdKey: string, candidate: string) => Promise<string>;
 
 /** The store's id, or `candidate` written as it when it has none. */
@@ -255,8 +275,21 @@ export class RedisAdmission implements Admission {
   private schedule(): void {
     if (this.scheduled || this.inFlight >= this.maxInFlight) return;
     this.scheduled = true;
-    // After the I/O of this turn: every request whose bytes arrived in it joins the batch.
-    setImmediate(() => this.flush());
+    // After the I/O of this turn: every request whose bytes arrived in it joins the batch. While
+    // the turns after it still bring more, the batch waits for them (up to HOLD_TURNS): a script
+    // for more requests costs the API process and Redis less a request (bench/RESULTS.md). A lone
+    // request waits one turn, as before.
+    let seen = this.pending.length;
+    let turns = 0;
+    const settle = () => {
+      if (this.pending.length > seen && turns++ < HOLD_TURNS) {
+        seen = this.pending.length;
+        setImmediate(settle);
+      } else {
+        this.flush();
+      }
+    };
+    setImmediate(settle);
   }
 
   private flush(): void {
@@ -282,7 +315,8 @@ export class RedisAdmission implements Admission {
         lines += `${r.keyId} ${r.nonce} ${r.scopeOk ? 1 : 0} ${r.rateOverride ?? r.ratePerSecond} ${r.signedAt}\n`;
       }
       const out = await this.admitBatch(`${this.prefix}epoch`, `${this.prefix}store-id`, String(batch[0].request.burstMultiplier), this.prefix, lines, this.storeId);
-      if (out[0] === 'another_store') {
+      if (Array.isArray(out)) {
+        if (out[0] !== 'another_store') throw new Error(`admission script answered ${JSON.stringify(out)}`);
         // Another Redis answers at this address (or one started after an empty restart wrote its own id): never admit there.
         const foreign = String(out[1]);
         if (foreign !== this.lastForeignId) {
@@ -291,12 +325,14 @@ export class RedisAdmission implements Admission {
         }
         throw new Error(`the Redis at this address is another admission store (${foreign}, not ${this.storeId})`);
       }
-      if (out.length !== batch.length * 4) throw new Error(`admission script answered ${out.length / 4} of ${batch.length} requests`);
-      batch.forEach((p, i) => {
-        const [outcome, retry, remaining, reset] = out.slice(4 * i, 4 * i + 4).map(String);
-        const rateLimit = Number(remaining) >= 0 && Number(reset) >= 0 ? { rateLimit: { remaining: Number(remaining), resetSeconds: Number(reset) } } : {};
-        p.resolve({ outcome: outcome!, retryAfterSeconds: Number(retry), ...rateLimit });
-      });
+      const answers = out.split('\n');
+      if (answers.length !== batch.length) throw new Error(`admission script answered ${answers.length} of ${batch.length} requests`);
+      for (let i = 0; i < batch.length; i++) {
+        const [outcome, retry, remaining, reset] = answers[i].split(' ');
+        const left = Number(remaining);
+        const resetSeconds = Number(reset);
+        batch[i].resolve(left >= 0 && resetSeconds >= 0 ? { outcome, retryAfterSeconds: Number(retry), rateLimit: { remaining: left, resetSeconds } } : { outcome, retryAfterSeconds: Number(retry) });
+      }
     } catch (error) {
       const unavailable = new AdmissionUnavailable('admission could not be decided: Redis did not answer', error);
       for (const p of batch) p.reject(unavailable);
