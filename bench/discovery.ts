@@ -18,6 +18,9 @@
  * `npm start` runs it, with the change-feed caches; its CPU is printed as Redis), the default where
  * redis-server is installed; BENCH_ADMISSION=postgres runs them with admission in Postgres (the
  * setting without REDIS_URL), and BENCH_ADMISSION=both on both APIs, served from this one process.
+ * BENCH_ADMISSION=instant is an experiment: beside the Redis API, the same API with every request
+ * admitted at once in this process (no replay store, no rate limit), the bound the signed path
+ * would reach if admission cost nothing.
  * Measures, never asserts timings.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -39,6 +42,13 @@ import { loadInChild, type LoadJob, type LoadResult } from './load';
 import { freePort } from '../src/main/child-process';
 import { discoveryAppDeps, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 import type { AdmissionParts } from '../src/main/services';
+import type { Admission } from '../src/auth/admission';
+
+/** BENCH_ADMISSION=instant's admission: every request admitted at once, a full bucket's RateLimit fields. */
+const instantAdmission: Admission = {
+  makesReads: false,
+  admit: async () => ({ outcome: 'admitted', retryAfterSeconds: 0, rateLimit: { remaining: 1000, resetSeconds: 1 } }),
+};
 import { findRedisServer } from '../src/main/redis-server';
 
 const settings = {
@@ -50,7 +60,7 @@ const settings = {
   rounds: Number(process.env.BENCH_ROUNDS ?? 3),
   /** Only the signed targets whose name contains this (bare Koa always runs), e.g. BENCH_ONLY=availability. */
   only: process.env.BENCH_ONLY,
-  /** redis (the default where redis-server is installed), postgres, or both (one process serving both APIs). */
+  /** redis (the default where redis-server is installed), postgres, both (one process serving both APIs) or instant (an experiment: see the file comment). */
   admission: process.env.BENCH_ADMISSION || undefined,
 };
 const say = (m: string) => process.stderr.write(`${m}\n`);
@@ -92,9 +102,9 @@ async function main(): Promise<void> {
     }
     const secretBox = new SecretBox(Buffer.alloc(32, 7));
     const credentials = new CredentialService(dataSource, secretBox);
-    const appWith = (parts: Partial<AdmissionParts> = {}) =>
+    const appWith = (parts: Partial<Omit<AdmissionParts, 'admission'>> & { admission?: Admission } = {}) =>
       createApp(discoveryAppDeps({ config, dataSource, credentials: parts.credentials ?? credentials, admission: parts.admission, listings: parts.listings, secretBox, search }));
-    const apis: Array<{ admission: 'Redis' | 'Postgres'; url: string; server: http.Server }> = [];
+    const apis: Array<{ admission: 'Redis' | 'Postgres' | 'instant'; url: string; server: http.Server }> = [];
     let redisPid: number | undefined;
     let redisSent: { batches: number; requests: number } | undefined;
     const redisExecutable = findRedisServer();
@@ -102,7 +112,7 @@ async function main(): Promise<void> {
     // in this process the shared middleware runs hotter (API CPU per request 0.115 ms, against
     // 0.106 with Redis alone, in the same session).
     const admission = settings.admission ?? (redisExecutable ? 'redis' : 'postgres');
-    if (!['redis', 'postgres', 'both'].includes(admission)) throw new Error(`BENCH_ADMISSION must be redis, postgres or both, not ${admission}`);
+    if (!['redis', 'postgres', 'both', 'instant'].includes(admission)) throw new Error(`BENCH_ADMISSION must be redis, postgres, both or instant, not ${admission}`);
     if (!redisExecutable && (admission !== 'postgres' || !settings.admission)) say('redis-server is not installed: Postgres admission only');
     if (admission !== 'postgres' && redisExecutable) {
       const redis = (await redisAdmission(dataSource, secretBox))!;
@@ -110,8 +120,12 @@ async function main(): Promise<void> {
       redisPid = redis.pid;
       redisSent = redis.parts.admission!.sent;
       apis.push({ admission: 'Redis', ...(await listen(appWith(redis.parts).callback())) });
+      // An experiment, not a setting of the product: the same API with every request admitted at
+      // once in this process (no replay store, no bucket), what the signed path would cost if
+      // admission cost nothing. Served beside the Redis one, on the same caches.
+      if (admission === 'instant') apis.push({ admission: 'instant', ...(await listen(appWith({ ...redis.parts, admission: instantAdmission }).callback())) });
     }
-    if (admission !== 'redis' || !redisExecutable) apis.push({ admission: 'Postgres', ...(await listen(appWith().callback())) });
+    if (admission === 'postgres' || admission === 'both' || !redisExecutable) apis.push({ admission: 'Postgres', ...(await listen(appWith().callback())) });
     const api = apis[0];
     const bare = new Koa();
     bare.use((ctx) => {

@@ -61,7 +61,8 @@ end
 local burstWindow = tonumber(ARGV[1]) * 1000000
 local prefix = ARGV[2]
 -- Each bucket is read once a batch and written once after it (tats, changed): its requests are
--- decided in order against the value the one before left, as if each read and wrote it.
+-- decided in order against the value the one before left, in whole microseconds as if each wrote
+-- it and the next read it back.
 local tats, changed = {}, {}
 local out = {}
 for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+) (%S+) (%S+) (%S+) (%S+)\\n') do
@@ -83,7 +84,7 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
     if nextTat <= now + window then
       -- One command records the nonce if it is new: an existing one is a replay, and takes no token.
       if redis.call('SET', nonceKey, '1', 'NX', 'EXAT', string.format('%d', math.max(signedAt, nowSec) + NONCE_SECONDS)) then
-        tats[bucketKey] = nextTat
+        tats[bucketKey] = tonumber(string.format('%.0f', nextTat))
         changed[bucketKey] = true
         -- What is left of the burst, and when the bucket is full again (the RateLimit header).
         remaining = math.floor((now + window - nextTat) * rate / 1000000 + 1e-9)
@@ -282,7 +283,7 @@ export class RedisAdmission implements Admission {
     let seen = this.pending.length;
     let turns = 0;
     const settle = () => {
-      if (this.pending.length > seen && turns++ < HOLD_TURNS) {
+      if (this.pending.length > seen && this.pending.length < MAX_BATCH && turns++ < HOLD_TURNS) {
         seen = this.pending.length;
         setImmediate(settle);
       } else {
@@ -327,12 +328,14 @@ export class RedisAdmission implements Admission {
       }
       const answers = out.split('\n');
       if (answers.length !== batch.length) throw new Error(`admission script answered ${answers.length} of ${batch.length} requests`);
-      for (let i = 0; i < batch.length; i++) {
-        const [outcome, retry, remaining, reset] = answers[i].split(' ');
+      const results = answers.map((answer): AdmissionResult => {
+        const [outcome, retry, remaining, reset] = answer.split(' ');
+        if (!outcome || reset === undefined) throw new Error(`admission script answered ${JSON.stringify(answer)} for a request`);
         const left = Number(remaining);
         const resetSeconds = Number(reset);
-        batch[i].resolve(left >= 0 && resetSeconds >= 0 ? { outcome, retryAfterSeconds: Number(retry), rateLimit: { remaining: left, resetSeconds } } : { outcome, retryAfterSeconds: Number(retry) });
-      }
+        return left >= 0 && resetSeconds >= 0 ? { outcome, retryAfterSeconds: Number(retry), rateLimit: { remaining: left, resetSeconds } } : { outcome, retryAfterSeconds: Number(retry) };
+      });
+      batch.forEach((p, i) => p.resolve(results[i]));
     } catch (error) {
       const unavailable = new AdmissionUnavailable('admission could not be decided: Redis did not answer', error);
       for (const p of batch) p.reject(unavailable);

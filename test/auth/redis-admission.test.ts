@@ -315,6 +315,36 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     }
   });
 
+  it('a full burst in one batch is decided as Postgres decides it, also for a rate whose interval is not whole microseconds', async () => {
+    // 7 and 17 a second: intervals of 142,857.14… and 58,823.53… µs. The bucket is carried through
+    // the batch in whole microseconds, as if each request wrote it and the next read it back.
+    const s = getStack();
+    const signedAt = String(Math.floor(Date.now() / 1000));
+    const inRedis = new RedisAdmission(admissionRedis(redis.url));
+    await inRedis.start();
+    const inPostgres = new AdmissionBatcher(s.dataSource, 1);
+    try {
+      for (const rate of [7, 17]) {
+        const [inR, inP] = [await newPartner({ rateLimitPerSecond: rate }), await newPartner({ rateLimitPerSecond: rate })];
+        // The burst (rate × 2) and one more, all in one batch.
+        const nonces = Array.from({ length: rate * 2 + 1 }, () => randomUUID());
+        const request = (keyId: string, nonce: string): AdmissionRequest => ({ keyId, nonce, scopeOk: true, ratePerSecond: 25, rateOverride: rate, burstMultiplier: 2, signedAt });
+        const [redisAnswers, pgAnswers] = await Promise.all([
+          Promise.all(nonces.map((n) => inRedis.admit(request(inR.keyId, n)))),
+          Promise.all(nonces.map((n) => inPostgres.admit(request(inP.keyId, n)))),
+        ]);
+        assert.deepEqual(redisAnswers.map((r) => r.outcome), pgAnswers.map((r) => r.outcome), `rate ${rate}`);
+        // Both keep the bucket in whole microseconds: at 17 a second the interval rounds up, and the
+        // burst's last request (34 × 58,824 µs > 2 s) is refused by both.
+        const admitted = redisAnswers.filter((r) => r.outcome === 'admitted').length;
+        assert.ok(admitted >= rate * 2 - 1 && redisAnswers.at(-1)!.outcome === 'rate_limited', `rate ${rate}: ${admitted} admitted, then limited`);
+        redisAnswers.forEach((r, i) => assert.ok(Math.abs(r.rateLimit!.remaining - pgAnswers[i].rateLimit!.remaining) <= 1, `rate ${rate}, request ${i}: remaining ${r.rateLimit!.remaining} vs ${pgAnswers[i].rateLimit!.remaining}`));
+      }
+    } finally {
+      await inRedis.close();
+    }
+  });
+
   it('a Redis that may evict keys is refused at start; an unreachable one fails admission as unavailable', async () => {
     await raw.config('SET', 'maxmemory-policy', 'allkeys-lru');
     try {
