@@ -61,8 +61,7 @@ end
 local burstWindow = tonumber(ARGV[1]) * 1000000
 local prefix = ARGV[2]
 -- Each bucket is read once a batch and written once after it (tats, changed): its requests are
--- decided in order against the value the one before left, in whole microseconds as if each wrote
--- it and the next read it back.
+-- decided in order against the value the one before left.
 local tats, changed = {}, {}
 local out = {}
 for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+) (%S+) (%S+) (%S+) (%S+)\\n') do
@@ -78,13 +77,15 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
     local bucketKey = prefix .. 'b:' .. key
     local tat = tats[bucketKey]
     if tat == nil then tat = tonumber(redis.call('GET', bucketKey) or '0') end
-    -- As in Postgres; configuration and the CLI refuse a rate whose bucket holds no request.
+    -- As in Postgres; configuration and the CLI refuse a rate whose bucket holds no request. The
+    -- bucket is kept in whole microseconds and the interval rounded down, so a full bucket admits
+    -- its whole burst at every rate (migration admission-whole-burst).
     local window = burstWindow
-    local nextTat = math.max(tat, now) + 1000000 / rate
+    local nextTat = math.max(tat, now) + math.max(1, math.floor(1000000 / rate))
     if nextTat <= now + window then
       -- One command records the nonce if it is new: an existing one is a replay, and takes no token.
       if redis.call('SET', nonceKey, '1', 'NX', 'EXAT', string.format('%d', math.max(signedAt, nowSec) + NONCE_SECONDS)) then
-        tats[bucketKey] = tonumber(string.format('%.0f', nextTat))
+        tats[bucketKey] = nextTat
         changed[bucketKey] = true
         -- What is left of the burst, and when the bucket is full again (the RateLimit header).
         remaining = math.floor((now + window - nextTat) * rate / 1000000 + 1e-9)

@@ -69,6 +69,7 @@ import { WorkerReleases1795003500000 } from './migrations/1795003500000-worker-r
 import { LeastPrivilege1795003600000 } from './migrations/1795003600000-least-privilege';
 import { AuditTrail1795003700000 } from './migrations/1795003700000-audit-trail';
 import { UiGateRole1795003800000 } from './migrations/1795003800000-ui-gate-role';
+import { AdmissionWholeBurst1795003900000 } from './migrations/1795003900000-admission-whole-burst';
 
 export const entities = [
   Partner,
@@ -154,6 +155,7 @@ export const migrations = [
   LeastPrivilege1795003600000,
   AuditTrail1795003700000,
   UiGateRole1795003800000,
+  AdmissionWholeBurst1795003900000,
 ];
 
 /** A data source over `url`; schema changes only through migrations, never synchronize. */

@@ -315,16 +315,16 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
     }
   });
 
-  it('a full burst in one batch is decided as Postgres decides it, also for a rate whose interval is not whole microseconds', async () => {
-    // 7 and 17 a second: intervals of 142,857.14… and 58,823.53… µs. The bucket is carried through
-    // the batch in whole microseconds, as if each request wrote it and the next read it back.
+  it('a full burst in one batch is admitted whole and decided as Postgres decides it, also for a rate whose interval is not whole microseconds', async () => {
+    // 6, 7 and 17 a second: intervals of 166,666.67…, 142,857.14… and 58,823.53… µs, kept in whole
+    // microseconds (rounded down, so that the burst's last request is inside the window).
     const s = getStack();
     const signedAt = String(Math.floor(Date.now() / 1000));
     const inRedis = new RedisAdmission(admissionRedis(redis.url));
     await inRedis.start();
     const inPostgres = new AdmissionBatcher(s.dataSource, 1);
     try {
-      for (const rate of [7, 17]) {
+      for (const rate of [6, 7, 17]) {
         const [inR, inP] = [await newPartner({ rateLimitPerSecond: rate }), await newPartner({ rateLimitPerSecond: rate })];
         // The burst (rate × 2) and one more, all in one batch.
         const nonces = Array.from({ length: rate * 2 + 1 }, () => randomUUID());
@@ -334,10 +334,8 @@ describe('admission in Redis (REDIS_URL), with caches kept by the change feed', 
           Promise.all(nonces.map((n) => inPostgres.admit(request(inP.keyId, n)))),
         ]);
         assert.deepEqual(redisAnswers.map((r) => r.outcome), pgAnswers.map((r) => r.outcome), `rate ${rate}`);
-        // Both keep the bucket in whole microseconds: at 17 a second the interval rounds up, and the
-        // burst's last request (34 × 58,824 µs > 2 s) is refused by both.
-        const admitted = redisAnswers.filter((r) => r.outcome === 'admitted').length;
-        assert.ok(admitted >= rate * 2 - 1 && redisAnswers.at(-1)!.outcome === 'rate_limited', `rate ${rate}: ${admitted} admitted, then limited`);
+        assert.deepEqual(redisAnswers.map((r) => r.outcome), [...nonces.slice(1).map(() => 'admitted'), 'rate_limited'], `rate ${rate}: the burst (rate × 2), then limited`);
+        assert.deepEqual(redisAnswers.slice(0, -1).map((r) => r.rateLimit!.remaining), nonces.slice(1).map((_, i) => rate * 2 - 1 - i), `rate ${rate}: what is left after each`);
         redisAnswers.forEach((r, i) => assert.ok(Math.abs(r.rateLimit!.remaining - pgAnswers[i].rateLimit!.remaining) <= 1, `rate ${rate}, request ${i}: remaining ${r.rateLimit!.remaining} vs ${pgAnswers[i].rateLimit!.remaining}`));
       }
     } finally {

@@ -25,8 +25,25 @@ export class AdmissionRateLimitState1795002700000 implements MigrationInterface 
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`DROP FUNCTION admit_requests(${ARGUMENTS})`);
-    await q.query(`
-      CREATE FUNCTION ${SIGNATURE}
+    await q.query(admitRequestsFunction('CREATE', NEAREST_MICROSECOND_INTERVAL));
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP FUNCTION admit_requests(${ARGUMENTS})`);
+    await new AdmissionInline1795001300000().up(q);
+  }
+}
+
+/** The interval between two tokens as this migration made it: 1 s / rate, to the nearest microsecond. */
+export const NEAREST_MICROSECOND_INTERVAL = 'make_interval(secs => 1 / v_rate)';
+
+/**
+ * This migration's `admit_requests`, with `interval` the SQL expression of the time between two
+ * tokens (of `v_rate`, tokens a second): later migrations change only that (admission-whole-burst).
+ */
+export function admitRequestsFunction(create: 'CREATE' | 'CREATE OR REPLACE', interval: string): string {
+  return `
+      ${create} FUNCTION ${SIGNATURE}
       LANGUAGE plpgsql AS $$
       DECLARE
         v_lock integer;
@@ -72,7 +89,7 @@ export class AdmissionRateLimitState1795002700000 implements MigrationInterface 
           ELSIF NOT p_scope_ok[i] THEN
             outcome := 'forbidden';
           ELSE
-            v_interval := make_interval(secs => 1 / v_rate);
+            v_interval := ${interval};
             INSERT INTO request_nonces (key_id, nonce, seen_at) VALUES (v_key, v_nonce, v_now) ON CONFLICT DO NOTHING;
             IF NOT FOUND THEN
               outcome := 'replayed';
@@ -99,11 +116,5 @@ export class AdmissionRateLimitState1795002700000 implements MigrationInterface 
           END IF;
           RETURN NEXT;
         END LOOP;
-      END $$`);
-  }
-
-  async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP FUNCTION admit_requests(${ARGUMENTS})`);
-    await new AdmissionInline1795001300000().up(q);
-  }
+      END $$`;
 }
