@@ -43,13 +43,13 @@ import { freePort } from '../src/main/child-process';
 import { discoveryAppDeps, listen, postgresCpuSeconds, postgresCpuSpent, processCpuSeconds, redisAdmission } from './support';
 import type { AdmissionParts } from '../src/main/services';
 import type { Admission } from '../src/auth/admission';
+import { findRedisServer } from '../src/main/redis-server';
 
 /** BENCH_ADMISSION=instant's admission: every request admitted at once, a full bucket's RateLimit fields. */
 const instantAdmission: Admission = {
   makesReads: false,
   admit: async () => ({ outcome: 'admitted', retryAfterSeconds: 0, rateLimit: { remaining: 1000, resetSeconds: 1 } }),
 };
-import { findRedisServer } from '../src/main/redis-server';
 
 const settings = {
   databaseUrl: process.env.BENCH_DATABASE_URL,

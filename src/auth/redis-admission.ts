@@ -76,7 +76,10 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
   else
     local bucketKey = prefix .. 'b:' .. key
     local tat = tats[bucketKey]
-    if tat == nil then tat = tonumber(redis.call('GET', bucketKey) or '0') end
+    if tat == nil then
+      tat = tonumber(redis.call('GET', bucketKey) or '0')
+      tats[bucketKey] = tat
+    end
     -- As in Postgres; configuration and the CLI refuse a rate whose bucket holds no request. The
     -- bucket is kept in whole microseconds and the interval rounded down, so a full bucket admits
     -- its whole burst at every rate (migration admission-whole-burst).
@@ -91,11 +94,9 @@ for key, nonce, scopeOk, rateText, signedAtText in string.gmatch(ARGV[3], '(%S+)
         remaining = math.floor((now + window - nextTat) * rate / 1000000 + 1e-9)
         reset = math.ceil((nextTat - now) / 1000000)
       else
-        tats[bucketKey] = tat
         outcome = 'replayed'
       end
     else
-      tats[bucketKey] = tat
       if redis.call('EXISTS', nonceKey) == 1 then
         outcome = 'replayed'
       else

@@ -5,6 +5,13 @@ const FIRST_PAUSE_MS = 20;
 const LONGEST_PAUSE_MS = 250;
 
 /**
+ * How long an inventory change may take to show in search results: both engines follow the
+ * inventory through the listing change feed, so a change shows once its notification is heard, a
+ * moment after its commit.
+ */
+export const SEARCH_SHOWS_CHANGE_WITHIN_MS = 1_000;
+
+/**
  * The tests' one wait for a state: reads with `read` until `ok` holds for what it read, and
  * returns that value. After `ms` it fails, naming what it waited for (`what`, or the source of
  * `ok` when no `what` is given) and the last value read, so that a test never goes on from a

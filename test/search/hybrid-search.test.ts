@@ -8,7 +8,7 @@ import { senseTexts } from '../../src/search/lexicon';
 import { segmentLabel } from '../../src/search/segment';
 import { kindsOf } from '../../src/search/taxonomy';
 import { getStack, newPartner, openSearchEngine } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+import { SEARCH_SHOWS_CHANGE_WITHIN_MS as SHOWN_WITHIN_MS, waitFor } from '../helpers/wait';
 
 type Hit = { name: string; available: boolean; score: number; buy_now_price_cents?: number };
 type Client = Awaited<ReturnType<typeof newPartner>>['client'];
@@ -20,12 +20,6 @@ async function apiSearch(client: Client, q: string): Promise<Hit[]> {
   return res.body.data;
 }
 
-/**
- * How long a change may take to show in the results: both engines follow the inventory through
- * the listing change feed, so a change shows once its notification is heard, a moment after its
- * commit.
- */
-const SHOWN_WITHIN_MS = 1_000;
 
 /**
  * Each engine as a partner meets it: the embedded one through the stack's API (signed requests),

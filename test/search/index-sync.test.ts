@@ -28,7 +28,7 @@ import { Speller } from '../../src/search/spelling';
 import { ExactIndex, HnswIndex, toInt8, VectorStore } from '../../src/search/vector-index';
 import { asKept, byDot, dot, FakeEmbedder, loopWatch, seeded, unitVector } from '../helpers/search-fakes';
 import { getStack, newPartner } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+import { SEARCH_SHOWS_CHANGE_WITHIN_MS as SHOWN_WITHIN_MS, waitFor } from '../helpers/wait';
 
 type Hit = { name: string; available: boolean; buy_now_price_cents: number; currency: string; score: number };
 type Client = Awaited<ReturnType<typeof newPartner>>['client'];
@@ -132,8 +132,6 @@ describe('search index: spelling and query expansion', () => {
  * a hundred more on this host (in one piece, ~1.4 s: none).
  */
 const TURNS_WHILE_APPLIED = 40;
-/** A change reaches the search results once its notification has come (at commit): within a second, as in hybrid-search.test.ts. */
-const SHOWN_WITHIN_MS = 1_000;
 
 describe('search index: following the inventory', () => {
   const made: string[] = [];
