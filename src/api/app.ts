@@ -2,7 +2,7 @@
  * createApp(deps): the Koa application with every middleware composed in one visible order.
  * It never listens; main/api.ts does, and tests drive it over a real socket.
  */
-import Router, { type RouterMiddleware } from '@koa/router';
+import type { RouterMiddleware } from '@koa/router';
 import Koa from 'koa';
 import { logAnswerErrors } from './answer-errors';
 import compose from 'koa-compose';
@@ -50,6 +50,7 @@ import { RESPONSE_EXAMPLES } from './examples';
 import type { EventType } from '../events/outbox';
 import { readiness } from './readiness';
 import { toRouterPath, type RouteSpec } from './route';
+import { ResourceRouters } from './resource-routers';
 import type { AppState } from './state';
 import { PageLimits } from '../pages/limits';
 import { renderPage } from '../pages/render';
@@ -160,19 +161,25 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   const app = new Koa<AppState>({ proxy: deps.config.http.trustProxy ?? false, maxIpsCount: 1 });
   logAnswerErrors(app, (err, clientGone) => (clientGone ? deps.logger.debug({ err }, 'a client went away before its answer was written') : deps.logger.error({ err }, 'an answer failed outside the error mapping')));
   const openapi = buildOpenApiDocument(routes, PUBLIC_ROUTES, deps.config.http.publicBaseUrl, eventWebhooks(), RESPONSE_EXAMPLES);
-  const router = new Router<AppState>();
+  const router = new ResourceRouters<AppState>();
   const auth = { ...deps, admission: deps.admission ?? new AdmissionBatcher(deps.dataSource) };
 
-  router.get('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
-  });
-  router.get('/readyz', readiness(deps));
-  router.get(OPENAPI_PATH, (ctx) => {
-    ctx.body = openapi;
-  });
-  router.get(QUOTE_KEYS_PATH, async (ctx) => {
-    ctx.body = { keys: [await deps.quoteSigner.publicJwk()] };
-  });
+  router.register('/healthz', ['GET'], [
+    (ctx) => {
+      ctx.body = { status: 'ok' };
+    },
+  ]);
+  router.register('/readyz', ['GET'], [readiness(deps)]);
+  router.register(OPENAPI_PATH, ['GET'], [
+    (ctx) => {
+      ctx.body = openapi;
+    },
+  ]);
+  router.register(QUOTE_KEYS_PATH, ['GET'], [
+    async (ctx) => {
+      ctx.body = { keys: [await deps.quoteSigner.publicJwk()] };
+    },
+  ]);
 
   for (const route of routes) {
     router.register(toRouterPath(route.path), [route.method.toUpperCase()], [
@@ -249,15 +256,15 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
     ).routes(),
     docsPages(deps.logger, OPENAPI_PATH).routes(),
   ] as Koa.Middleware<AppState>[]);
-  app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) || PROBES.has(ctx.path) ? next() : limitedPages(ctx, next)));
-  // Partner answers (orders, buyers' emails, money) are never kept by a cache on the way, errors included.
-  app.use(async (ctx, next) => {
+  // Partner answers (orders, buyers' emails, money) are never kept by a cache on the way, errors
+  // included; nor is what a path no page has answers (the API's 404).
+  const noStore = (ctx: Koa.ParameterizedContext<AppState>, next: Koa.Next) => {
     ctx.set('Cache-Control', 'no-store');
-    await next();
-  });
+    return next();
+  };
+  app.use((ctx, next) => (ctx.path.startsWith(API_PREFIX) || PROBES.has(ctx.path) ? noStore(ctx, next) : limitedPages(ctx, () => noStore(ctx, next))));
   app.use(errorMapping(deps.config.http.publicBaseUrl));
+  // Then, for a known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).
   app.use(router.routes());
-  // A known path called with a method it lacks: 405 with Allow (errorMapping gives it the error body).
-  app.use(router.allowedMethods());
   return app;
 }

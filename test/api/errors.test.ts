@@ -55,6 +55,23 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assertErrorShape(await rawRequest(getStack().baseUrl, 'DELETE', '/api/partner/v1/nothing/here', {}), 404, 'not_found');
   });
 
+  it('a path is matched whatever its case and with a trailing slash, each resource by its own router (src/api/resource-routers.ts)', async () => {
+    const { client } = await newPartner();
+    for (const path of ['/API/Partner/V1/Pricing?domain=academy.com', '/api/partner/v1/pricing/?domain=academy.com', '/api/partner/v1/PRICING?domain=academy.com']) {
+      const res = await client.get<{ domain: string }>(path);
+      assert.equal(res.status, 200, path);
+      assert.equal(res.body.domain, 'academy.com');
+    }
+    const order = await client.get('/api/partner/v1/Orders/ord_000000000000000000000000');
+    assertErrorShape(order, 404, 'not_found');
+    assertErrorShape(await client.get('/api/partner/v1//pricing?domain=academy.com'), 404, 'not_found');
+    assertErrorShape(await client.get('/api/partner/v1/'), 404, 'not_found');
+    assert.equal((await rawRequest(getStack().baseUrl, 'GET', '/HEALTHZ/', {})).status, 200);
+    const options = await rawRequest(getStack().baseUrl, 'OPTIONS', '/api/partner/v1/orders', {});
+    assert.equal(options.status, 200);
+    assert.deepEqual(options.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'POST']);
+  });
+
   it('a malformed JSON body is 400 validation_error', async () => {
     const { client } = await newPartner();
     const path = '/api/partner/v1/domains/search?q=coffee';

@@ -8,11 +8,11 @@
  * rate-limited request burns a partner's nonces or budget.
  */
 import type { Middleware } from 'koa';
-import type { Config } from '../../config';
-import { environmentOfKeyId, type CredentialService } from '../../auth/credentials';
+import type { Config, Environment } from '../../config';
+import { environmentOfKeyId, type CredentialService, type ResolvedCredential } from '../../auth/credentials';
 import { HEADER, queryPairs, signatureMatches } from '../../auth/signing';
 import type { Scope } from '../../auth/scopes';
-import { AdmissionUnavailable, type Admission } from '../../auth/admission';
+import { AdmissionUnavailable, type Admission, type AdmissionResult } from '../../auth/admission';
 import { UUID_V4 } from '../../ids';
 import { ApiError } from '../errors';
 import { queryObject } from './validate';
@@ -36,10 +36,6 @@ function reject(message: string): never {
 }
 
 /**
- * CONTRACT §1's first step, before the body is read: a request without a key id is refused
- * whatever its body (an oversized or compressed one included), and its body is never read.
- */
-/**
  * `RateLimit-Policy` and `RateLimit` (IETF httpapi draft, structured fields): the credential's
  * bucket is `rate` requests a second with a burst of `rate × burstMultiplier`, written as that many
  * requests (`q`) per window of the burst's seconds (`w`); `r` is what is left after this request
@@ -54,22 +50,38 @@ export function rateLimitFields(rate: number, burstMultiplier: number, left: { r
   };
 }
 
+/**
+ * CONTRACT §1's first step, before the body is read: a request without a key id is refused
+ * whatever its body (an oversized or compressed one included), and its body is never read.
+ */
 export function requireKeyId(credentials?: Pick<CredentialService, 'peek' | 'resolve'>): Middleware<AppState> {
-  return async (ctx, next) => {
+  // Not async: a credential held in memory (the usual case) costs the request no promise.
+  return (ctx, next) => {
     const keyId = ctx.req.headers[HEADER.keyId];
     if (!keyId) throw new ApiError('missing_credentials', 'the X-Service-Key-Id header is required');
+    if (!credentials || typeof keyId !== 'string') return next();
     // The key is resolved before the body is read: a made-up key id costs no body read.
-    if (credentials && typeof keyId === 'string') ctx.state.credential = await knownCredential(credentials, keyId);
-    await next();
+    const credential = knownCredential(credentials, keyId);
+    if (credential instanceof Promise) {
+      return credential.then((resolved) => {
+        ctx.state.credential = resolved;
+        return next();
+      });
+    }
+    ctx.state.credential = credential;
+    return next();
   };
 }
 
-/** The credential of a key id, or the request refused (unknown, revoked, or of another environment). */
-async function knownCredential(credentials: Pick<CredentialService, 'peek' | 'resolve'>, keyId: string) {
+/** The credential of a key id, or the request refused (unknown, revoked, or of another environment); at once when held in memory. */
+function knownCredential(credentials: Pick<CredentialService, 'peek' | 'resolve'>, keyId: string): ResolvedCredential | Promise<ResolvedCredential> {
   const environment = environmentOfKeyId(keyId);
-  // Held in memory (the usual case): no await.
-  const held = environment ? credentials.peek(keyId) : undefined;
-  const credential = held ? held.value : environment ? await credentials.resolve(keyId) : undefined;
+  if (!environment) reject('unknown key id');
+  const held = credentials.peek(keyId);
+  return held ? usable(held.value, environment) : credentials.resolve(keyId).then((credential) => usable(credential, environment));
+}
+
+function usable(credential: ResolvedCredential | undefined, environment: Environment): ResolvedCredential {
   if (!credential || credential.environment !== environment) reject('unknown key id');
   if (credential.revoked) reject('this credential has been revoked');
   return credential;
@@ -130,8 +142,9 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
       throw new ApiError('rate_limited', `this credential already has ${mine} requests waiting for admission in this process: slow down`, undefined, { 'Retry-After': '1' });
     }
     waiting.set(keyId, mine + 1);
-    const admission = await deps.admission
-      .admit({
+    let admission: AdmissionResult;
+    try {
+      admission = await deps.admission.admit({
         keyId,
         nonce: nonce.toLowerCase(),
         scopeOk,
@@ -140,19 +153,18 @@ export function authenticate(deps: AuthDeps, scopes: readonly Scope[], read?: Ad
         burstMultiplier: deps.config.rateLimits.burstMultiplier,
         signedAt: timestamp,
         read: read && readParams ? { spec: read, params: readParams } : undefined,
-      })
-      .catch((err: unknown) => {
-        if (err instanceof AdmissionUnavailable) {
-          admissionOutcomes.inc({ outcome: 'unavailable' });
-          throw new ApiError('service_unavailable', 'the request could not be admitted right now; send it again (signed anew) shortly', undefined, { 'Retry-After': '1' });
-        }
-        throw err;
-      })
-      .finally(() => {
-        const left = (waiting.get(keyId) ?? 1) - 1;
-        if (left > 0) waiting.set(keyId, left);
-        else waiting.delete(keyId);
       });
+    } catch (err) {
+      if (err instanceof AdmissionUnavailable) {
+        admissionOutcomes.inc({ outcome: 'unavailable' });
+        throw new ApiError('service_unavailable', 'the request could not be admitted right now; send it again (signed anew) shortly', undefined, { 'Retry-After': '1' });
+      }
+      throw err;
+    } finally {
+      const left = (waiting.get(keyId) ?? 1) - 1;
+      if (left > 0) waiting.set(keyId, left);
+      else waiting.delete(keyId);
+    }
 
     admissionOutcomes.inc({ outcome: admission.outcome });
     // The IETF rate-limit fields (CONTRACT §14): the credential's policy and what is left of it.

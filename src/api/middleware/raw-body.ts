@@ -1,5 +1,5 @@
 import getRawBody from 'raw-body';
-import type { Middleware } from 'koa';
+import type { Middleware, Next, ParameterizedContext } from 'koa';
 import { ApiError } from '../errors';
 import type { AppState } from '../state';
 
@@ -11,7 +11,8 @@ const EMPTY = Buffer.alloc(0);
  * A body that cannot be read is the request's fault (400 validation_error), whatever the reason.
  */
 export function rawBody(): Middleware<AppState> {
-  return async (ctx, next) => {
+  // Not async: a request without a body (most are GETs) costs no promise here.
+  return (ctx, next) => {
     const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
     // Decoding would break the signature over the bytes as sent; not decoding would parse gzip as JSON.
     if (encoding && encoding !== 'identity') {
@@ -25,13 +26,17 @@ export function rawBody(): Middleware<AppState> {
       ctx.state.rawBody = EMPTY;
       return next();
     }
-    try {
-      ctx.state.rawBody = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, length: ctx.req.headers['content-length'] });
-    } catch (err) {
-      throw unreadableBody(err as Error & { type?: string }, ctx.state);
-    }
-    await next();
+    return readBody(ctx, next);
   };
+}
+
+async function readBody(ctx: ParameterizedContext<AppState>, next: Next): Promise<void> {
+  try {
+    ctx.state.rawBody = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, length: ctx.req.headers['content-length'] });
+  } catch (err) {
+    throw unreadableBody(err as Error & { type?: string }, ctx.state);
+  }
+  await next();
 }
 
 function unreadableBody(err: Error & { type?: string }, state: AppState): Error {

@@ -20,7 +20,11 @@ function check<T>(schema: ZodType<T> | undefined, value: unknown, location: stri
 export function queryObject(pairs: Iterable<[string, string]>): Record<string, string | string[]> {
   // No prototype: a name such as `__proto__` or `toString` is a name like any other.
   const out: Record<string, string | string[]> = Object.create(null);
-  for (const [name, value] of pairs) {
+  // An indexed loop over an array (authenticate's pairs): V8 optimizes it, where destructuring each pair of an iterator stayed in its baseline tier.
+  const list = Array.isArray(pairs) ? (pairs as Array<[string, string]>) : [...pairs];
+  for (let i = 0; i < list.length; i++) {
+    const name = list[i][0];
+    const value = list[i][1];
     const existing = out[name];
     out[name] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
   }
@@ -79,7 +83,8 @@ export interface ValidatedInput {
 
 /** Parses the JSON body and checks query, path and body against the route's schemas. */
 export function validate(route: RouteSpec): Middleware<AppState & { input?: ValidatedInput }> {
-  return async (ctx, next) => {
+  // Not async: it waits for nothing, so it costs the request no promise of its own.
+  return (ctx, next) => {
     const raw = ctx.state.rawBody ?? Buffer.alloc(0);
     let json: unknown = undefined;
     if (raw.length > 0) {
@@ -111,6 +116,6 @@ export function validate(route: RouteSpec): Middleware<AppState & { input?: Vali
       throw new ApiError('validation_error', problems.map((p) => `${p.field}: ${p.issue}`).join('; '), problems);
     }
     ctx.state.input = input;
-    await next();
+    return next();
   };
 }
