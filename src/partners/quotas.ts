@@ -25,9 +25,15 @@ export interface Quotas {
   open_cases: number;
 }
 
-/** The partner's row lock: a partner's quota checks and the quote or case recorded after them take turns. */
+/**
+ * The partner's row lock: a partner's quota checks and the quote or case recorded after them take
+ * turns. FOR NO KEY UPDATE, not FOR UPDATE: it leaves alone the key-share lock with which Postgres
+ * checks a foreign key, so a transaction writing a row that only references the partner (an
+ * event's counter, an order's ledger lines) is not held back by it; under FOR UPDATE one that had
+ * appended an event and then wrote such a row deadlocked with a case opening here (a 500).
+ */
 async function lockPartner(manager: EntityManager, partnerId: string): Promise<void> {
-  await manager.getRepository(Partner).createQueryBuilder('p').setLock('pessimistic_write').where('p.id = :partnerId', { partnerId }).getOneOrFail();
+  await manager.getRepository(Partner).createQueryBuilder('p').setLock('for_no_key_update').where('p.id = :partnerId', { partnerId }).getOneOrFail();
 }
 
 /** The partner's quotas in an environment: its own where an operator set them, else the defaults. */

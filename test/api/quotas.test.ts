@@ -4,6 +4,9 @@ import { admin } from '../helpers/admin';
 import { brokerableName } from '../helpers/brokerage';
 import { freshDomain, freshDomains, quote } from '../helpers/orders';
 import { getStack, newPartner, ownTemporal } from '../helpers/stack';
+import type { EntityManager } from 'typeorm';
+import { EventCounter } from '../../src/db/entities/partner-event';
+import { checkCaseQuota } from '../../src/partners/quotas';
 
 type Err = { error: { code: string; message: string } };
 
@@ -61,5 +64,39 @@ describe('quotas: active quotes and open brokerage cases per partner and environ
     assert.equal(second.status, 429, second.text);
     assert.equal(second.body.error.code, 'quota_exceeded');
     assert.equal(second.headers.get('retry-after'), '3600');
+  });
+  it("the partner's quota lock makes quota checks take turns, and never holds back a row that only references the partner (no deadlock with an order's event, then its ledger lines)", async () => {
+    const s = getStack();
+    const { partnerId } = await newPartner();
+    const holder = s.dataSource.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    try {
+      await checkCaseQuota(holder.manager, s.config.quotas, partnerId, 'sandbox', true);
+      // Postgres' own wait limit (raw SQL: a setting, not an entity): a write the lock held back fails here instead of waiting.
+      // Each in a transaction rolled back after it.
+      const within = async <T>(work: (tx: EntityManager) => Promise<T>) => {
+        const other = s.dataSource.createQueryRunner();
+        await other.connect();
+        await other.startTransaction();
+        try {
+          await other.query(`SET LOCAL lock_timeout = '1s'`);
+          return await work(other.manager);
+        } finally {
+          await other.rollbackTransaction();
+          await other.release();
+        }
+      };
+      // A row whose foreign key names the partner: Postgres checks it under a key-share lock of the partner's row.
+      await within((tx) => tx.getRepository(EventCounter).insert({ partnerId, environment: 'live', lastSeq: '0' }));
+      await assert.rejects(
+        within((tx) => checkCaseQuota(tx, s.config.quotas, partnerId, 'sandbox', true)),
+        (err: Error & { driverError?: { code?: string } }) => err.driverError?.code === '55P03',
+        "a second quota check waits for the first (lock_not_available after the 1 s limit)",
+      );
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
   });
 });
