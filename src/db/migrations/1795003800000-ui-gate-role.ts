@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { forDeploymentRoles } from './deployment-roles';
 
 /**
  * The operators' Temporal UI gate (src/temporal/ui-gate.ts) faces every signed-in employee, and
@@ -11,29 +12,27 @@ export class UiGateRole1795003800000 implements MigrationInterface {
   name = 'UiGateRole1795003800000';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`
-      DO $$
-      BEGIN
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'partner_api_ui_gate') THEN
+    await q.query(
+      forDeploymentRoles({
+        partner_api_ui_gate: `
           REVOKE ALL ON ALL TABLES IN SCHEMA public FROM partner_api_ui_gate;
           REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM partner_api_ui_gate;
           GRANT INSERT ON operator_actions TO partner_api_ui_gate;
           -- The insert reads back what the database filled in (id, at, outcome); no operator's name or arguments.
           GRANT SELECT (id, at, outcome) ON operator_actions TO partner_api_ui_gate;
           GRANT USAGE ON SEQUENCE operator_actions_id_seq TO partner_api_ui_gate;
-          GRANT SELECT ON migrations TO partner_api_ui_gate;
-        END IF;
-      END $$`);
+          GRANT SELECT ON migrations TO partner_api_ui_gate;`,
+      }),
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`
-      DO $$
-      BEGIN
-        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'partner_api_ui_gate') THEN
+    await q.query(
+      forDeploymentRoles({
+        partner_api_ui_gate: `
           REVOKE ALL ON ALL TABLES IN SCHEMA public FROM partner_api_ui_gate;
-          REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM partner_api_ui_gate;
-        END IF;
-      END $$`);
+          REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM partner_api_ui_gate;`,
+      }),
+    );
   }
 }
