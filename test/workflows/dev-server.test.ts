@@ -32,6 +32,10 @@ import { recordHistory } from '../helpers/histories';
 import { PATCHES, type PatchEntry } from '../../workflows/patches';
 import { launchBrowser, screenshotsDir } from '../helpers/browser';
 import path from 'node:path';
+import net from 'node:net';
+import os from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { startDevServer } from '../../src/temporal/dev-server';
 
 /**
  * What only a full server shows: visibility queries, Schedules and the UI's summaries. The
@@ -381,6 +385,27 @@ describe('on the Temporal dev server: the UI answers operators, the month end is
       if (!v1Stopped) v1.shutdown();
       v2.shutdown();
       await Promise.all([v1Run, v2Run]);
+    }
+  });
+});
+
+describe('npm start’s Temporal dev server', () => {
+  it('one that cannot start says why: its last words are in the error (its log may be gone with its data directory)', async () => {
+    const s = getStack();
+    const cliPath = await ensureTemporalCli(s.config.toolCacheDir, s.config.temporal.cliPath);
+    if (!cliPath) throw new Error('no Temporal CLI and no Go to build one');
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'partner-api-dev-server-'));
+    try {
+      const port = (taken.address() as net.AddressInfo).port;
+      await assert.rejects(
+        startDevServer({ cliPath, dataDir, port, uiPort: await freePort(), namespace: 'default', log: () => undefined }),
+        (err: Error) => /exited with code 1.*; it said last:\n.*address already in use/s.test(err.message),
+      );
+    } finally {
+      taken.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
