@@ -1,13 +1,15 @@
 /**
  * The API's routes in one @koa/router per resource: the first path segment under
  * /api/partner/v1/ (`orders` for /api/partner/v1/orders/{public_id}); every other path in one
- * router more. @koa/router tests every route's pattern against each request, so with one router
- * each signed request paid for all ~60 of them (about 2 µs, bench/RESULTS.md); here it is tested
+ * router more. @koa/router tests every route's pattern against each request and builds its chain,
+ * so with one router each signed request was tested against all 33 routes (the router was 4.9 %
+ * of the API's CPU under signed load, 3.2 % after this: bench/RESULTS.md, 2026-12-04); here
  * against its resource's few.
  *
  * What a request meets is unchanged: paths match case-insensitively and with or without a
  * trailing slash, as the router matches them, and a known path with a method it lacks gets the
- * router's 405 with Allow (501 for a method no route has), from the same router that holds it.
+ * router's answer from the same router that holds it (405 with Allow; for a method outside the
+ * router's list its 501, which the error mapping answers as 405 or 404).
  */
 import Router, { type RouterMiddleware } from '@koa/router';
 import type Koa from 'koa';
@@ -22,13 +24,14 @@ export function resourceOf(path: string): string {
 }
 
 export class ResourceRouters<S> {
-  private readonly routers = new Map<string, Router<S>>();
+  /** '' (the paths outside /api/partner/v1/, and the fallback) always has one: its allowedMethods answers any path no resource has. */
+  private readonly routers = new Map<string, Router<S>>([['', new Router<S>()]]);
 
   /** As Router.register: `path` in the router's form (`/orders/:public_id`). */
   register(path: string, methods: string[], middleware: RouterMiddleware<S>[]): void {
     const resource = resourceOf(path);
-    // A request's resource is read from its path, so a route's must be written out.
-    if (resource.startsWith(':')) throw new Error(`${path}: the first segment under ${PREFIX} must be fixed`);
+    // A request's resource is read from its path, so a route's must be written out in full.
+    if (/[:*(]/.test(resource)) throw new Error(`${path}: the first segment under ${PREFIX} must be fixed`);
     let router = this.routers.get(resource);
     if (!router) this.routers.set(resource, (router = new Router<S>()));
     router.register(path, methods, middleware);
@@ -43,7 +46,7 @@ export class ResourceRouters<S> {
       byResource.set(resource, (ctx, next) => routes(ctx, () => allowed(ctx, next)));
     }
     // Under the prefix, a resource no route has: the other paths' router finds nothing, as the one router did.
-    const others = byResource.get('') ?? ((_ctx, next) => next());
+    const others = byResource.get('')!;
     const dispatch: Koa.Middleware<S> = (ctx, next) => (byResource.get(resourceOf(ctx.path)) ?? others)(ctx, next);
     // With tracing on, OpenTelemetry's Koa instrumentation finds a router's routes through the
     // `router` of what app.use is given (as @koa/router's own dispatch carries it) and times each
