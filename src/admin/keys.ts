@@ -35,7 +35,7 @@ export async function rotateSealedSecrets(dataSource: DataSource, secretBox: Sec
         .where('c.key_id > :after', { after })
         .orderBy('c.key_id')
         .limit(BATCH)
-        .setLock('pessimistic_write')
+        .setLock('for_no_key_update')
         .getMany();
       for (const row of rows) {
         const stale = !secretBox.isCurrent(row.secretSealed, row.keyId);
@@ -58,7 +58,7 @@ export async function rotateSealedSecrets(dataSource: DataSource, secretBox: Sec
           .getRepository(WebhookEndpoint)
           .createQueryBuilder('w')
           .where('w.partner_id = :partnerId AND w.environment = :environment', key)
-          .setLock('pessimistic_write')
+          .setLock('for_no_key_update')
           .getOne();
         if (!row) continue;
         const reseal = (sealed: Buffer) => secretBox.seal(secretBox.open(sealed, aad(row)), aad(row));

@@ -26,7 +26,7 @@ export type AdmissionStoreName = AdmissionStore['store'];
 export async function recordAdmissionStore(dataSource: DataSource, store: AdmissionStoreName, redis?: RedisAdmission): Promise<boolean> {
   const storeId = store === 'redis' ? (redis?.storeId ?? null) : null;
   return dataSource.transaction(async (m) => {
-    const row = await m.getRepository(AdmissionStore).createQueryBuilder('s').setLock('pessimistic_write').getOne();
+    const row = await m.getRepository(AdmissionStore).createQueryBuilder('s').setLock('for_no_key_update').getOne();
     if (row?.store === store && (row.storeId === storeId || row.storeId === null)) {
       // The same store (a row from before store ids names no Redis: it is taken as this one).
       if (row.storeId !== storeId) await m.getRepository(AdmissionStore).update({ singleton: true }, { storeId });

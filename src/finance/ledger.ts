@@ -70,7 +70,7 @@ export async function openPeriodFor(tx: EntityManager, partnerId: string, enviro
       .execute();
     const settlement = await settlements
       .createQueryBuilder('s')
-      .setLock('pessimistic_write')
+      .setLock('for_no_key_update')
       .where('s.partner_id = :partnerId AND s.environment = :environment AND s.period_start = :periodStart AND s.currency = :currency', { partnerId, environment, periodStart, currency })
       .getOneOrFail();
     if (settlement.status === 'open') return periodStart;

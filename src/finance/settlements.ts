@@ -121,7 +121,7 @@ export async function closeSettlements(
   for (const { id } of due) {
     onEach();
     const done = await dataSource.transaction(async (tx) => {
-      const s = await tx.getRepository(Settlement).createQueryBuilder('s').setLock('pessimistic_write').where('s.id = :id', { id }).getOneOrFail();
+      const s = await tx.getRepository(Settlement).createQueryBuilder('s').setLock('for_no_key_update').where('s.id = :id', { id }).getOneOrFail();
       if (s.status !== 'open' || s.periodStart >= before) return false;
       const figures = (await figuresFromLedger(tx, s.partnerId, s.environment, [s])).get(periodKey(s.periodStart, s.currency))!;
       await tx.getRepository(Settlement).update(

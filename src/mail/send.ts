@@ -69,7 +69,7 @@ export class EmailBeingSent extends Error {}
  */
 export async function sendQueuedEmail(deps: MailDeps, emailId: string): Promise<SendOutcome> {
   const claim = await deps.dataSource.transaction(async (tx) => {
-    const email = await tx.getRepository(Email).createQueryBuilder('e').where('e.id = :emailId', { emailId }).setLock('pessimistic_write').getOne();
+    const email = await tx.getRepository(Email).createQueryBuilder('e').where('e.id = :emailId', { emailId }).setLock('for_no_key_update').getOne();
     if (!email) throw new Error(`no email ${emailId}`);
     if (email.status === 'sent') return 'already_sent' as const;
     if (email.status === 'failed') return 'failed_before' as const;

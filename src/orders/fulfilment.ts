@@ -42,7 +42,7 @@ export interface TransitionResult {
 }
 
 export async function loadOrderForUpdate(tx: EntityManager, orderId: string): Promise<Order> {
-  return tx.getRepository(Order).createQueryBuilder('o').setLock('pessimistic_write').where('o.id = :orderId', { orderId }).getOneOrFail();
+  return tx.getRepository(Order).createQueryBuilder('o').setLock('for_no_key_update').where('o.id = :orderId', { orderId }).getOneOrFail();
 }
 
 /** Puts the name back on the market if, and only if, this order still holds it. */

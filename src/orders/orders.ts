@@ -66,7 +66,7 @@ export async function recordOrder(
         ? { requestHash: hash, responseStatus: null, responseBody: null, orderId: null }
         : await keys
             .createQueryBuilder('k')
-            .setLock('pessimistic_write')
+            .setLock('for_no_key_update')
             .where('k.partner_id = :partnerId AND k.environment = :environment AND k.key = :key', keyOf)
             .getOneOrFail();
     if (claim.requestHash !== hash) {
@@ -107,7 +107,7 @@ async function createOrderRow(tx: EntityManager, input: { partnerId: string; env
     .createQueryBuilder('q')
     // The database's clock decides lateness: an order must not ride on a quote whose timer is late.
     .addSelect('q.expires_at <= now()', 'past_expiry')
-    .setLock('pessimistic_write')
+    .setLock('for_no_key_update')
     .where('q.public_id = :quoteId AND q.partner_id = :partnerId AND q.environment = :environment', {
       quoteId: input.body.quote_id,
       partnerId: input.partnerId,
@@ -124,7 +124,7 @@ async function createOrderRow(tx: EntityManager, input: { partnerId: string; env
   if (input.body.sale_price_cents !== quote.priceCents) {
     throw new ContractError('price_mismatch', `sale_price_cents ${input.body.sale_price_cents} differs from the quote's price ${quote.priceCents} ${quote.currency}`);
   }
-  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: quote.domainId }).getOneOrFail();
+  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('for_no_key_update').where('d.id = :id', { id: quote.domainId }).getOneOrFail();
   await tx.getRepository(Quote).update({ id: quote.id }, { status: 'consumed', closedAt: () => 'now()' });
   return recordSale(tx, {
     partnerId: input.partnerId,

@@ -49,7 +49,7 @@ export async function reserveQuote(
     const domain = await tx
       .getRepository(Domain)
       .createQueryBuilder('d')
-      .setLock('pessimistic_write')
+      .setLock('for_no_key_update')
       .where('d.environment = :environment AND d.name = :name', { environment: input.environment, name: input.domain })
       .getOne();
     quotableOrThrow(input.domain, domain?.status);
@@ -85,7 +85,7 @@ export function newQuotePublicId(): string {
  */
 export async function expireQuote(dataSource: DataSource, quotePublicId: string): Promise<'expired' | 'consumed' | 'absent'> {
   return dataSource.transaction(async (tx) => {
-    const quote = await tx.getRepository(Quote).createQueryBuilder('q').setLock('pessimistic_write').where('q.public_id = :quotePublicId', { quotePublicId }).getOne();
+    const quote = await tx.getRepository(Quote).createQueryBuilder('q').setLock('for_no_key_update').where('q.public_id = :quotePublicId', { quotePublicId }).getOne();
     if (!quote) return 'absent';
     if (quote.status === 'consumed') return 'consumed';
     if (quote.status === 'active') {

@@ -46,7 +46,7 @@ function step(step: string, by: string, detail?: string): ApplicationStep {
 const appendStep = (history: ApplicationStep[], s: ApplicationStep) => [...history, s];
 
 async function lockApplication(manager: EntityManager, where: { id?: string; partnerId?: string }): Promise<PartnerApplication | null> {
-  const qb = manager.getRepository(PartnerApplication).createQueryBuilder('a').setLock('pessimistic_write');
+  const qb = manager.getRepository(PartnerApplication).createQueryBuilder('a').setLock('for_no_key_update');
   if (where.id) qb.where('a.id = :id', { id: where.id });
   else qb.where('a.partner_id = :partnerId', { partnerId: where.partnerId });
   return qb.getOne();

@@ -23,7 +23,7 @@ import { publicId } from '../ids';
 import { commissionCents } from '../money';
 
 async function lockSale(tx: EntityManager, where: { id?: string; orderId?: string }): Promise<ReferralSale | null> {
-  const q = tx.getRepository(ReferralSale).createQueryBuilder('s').setLock('pessimistic_write');
+  const q = tx.getRepository(ReferralSale).createQueryBuilder('s').setLock('for_no_key_update');
   if (where.id) q.where('s.id = :id', { id: where.id });
   else q.where('s.order_id = :orderId', { orderId: where.orderId });
   return q.getOne();

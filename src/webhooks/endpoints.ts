@@ -76,7 +76,7 @@ export async function registerEndpoint(
       .execute();
     // RETURNING gives a row only when the insert happened (not when the conflict skipped it).
     if ((inserted.raw as unknown[]).length) return endpoints.findOneByOrFail(key);
-    const current = await endpoints.createQueryBuilder('w').where('w.partner_id = :partnerId AND w.environment = :environment', key).setLock('pessimistic_write').getOneOrFail();
+    const current = await endpoints.createQueryBuilder('w').where('w.partner_id = :partnerId AND w.environment = :environment', key).setLock('for_no_key_update').getOneOrFail();
     const replaced = secretBox.open(current.secretSealed, aad(input.partnerId, input.environment)) !== secret;
     await endpoints.update(key, {
       url: input.url,
