@@ -9,6 +9,7 @@ import type { SecretBox } from '../auth/secret-box';
 import { Credential } from '../db/entities/credential';
 import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
 import { webhookSecretAad } from '../webhooks/endpoints';
+import { ROW_LOCK } from '../db/row-lock';
 
 const BATCH = 200;
 
@@ -35,7 +36,7 @@ export async function rotateSealedSecrets(dataSource: DataSource, secretBox: Sec
         .where('c.key_id > :after', { after })
         .orderBy('c.key_id')
         .limit(BATCH)
-        .setLock('for_no_key_update')
+        .setLock(ROW_LOCK)
         .getMany();
       for (const row of rows) {
         const stale = !secretBox.isCurrent(row.secretSealed, row.keyId);
@@ -58,7 +59,7 @@ export async function rotateSealedSecrets(dataSource: DataSource, secretBox: Sec
           .getRepository(WebhookEndpoint)
           .createQueryBuilder('w')
           .where('w.partner_id = :partnerId AND w.environment = :environment', key)
-          .setLock('for_no_key_update')
+          .setLock(ROW_LOCK)
           .getOne();
         if (!row) continue;
         const reseal = (sealed: Buffer) => secretBox.seal(secretBox.open(sealed, aad(row)), aad(row));

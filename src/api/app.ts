@@ -164,22 +164,16 @@ export function createApp(deps: AppDeps, routes: RouteSpec[] = partnerRoutes(dep
   const router = new ResourceRouters<AppState>();
   const auth = { ...deps, admission: deps.admission ?? new AdmissionBatcher(deps.dataSource) };
 
-  router.register('/healthz', ['GET'], [
-    (ctx) => {
-      ctx.body = { status: 'ok' };
-    },
-  ]);
-  router.register('/readyz', ['GET'], [readiness(deps)]);
-  router.register(OPENAPI_PATH, ['GET'], [
-    (ctx) => {
-      ctx.body = openapi;
-    },
-  ]);
-  router.register(QUOTE_KEYS_PATH, ['GET'], [
-    async (ctx) => {
-      ctx.body = { keys: [await deps.quoteSigner.publicJwk()] };
-    },
-  ]);
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', readiness(deps));
+  router.get(OPENAPI_PATH, (ctx) => {
+    ctx.body = openapi;
+  });
+  router.get(QUOTE_KEYS_PATH, async (ctx) => {
+    ctx.body = { keys: [await deps.quoteSigner.publicJwk()] };
+  });
 
   for (const route of routes) {
     router.register(toRouterPath(route.path), [route.method.toUpperCase()], [

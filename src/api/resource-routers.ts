@@ -37,6 +37,10 @@ export class ResourceRouters<S> {
     router.register(path, methods, middleware);
   }
 
+  get(path: string, middleware: RouterMiddleware<S>): void {
+    this.register(path, ['GET'], [middleware]);
+  }
+
   /** The routers' routes, then their allowedMethods (405, 501, OPTIONS), as app.use(router.routes()) and app.use(router.allowedMethods()) would. */
   routes(): Koa.Middleware<S> {
     const byResource = new Map<string, Koa.Middleware<S>>();

@@ -16,6 +16,7 @@ import { dedicatedClient } from '../db/dedicated-client';
 import { AdmissionEpoch, AdmissionStore } from '../db/entities/admission';
 import { Credential } from '../db/entities/credential';
 import type { RedisAdmission } from './redis-admission';
+import { ROW_LOCK } from '../db/row-lock';
 
 export type AdmissionStoreName = AdmissionStore['store'];
 
@@ -26,7 +27,7 @@ export type AdmissionStoreName = AdmissionStore['store'];
 export async function recordAdmissionStore(dataSource: DataSource, store: AdmissionStoreName, redis?: RedisAdmission): Promise<boolean> {
   const storeId = store === 'redis' ? (redis?.storeId ?? null) : null;
   return dataSource.transaction(async (m) => {
-    const row = await m.getRepository(AdmissionStore).createQueryBuilder('s').setLock('for_no_key_update').getOne();
+    const row = await m.getRepository(AdmissionStore).createQueryBuilder('s').setLock(ROW_LOCK).getOne();
     if (row?.store === store && (row.storeId === storeId || row.storeId === null)) {
       // The same store (a row from before store ids names no Redis: it is taken as this one).
       if (row.storeId !== storeId) await m.getRepository(AdmissionStore).update({ singleton: true }, { storeId });

@@ -13,6 +13,7 @@ import { bookBrokerageDeal } from '../finance/sales';
 import { commissionCents } from '../money';
 import type { CaseStatus } from '../../workflows/brokerage-messages';
 import { caseEventData } from './cases';
+import { ROW_LOCK } from '../db/row-lock';
 
 export interface CaseMoveInput {
   caseId: string;
@@ -29,7 +30,7 @@ export interface CaseMoveInput {
 export type CaseMoveResult = { status: CaseStatus; priceCents: number | null; applied: boolean; event: { partnerId: string; environment: Environment }; emailKey?: string } | 'absent';
 
 async function lockCase(tx: import('typeorm').EntityManager, caseId: string): Promise<BrokerageCase | null> {
-  return tx.getRepository(BrokerageCase).createQueryBuilder('c').setLock('for_no_key_update').where('c.id = :caseId', { caseId }).getOne();
+  return tx.getRepository(BrokerageCase).createQueryBuilder('c').setLock(ROW_LOCK).where('c.id = :caseId', { caseId }).getOne();
 }
 
 export async function applyCaseMove(dataSource: DataSource, input: CaseMoveInput): Promise<CaseMoveResult> {
@@ -72,7 +73,7 @@ export async function recordFollowUp(dataSource: DataSource, caseId: string, fol
 /** Revokes the case's progress link: every link given out so far stops working; the case answers a new one. */
 export async function revokeProgressLink(dataSource: DataSource, casePublicId: string): Promise<BrokerageCase | null> {
   return dataSource.transaction(async (tx) => {
-    const c = await tx.getRepository(BrokerageCase).createQueryBuilder('c').setLock('for_no_key_update').where('c.public_id = :casePublicId', { casePublicId }).getOne();
+    const c = await tx.getRepository(BrokerageCase).createQueryBuilder('c').setLock(ROW_LOCK).where('c.public_id = :casePublicId', { casePublicId }).getOne();
     if (!c) return null;
     await tx.getRepository(BrokerageCase).update({ id: c.id }, { linkVersion: c.linkVersion + 1 });
     return Object.assign(c, { linkVersion: c.linkVersion + 1 });

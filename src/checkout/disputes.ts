@@ -21,6 +21,7 @@ import { reverseSale } from '../finance/sales';
 import { publicId } from '../ids';
 import { loadOrderView } from '../orders/order-view';
 import { reverseCommissionOfOrder } from '../referral/commissions';
+import { ROW_LOCK } from '../db/row-lock';
 
 export interface DisputeView {
   dispute_id: string;
@@ -66,7 +67,7 @@ function disputePosting(d: CardDispute, step: 'opened' | 'won' | 'lost', at: Dat
 }
 
 async function lockOrder(tx: EntityManager, orderId: string): Promise<Order> {
-  return tx.getRepository(Order).createQueryBuilder('o').setLock('for_no_key_update').where('o.id = :orderId', { orderId }).getOneOrFail();
+  return tx.getRepository(Order).createQueryBuilder('o').setLock(ROW_LOCK).where('o.id = :orderId', { orderId }).getOneOrFail();
 }
 
 /** `charge.dispute.created`: answers what it did (`known`: this dispute was opened before). */
@@ -107,7 +108,7 @@ export async function closeDispute(dataSource: DataSource, processorDisputeId: s
     const found = await tx.getRepository(CardDispute).findOneBy({ processorDisputeId });
     if (!found) return 'unknown';
     const order = await lockOrder(tx, found.orderId);
-    const dispute = await tx.getRepository(CardDispute).createQueryBuilder('d').setLock('for_no_key_update').where('d.id = :id', { id: found.id }).getOneOrFail();
+    const dispute = await tx.getRepository(CardDispute).createQueryBuilder('d').setLock(ROW_LOCK).where('d.id = :id', { id: found.id }).getOneOrFail();
     if (dispute.status !== 'open') return 'already';
     if (outcome === 'won') {
       await post(tx, disputePosting(dispute, 'won', at, ACCOUNT.disputesHeld, ACCOUNT.serviceCash));

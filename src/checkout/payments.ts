@@ -20,6 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { SandboxCharge, SandboxRefund } from '../db/entities/sandbox-charge';
+import { ROW_LOCK } from '../db/row-lock';
 
 export interface CardPayment {
   /** Idempotency key: one attempt, one charge (`<session_id>:<attempt>`). */
@@ -112,7 +113,7 @@ export class SandboxCardProcessor implements PaymentPort {
 
   async refund(paymentRef: string, amountCents: number, idempotencyKey: string): Promise<void> {
     await this.dataSource.transaction(async (tx) => {
-      const charge = await tx.getRepository(SandboxCharge).createQueryBuilder('c').setLock('for_no_key_update').where('c.payment_ref = :paymentRef', { paymentRef }).getOne();
+      const charge = await tx.getRepository(SandboxCharge).createQueryBuilder('c').setLock(ROW_LOCK).where('c.payment_ref = :paymentRef', { paymentRef }).getOne();
       if (!charge || charge.status !== 'approved') throw new Error(`sandbox charge ${paymentRef} cannot be refunded (${charge?.status ?? 'unknown'})`);
       const inserted = await tx.getRepository(SandboxRefund).createQueryBuilder().insert().values({ idempotencyKey, chargeId: charge.id, amountCents }).orIgnore().returning(['id']).execute();
       if ((inserted.raw as unknown[]).length === 0) return; // asked before: refunded once

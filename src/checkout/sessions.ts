@@ -27,6 +27,7 @@ import type { CheckoutPageToken } from './page-token';
 import type { Authorization, CardPayment, PaymentPort } from './payments';
 import { bookCardMoney } from './card-refunds';
 import { CheckoutEndsTooSoon, type StripeCheckout } from './stripe';
+import { ROW_LOCK } from '../db/row-lock';
 
 export const CHECKOUT_SESSION_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -177,7 +178,7 @@ export async function findSession(dataSource: DataSource, sessionPublicId: strin
 /** The session's timer fired: an open session expires; a paid one is left alone; one being paid is waited for. */
 export async function expireSession(dataSource: DataSource, sessionPublicId: string): Promise<'expired' | 'complete' | 'absent'> {
   return dataSource.transaction(async (tx) => {
-    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('for_no_key_update').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock(ROW_LOCK).where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session) return 'absent';
     if (session.status === 'complete') return 'complete';
     // A payment out with the processor is settled first (by its payer, or the recovery sweep
@@ -428,7 +429,7 @@ async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublic
     // The database's clock decides lateness, as for quotes: a session past its 7 days takes no
     // payment even while its workflow's timer is late.
     .addSelect('s.expires_at <= now()', 'past_expiry')
-    .setLock('for_no_key_update')
+    .setLock(ROW_LOCK)
     .setOnLocked('nowait')
     .where('s.public_id = :sessionPublicId', { sessionPublicId })
     .getRawAndEntities<{ past_expiry: boolean }>();
@@ -450,7 +451,7 @@ async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublic
   const processor = deps.payments[session.environment];
   // A card is taken only where a card processor is; a hosted attempt only where its processor is.
   if (mode === 'card' ? !processor : !deps.hosted?.[session.environment]) return { kind: 'no_processor' };
-  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('for_no_key_update').where('d.id = :id', { id: session.domainId }).getOneOrFail();
+  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock(ROW_LOCK).where('d.id = :id', { id: session.domainId }).getOneOrFail();
   if (domain.status !== 'listed') return { kind: 'unavailable', reason: `${domain.name} has just been ${domain.status === 'sold' ? 'sold' : 'reserved by another buyer'}.` };
   if (domain.buyNowPriceCents !== session.priceCents || domain.currency !== session.currency) return { kind: 'unavailable', reason: `The price of ${domain.name} has changed since this checkout was opened.` };
   // Held while the card is out: reserved with no quote (no quote, order or other checkout takes it).
@@ -467,7 +468,7 @@ async function claimSession(tx: EntityManager, deps: CheckoutDeps, sessionPublic
  */
 async function releaseClaim(dataSource: DataSource, sessionPublicId: string, attempt: number, why: 'declined' | 'not_charged' | 'no_answer'): Promise<boolean> {
   return dataSource.transaction(async (tx) => {
-    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('for_no_key_update').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock(ROW_LOCK).where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session?.payingSince || session.paymentAttempt !== attempt) return false;
     await tx
       .getRepository(Domain)
@@ -504,10 +505,10 @@ type Recorded = { kind: 'paid'; session: CheckoutSession; orderPublicId: string;
  */
 async function recordPaidSession(dataSource: DataSource, sessionPublicId: string, attempt: number, auth: Extract<Authorization, { approved: true }>): Promise<Recorded> {
   return dataSource.transaction(async (tx): Promise<Recorded> => {
-    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock('for_no_key_update').where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
+    const session = await tx.getRepository(CheckoutSession).createQueryBuilder('s').setLock(ROW_LOCK).where('s.public_id = :sessionPublicId', { sessionPublicId }).getOne();
     if (!session?.payingSince || session.paymentAttempt !== attempt || !session.payingDetails) return { kind: 'stale' };
     const details = session.payingDetails;
-    const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('for_no_key_update').where('d.id = :id', { id: session.domainId }).getOneOrFail();
+    const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock(ROW_LOCK).where('d.id = :id', { id: session.domainId }).getOneOrFail();
     await tx.getRepository(CheckoutPayment).insert({
       sessionId: session.id,
       processor: auth.processor,

@@ -17,6 +17,7 @@ import { Settlement } from '../db/entities/settlement';
 import { publicId } from '../ids';
 import { nextPeriodStart, periodEndOf, periodStartOf } from './periods';
 import { ledgerPostings } from '../metrics/metrics';
+import { ROW_LOCK } from '../db/row-lock';
 
 /** Account names; amounts are positive on the debit side (see the ledger migration). */
 export const ACCOUNT = {
@@ -70,7 +71,7 @@ export async function openPeriodFor(tx: EntityManager, partnerId: string, enviro
       .execute();
     const settlement = await settlements
       .createQueryBuilder('s')
-      .setLock('for_no_key_update')
+      .setLock(ROW_LOCK)
       .where('s.partner_id = :partnerId AND s.environment = :environment AND s.period_start = :periodStart AND s.currency = :currency', { partnerId, environment, periodStart, currency })
       .getOneOrFail();
     if (settlement.status === 'open') return periodStart;

@@ -16,6 +16,7 @@ import { publicId } from '../ids';
 import { ACCOUNT, post } from './ledger';
 import { periodEndOf } from './periods';
 import type { PayoutSummary } from '../../workflows/messages';
+import { ROW_LOCK } from '../db/row-lock';
 
 /** A payout as GET /payouts shows it (the same shape a payout run answers). */
 export type PayoutView = PayoutSummary;
@@ -51,9 +52,8 @@ export async function runPayouts(dataSource: DataSource, environment: Environmen
   for (const partnerId of partnerIds) {
     onEach();
     const payouts = await dataSource.transaction(async (tx) => {
-      // One run per partner at a time: the partner's row lock (FOR NO KEY UPDATE, as the quota
-      // checks take it: rows that only reference the partner are written meanwhile).
-      await tx.getRepository(Partner).createQueryBuilder('p').setLock('for_no_key_update').where('p.id = :partnerId', { partnerId }).getOneOrFail();
+      // One run per partner at a time: the partner's row lock.
+      await tx.getRepository(Partner).createQueryBuilder('p').setLock(ROW_LOCK).where('p.id = :partnerId', { partnerId }).getOneOrFail();
       const owed = await unpaid(tx, environment, partnerId);
       const created: Payout[] = [];
       for (const currency of [...new Set(owed.map((l) => l.currency))].sort()) {

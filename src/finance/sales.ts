@@ -16,6 +16,7 @@ import type { DataSource } from 'typeorm';
 import { Order as OrderRow } from '../db/entities/order';
 import { CheckoutPayment } from '../db/entities/checkout-session';
 import { SERVICE_REFUND_WINDOW_MS } from '../../workflows/messages';
+import { ROW_LOCK } from '../db/row-lock';
 
 /** Books the completed order at the rate fixed on it; a retry finds the sale booked and does nothing. */
 export async function bookSale(tx: EntityManager, order: Order, at: Date): Promise<void> {
@@ -129,7 +130,7 @@ export async function bookBrokerageDeal(tx: EntityManager, deal: Pick<BrokerageC
  * was already reversed.
  */
 export async function reverseSale(tx: EntityManager, transactionId: string, at: Date): Promise<boolean> {
-  const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('for_no_key_update').where('t.id = :transactionId', { transactionId }).getOneOrFail();
+  const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock(ROW_LOCK).where('t.id = :transactionId', { transactionId }).getOneOrFail();
   if (txn.status === 'reversed') return false;
   const sale = await tx.getRepository(LedgerPosting).findOneByOrFail({ transactionId, kind: 'sale' });
   const entries = await tx.getRepository(LedgerEntry).findBy({ postingId: sale.id });
@@ -163,8 +164,8 @@ export const payableKey = (transactionId: string) => `transaction:${transactionI
  */
 export async function makeCommissionPayable(dataSource: DataSource, orderId: string, at: Date): Promise<'payable' | 'reversed' | 'not_booked' | 'never'> {
   return dataSource.transaction(async (tx) => {
-    const order = await tx.getRepository(OrderRow).createQueryBuilder('o').setLock('for_no_key_update').where('o.id = :orderId', { orderId }).getOneOrFail();
-    const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('for_no_key_update').where('t.order_id = :orderId', { orderId }).getOne();
+    const order = await tx.getRepository(OrderRow).createQueryBuilder('o').setLock(ROW_LOCK).where('o.id = :orderId', { orderId }).getOneOrFail();
+    const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock(ROW_LOCK).where('t.order_id = :orderId', { orderId }).getOne();
     if (!txn) return order.status === 'REFUNDED' || order.status === 'TRANSFER_FAILED' ? 'never' : 'not_booked';
     if (txn.status === 'reversed') return 'reversed';
     await postPayable(tx, txn, at);

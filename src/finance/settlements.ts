@@ -11,6 +11,7 @@ import { ACCOUNT } from './ledger';
 import { periodStartOf } from './periods';
 import { databaseNow } from '../db/clock';
 import { CLOSE_GRACE_MS } from '../../workflows/messages';
+import { ROW_LOCK } from '../db/row-lock';
 
 export interface SettlementFigures {
   gross_sold_cents: number;
@@ -121,7 +122,7 @@ export async function closeSettlements(
   for (const { id } of due) {
     onEach();
     const done = await dataSource.transaction(async (tx) => {
-      const s = await tx.getRepository(Settlement).createQueryBuilder('s').setLock('for_no_key_update').where('s.id = :id', { id }).getOneOrFail();
+      const s = await tx.getRepository(Settlement).createQueryBuilder('s').setLock(ROW_LOCK).where('s.id = :id', { id }).getOneOrFail();
       if (s.status !== 'open' || s.periodStart >= before) return false;
       const figures = (await figuresFromLedger(tx, s.partnerId, s.environment, [s])).get(periodKey(s.periodStart, s.currency))!;
       await tx.getRepository(Settlement).update(

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import { recentOutput } from '../main/child-process';
 
 export interface Mailpit {
   smtpUrl: string;
@@ -34,13 +35,7 @@ export async function startMailpit(binary: string, options: { smtpPort: number; 
   const args = ['--smtp', `127.0.0.1:${options.smtpPort}`, '--listen', `127.0.0.1:${options.uiPort}`, '--smtp-auth-accept-any', '--smtp-auth-allow-insecure', '--disable-version-check'];
   if (options.database) args.push('--database', options.database);
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  const collect = (chunk: Buffer) => {
-    output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-    output.splice(0, Math.max(0, output.length - 30));
-  };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  const output = recentOutput(child, 30);
   const exited = once(child, 'exit').then(([code, signal]) => (code === null ? `signal ${String(signal)}` : `code ${String(code)}`));
   const stopOnExit = () => child.exitCode === null && child.kill('SIGTERM');
   process.once('exit', stopOnExit);

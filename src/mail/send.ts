@@ -14,6 +14,7 @@ import { BrokerageCase } from '../db/entities/brokerage-case';
 import { progressUrl, type ProgressLinkToken } from '../brokerage/progress-token';
 import { onboardingUrl, type OnboardingLinkToken } from '../partners/onboarding-links';
 import { renderEmail, type EmailKind, type EmailLinks, type RenderedEmail } from './templates';
+import { ROW_LOCK } from '../db/row-lock';
 
 /** An SMTP connection that gives up rather than hang: a slow mail server delays mail, never a step. */
 export function smtpTransport(smtpUrl: string): Transporter {
@@ -69,7 +70,7 @@ export class EmailBeingSent extends Error {}
  */
 export async function sendQueuedEmail(deps: MailDeps, emailId: string): Promise<SendOutcome> {
   const claim = await deps.dataSource.transaction(async (tx) => {
-    const email = await tx.getRepository(Email).createQueryBuilder('e').where('e.id = :emailId', { emailId }).setLock('for_no_key_update').getOne();
+    const email = await tx.getRepository(Email).createQueryBuilder('e').where('e.id = :emailId', { emailId }).setLock(ROW_LOCK).getOne();
     if (!email) throw new Error(`no email ${emailId}`);
     if (email.status === 'sent') return 'already_sent' as const;
     if (email.status === 'failed') return 'failed_before' as const;

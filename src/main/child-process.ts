@@ -58,6 +58,21 @@ export interface ForkOptions {
   execArgv?: string[];
 }
 
+/**
+ * The last `keep` lines a child has written to its stdout and stderr (pipes), kept as they come:
+ * what a server that fails to start said, for its error.
+ */
+export function recentOutput(child: ChildProcess, keep: number): string[] {
+  const lines: string[] = [];
+  const collect = (chunk: Buffer) => {
+    lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    lines.splice(0, Math.max(0, lines.length - keep));
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  return lines;
+}
+
 /** How a child process ended, for the log: `code 1`, `signal SIGKILL`. */
 export function howItEnded(code: number | null, signal: NodeJS.Signals | null): string {
   return signal ? `signal ${signal}` : `code ${code}`;

@@ -12,6 +12,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { findOnPath, run } from '../temporal/tools';
+import { recentOutput } from './child-process';
 
 const SNAPSHOT = 'admission.rdb';
 
@@ -98,13 +99,7 @@ export async function startRedisServer(executable: string, dataDir: string, log:
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  const output: string[] = [];
-  const collect = (chunk: Buffer) => {
-    output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-    output.splice(0, Math.max(0, output.length - 50));
-  };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  const output = recentOutput(child, 50);
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const exited = exit.then((e) => e.code);
   // However this process ends, its Redis stops too (SIGTERM: with a snapshot, as a clean stop).

@@ -14,6 +14,7 @@ import { bookSale } from '../finance/sales';
 import { reverseCommissionOfOrder } from '../referral/commissions';
 import { loadOrderView } from './order-view';
 import { fulfilmentOutcomes } from '../metrics/metrics';
+import { ROW_LOCK } from '../db/row-lock';
 
 const EVENT_FOR: Partial<Record<OrderStatus, EventType>> = {
   DOMAIN_LOCKED: 'transfer.domain_locked',
@@ -42,7 +43,7 @@ export interface TransitionResult {
 }
 
 export async function loadOrderForUpdate(tx: EntityManager, orderId: string): Promise<Order> {
-  return tx.getRepository(Order).createQueryBuilder('o').setLock('for_no_key_update').where('o.id = :orderId', { orderId }).getOneOrFail();
+  return tx.getRepository(Order).createQueryBuilder('o').setLock(ROW_LOCK).where('o.id = :orderId', { orderId }).getOneOrFail();
 }
 
 /** Puts the name back on the market if, and only if, this order still holds it. */

@@ -20,6 +20,7 @@ import { Quote } from '../db/entities/quote';
 import { appendEvent } from '../events/outbox';
 import { publicId } from '../ids';
 import { loadOrderView, orderView, type OrderView } from './order-view';
+import { ROW_LOCK } from '../db/row-lock';
 
 export interface OrderRequest {
   quote_id: string;
@@ -66,7 +67,7 @@ export async function recordOrder(
         ? { requestHash: hash, responseStatus: null, responseBody: null, orderId: null }
         : await keys
             .createQueryBuilder('k')
-            .setLock('for_no_key_update')
+            .setLock(ROW_LOCK)
             .where('k.partner_id = :partnerId AND k.environment = :environment AND k.key = :key', keyOf)
             .getOneOrFail();
     if (claim.requestHash !== hash) {
@@ -107,7 +108,7 @@ async function createOrderRow(tx: EntityManager, input: { partnerId: string; env
     .createQueryBuilder('q')
     // The database's clock decides lateness: an order must not ride on a quote whose timer is late.
     .addSelect('q.expires_at <= now()', 'past_expiry')
-    .setLock('for_no_key_update')
+    .setLock(ROW_LOCK)
     .where('q.public_id = :quoteId AND q.partner_id = :partnerId AND q.environment = :environment', {
       quoteId: input.body.quote_id,
       partnerId: input.partnerId,
@@ -124,7 +125,7 @@ async function createOrderRow(tx: EntityManager, input: { partnerId: string; env
   if (input.body.sale_price_cents !== quote.priceCents) {
     throw new ContractError('price_mismatch', `sale_price_cents ${input.body.sale_price_cents} differs from the quote's price ${quote.priceCents} ${quote.currency}`);
   }
-  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock('for_no_key_update').where('d.id = :id', { id: quote.domainId }).getOneOrFail();
+  const domain = await tx.getRepository(Domain).createQueryBuilder('d').setLock(ROW_LOCK).where('d.id = :id', { id: quote.domainId }).getOneOrFail();
   await tx.getRepository(Quote).update({ id: quote.id }, { status: 'consumed', closedAt: () => 'now()' });
   return recordSale(tx, {
     partnerId: input.partnerId,

@@ -11,6 +11,7 @@ import { Domain } from '../db/entities/domain';
 import { Quote } from '../db/entities/quote';
 import { publicId } from '../ids';
 import { databaseNow } from '../db/clock';
+import { ROW_LOCK } from '../db/row-lock';
 
 export const QUOTE_RESERVATION_MS = 10 * 60 * 1000;
 
@@ -49,7 +50,7 @@ export async function reserveQuote(
     const domain = await tx
       .getRepository(Domain)
       .createQueryBuilder('d')
-      .setLock('for_no_key_update')
+      .setLock(ROW_LOCK)
       .where('d.environment = :environment AND d.name = :name', { environment: input.environment, name: input.domain })
       .getOne();
     quotableOrThrow(input.domain, domain?.status);
@@ -85,7 +86,7 @@ export function newQuotePublicId(): string {
  */
 export async function expireQuote(dataSource: DataSource, quotePublicId: string): Promise<'expired' | 'consumed' | 'absent'> {
   return dataSource.transaction(async (tx) => {
-    const quote = await tx.getRepository(Quote).createQueryBuilder('q').setLock('for_no_key_update').where('q.public_id = :quotePublicId', { quotePublicId }).getOne();
+    const quote = await tx.getRepository(Quote).createQueryBuilder('q').setLock(ROW_LOCK).where('q.public_id = :quotePublicId', { quotePublicId }).getOne();
     if (!quote) return 'absent';
     if (quote.status === 'consumed') return 'consumed';
     if (quote.status === 'active') {

@@ -16,6 +16,7 @@ import { reverseCommissionOfOrder } from '../referral/commissions';
 import { publicId } from '../ids';
 import { loadOrderForUpdate, releaseName, writeStatus } from './fulfilment';
 import { loadOrderView } from './order-view';
+import { ROW_LOCK } from '../db/row-lock';
 
 export interface RefundView {
   refund_id: string;
@@ -133,7 +134,7 @@ export async function refundCompletedSale(dataSource: DataSource, orderId: strin
     // session workflow's timer (a lost signal, a run that never reached it); once the timer has
     // fired, the commission is payable and the sale can no longer be refunded either. The
     // transaction's row lock orders the two.
-    const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock('for_no_key_update').where('t.order_id = :orderId', { orderId: order.id }).getOneOrFail();
+    const txn = await tx.getRepository(SaleTransaction).createQueryBuilder('t').setLock(ROW_LOCK).where('t.order_id = :orderId', { orderId: order.id }).getOneOrFail();
     if ((await serviceRefundWindow(tx, order.id)).passed || (await tx.getRepository(LedgerPosting).existsBy({ idempotencyKey: payableKey(txn.id) }))) {
       throw new RefundNotAllowed(`order ${order.publicId} was paid more than ${SERVICE_REFUND_WINDOW_DAYS} days ago; its refund window has closed`);
     }

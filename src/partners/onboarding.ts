@@ -16,6 +16,7 @@ import { DEFAULT_COMMISSION_BPS, Partner } from '../db/entities/partner';
 import { PartnerApplication, type ApplicationStatus, type ApplicationStep } from '../db/entities/partner-application';
 import { WebhookDelivery } from '../db/entities/webhook-delivery';
 import { queueEmail } from '../mail/outbox';
+import { ROW_LOCK } from '../db/row-lock';
 
 /** Scopes of the sandbox credential a verified application gets (CONTRACT §16). */
 export const SANDBOX_SCOPES: Scope[] = ['search', 'buy', 'embed', 'broker', 'report', 'webhook'];
@@ -46,7 +47,7 @@ function step(step: string, by: string, detail?: string): ApplicationStep {
 const appendStep = (history: ApplicationStep[], s: ApplicationStep) => [...history, s];
 
 async function lockApplication(manager: EntityManager, where: { id?: string; partnerId?: string }): Promise<PartnerApplication | null> {
-  const qb = manager.getRepository(PartnerApplication).createQueryBuilder('a').setLock('for_no_key_update');
+  const qb = manager.getRepository(PartnerApplication).createQueryBuilder('a').setLock(ROW_LOCK);
   if (where.id) qb.where('a.id = :id', { id: where.id });
   else qb.where('a.partner_id = :partnerId', { partnerId: where.partnerId });
   return qb.getOne();

@@ -17,6 +17,7 @@ import { Partner } from '../db/entities/partner';
 import { PartnerQuota } from '../db/entities/partner-quota';
 import { Quote } from '../db/entities/quote';
 import { FINAL_CASE_STATUSES } from '../../workflows/brokerage-messages';
+import { ROW_LOCK } from '../db/row-lock';
 
 export const CASE_QUOTA_RETRY_AFTER_SECONDS = 3600;
 
@@ -27,13 +28,10 @@ export interface Quotas {
 
 /**
  * The partner's row lock: a partner's quota checks and the quote or case recorded after them take
- * turns. FOR NO KEY UPDATE, not FOR UPDATE: it leaves alone the key-share lock with which Postgres
- * checks a foreign key, so a transaction writing a row that only references the partner (an
- * event's counter, an order's ledger lines) is not held back by it; under FOR UPDATE one that had
- * appended an event and then wrote such a row deadlocked with a case opening here (a 500).
+ * turns (ROW_LOCK: rows that only reference the partner are written meanwhile).
  */
 async function lockPartner(manager: EntityManager, partnerId: string): Promise<void> {
-  await manager.getRepository(Partner).createQueryBuilder('p').setLock('for_no_key_update').where('p.id = :partnerId', { partnerId }).getOneOrFail();
+  await manager.getRepository(Partner).createQueryBuilder('p').setLock(ROW_LOCK).where('p.id = :partnerId', { partnerId }).getOneOrFail();
 }
 
 /** The partner's quotas in an environment: its own where an operator set them, else the defaults. */

@@ -21,9 +21,10 @@ import { ReferralLink, ReferralSale } from '../db/entities/referral';
 import { ACCOUNT, post } from '../finance/ledger';
 import { publicId } from '../ids';
 import { commissionCents } from '../money';
+import { ROW_LOCK } from '../db/row-lock';
 
 async function lockSale(tx: EntityManager, where: { id?: string; orderId?: string }): Promise<ReferralSale | null> {
-  const q = tx.getRepository(ReferralSale).createQueryBuilder('s').setLock('for_no_key_update');
+  const q = tx.getRepository(ReferralSale).createQueryBuilder('s').setLock(ROW_LOCK);
   if (where.id) q.where('s.id = :id', { id: where.id });
   else q.where('s.order_id = :orderId', { orderId: where.orderId });
   return q.getOne();

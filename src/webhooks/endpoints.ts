@@ -8,6 +8,7 @@ import { forbiddenAddress, secretProblem, urlProblems, type TargetPolicy } from 
 import { generateWebhookSecret, standardSecretProblem } from '../client/webhooks';
 import { WebhookEndpoint } from '../db/entities/webhook-endpoint';
 import { EventCounter } from '../db/entities/partner-event';
+import { ROW_LOCK } from '../db/row-lock';
 
 export interface EndpointView {
   url: string;
@@ -76,7 +77,7 @@ export async function registerEndpoint(
       .execute();
     // RETURNING gives a row only when the insert happened (not when the conflict skipped it).
     if ((inserted.raw as unknown[]).length) return endpoints.findOneByOrFail(key);
-    const current = await endpoints.createQueryBuilder('w').where('w.partner_id = :partnerId AND w.environment = :environment', key).setLock('for_no_key_update').getOneOrFail();
+    const current = await endpoints.createQueryBuilder('w').where('w.partner_id = :partnerId AND w.environment = :environment', key).setLock(ROW_LOCK).getOneOrFail();
     const replaced = secretBox.open(current.secretSealed, aad(input.partnerId, input.environment)) !== secret;
     await endpoints.update(key, {
       url: input.url,
