@@ -11,7 +11,10 @@
  * ratio to bare Koa of the same round, p50/p99 latency, the
  * API process's CPU ms per measured request (user + system, which includes the pg driver but not Postgres
  * itself), Postgres backends' CPU ms per request (from /proc, when the server is ours), the load
- * child's CPU ms per request (signing, HTTP client), and RSS.
+ * child's CPU ms per request (signing, HTTP client), how busy the API process and the load child
+ * each were (the share of one core over the measured requests: a single-threaded process near
+ * 100 % is what holds that target's rate; bare Koa's is held by the load child, so the ratio to
+ * bare Koa moves with the load client's own speed), and RSS.
  * The sandbox rate limit is raised through its documented setting, RATE_LIMIT_SANDBOX_PER_SECOND
  * (default here 1000000 unless set). BENCH_SEARCH=0 leaves signed search out.
  * Availability and pricing run on an API with admission in Redis (a redis-server of its own, as
@@ -71,6 +74,9 @@ interface PhaseResult extends LoadResult {
   pgCpuMsPerRequest?: number;
   /** CPU ms per request of the Redis server (Redis admission) or of the search process (search). */
   sideCpuMsPerRequest?: number;
+  /** Share of one core the API process and the load child each spent over the measured requests. */
+  apiBusy: number;
+  clientBusy: number;
 }
 
 async function main(): Promise<void> {
@@ -189,6 +195,8 @@ async function main(): Promise<void> {
         name,
         ...r,
         apiCpuMsPerRequest: (used.user + used.system) / 1000 / load.requests,
+        apiBusy: (used.user + used.system) / 1e6 / r.seconds,
+        clientBusy: (r.clientCpuMsPerRequest * load.requests) / 1000 / r.seconds,
         pgCpuMsPerRequest: ((spent) => (spent === undefined ? undefined : (spent * 1000) / load.requests))(postgresCpuSpent(pg0, pg1)),
         sideCpuMsPerRequest: side0 !== undefined && side1 !== undefined ? ((side1 - side0) * 1000) / load.requests : undefined,
       };
@@ -228,6 +236,7 @@ async function main(): Promise<void> {
         pg.every((x) => x !== undefined) ? `Postgres ${median(pg as number[]).toFixed(3)}` : '',
         side.every((x) => x !== undefined) ? `${runs[0].name === 'search' ? 'search process' : 'Redis'} ${median(side as number[]).toFixed(3)}` : '',
         `load client ${median(runs.map((r) => r.clientCpuMsPerRequest)).toFixed(3)}`,
+        `busy: API ${(median(runs.map((r) => r.apiBusy)) * 100).toFixed(0)} %, load client ${(median(runs.map((r) => r.clientBusy)) * 100).toFixed(0)} %`,
         others ? `(not counted: ${others})` : '',
       ].join('  ');
     };
