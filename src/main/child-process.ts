@@ -5,6 +5,7 @@
  * (its IPC channel closes), so none is left behind.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import net from 'node:net';
 import { listenOnLoopback } from './loopback';
 
@@ -20,6 +21,13 @@ export async function freePort(): Promise<number> {
 /**
  * `count` distinct free ports: each is held until all are found, since the kernel may hand a
  * port just closed out again (a chaos run's Temporal UI and worker metrics once got the same one).
+ *
+ * Each is then left reserved for the minute of TCP's TIME_WAIT (a connection to it, closed from
+ * its listening side first, as the Temporal SDK's ephemeral server does on Linux): until then the
+ * kernel hands the port to no other process's bind to port 0 and to no outgoing connection as its
+ * own port, while a server told the port still binds it (every one we start sets SO_REUSEADDR:
+ * Go, Postgres, Node, the JVM). Without it, a port waiting seconds for its server (a dev stack
+ * starts Postgres first) could be taken meanwhile by any connection on the machine.
  */
 export async function freePorts(count: number): Promise<number[]> {
   const servers: net.Server[] = [];
@@ -30,10 +38,27 @@ export async function freePorts(count: number): Promise<number[]> {
       servers.push(server);
       ports.push((await listenOnLoopback(server)).port);
     }
+    await Promise.all(servers.map((server, i) => closeFromListeningSide(server, ports[i])));
     return ports;
   } finally {
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   }
+}
+
+/** One connection to `server` (listening on `port`), closed by the listening side first, which leaves that side in TIME_WAIT. */
+async function closeFromListeningSide(server: net.Server, port: number): Promise<void> {
+  const accepted = once(server, 'connection') as Promise<[net.Socket]>;
+  const client = net.connect(port, '127.0.0.1');
+  await Promise.all([
+    accepted.then(([socket]) => {
+      const closed = once(socket, 'close');
+      // Nothing was sent either way, so this is a FIN (unread data would make it a reset, and no TIME_WAIT).
+      socket.end();
+      return closed;
+    }),
+    // The client ends when the listening side's FIN reaches it (allowHalfOpen is off), then closes.
+    once(client, 'close'),
+  ]);
 }
 
 export interface ReadyChild {
