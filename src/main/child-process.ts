@@ -26,8 +26,9 @@ export async function freePort(): Promise<number> {
  * its listening side first, as the Temporal SDK's ephemeral server does on Linux): until then the
  * kernel hands the port to no other process's bind to port 0 and to no outgoing connection as its
  * own port, while a server told the port still binds it (every one we start sets SO_REUSEADDR:
- * Go, Postgres, Node, the JVM). Without it, a port waiting seconds for its server (a dev stack
- * starts Postgres first) could be taken meanwhile by any connection on the machine.
+ * Go, Postgres, Node, the JVM, the Temporal SDK's Rust core). Without it, a port waiting seconds
+ * for its server (a dev stack starts Postgres first) could be taken meanwhile by any connection on
+ * the machine.
  */
 export async function freePorts(count: number): Promise<number[]> {
   const servers: net.Server[] = [];
