@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config, Environment } from '../config';
 import { createApp } from '../api/app';
+import { createApiServer } from '../api/http-server';
 import { ClickRecorder } from '../referral/clicks';
 import { CredentialService } from '../auth/credentials';
 import { SecretBox } from '../auth/secret-box';
@@ -177,15 +178,15 @@ export async function startApiServer(deps: ApiServerDeps): Promise<{ server: htt
     logger: deps.logger,
     temporalReady: temporalReadiness(deps.temporal.connection),
   });
-  const server = http.createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
+  const origin = (port: number) => deps.config.http.publicBaseUrl ?? `http://${deps.config.http.host}:${port}`;
+  let url = origin(deps.config.http.port);
+  const server = createApiServer(app.callback(), () => url);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(deps.config.http.port, deps.config.http.host, () => resolve());
   });
   const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : deps.config.http.port;
-  const url = deps.config.http.publicBaseUrl ?? `http://${deps.config.http.host}:${port}`;
+  url = origin(typeof address === 'object' && address ? address.port : deps.config.http.port);
   return {
     server,
     url,

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { createApp } from '../../src/api/app';
 import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
 import { rawRequest } from '../helpers/raw-request';
@@ -156,5 +157,50 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assert.ok(!log.includes(secret), 'no secret in logs');
     assert.ok(!log.includes(client.credential.keyId), 'no key id in logs');
     assert.ok(!/v1=[0-9a-f]{64}/.test(log), 'no signature in logs');
+  });
+});
+
+/** Sends `bytes` as they are on a new connection and reads the whole answer (the server closes after it). */
+function rawExchange(baseUrl: string, bytes: Buffer): Promise<{ status: number; headers: Headers; body: unknown }> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect(Number(url.port), url.hostname, () => socket.end(bytes));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head, ...rest] = text.split('\r\n\r\n');
+      const [statusLine, ...lines] = head.split('\r\n');
+      const headers = new Headers();
+      for (const line of lines) headers.append(line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim());
+      let body: unknown = rest.join('\r\n\r\n');
+      try {
+        body = JSON.parse(body as string);
+      } catch {
+        // kept as text: the assertions say what was expected
+      }
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
+    });
+  });
+}
+
+describe('a request Node cannot parse as HTTP is answered in the same shape (CONTRACT §2)', () => {
+  it('a raw non-ASCII byte in the URL, a space in a header name: 400; headers over the size limit: 431; each validation_error with X-Request-Id, then the connection closes', async () => {
+    const { baseUrl } = getStack();
+    const cases: Array<[string, Buffer, number, RegExp]> = [
+      ['raw UTF-8 in the URL', Buffer.concat([Buffer.from('GET /api/partner/v1/domains/search?q=caf'), Buffer.from([0xc3, 0xa9]), Buffer.from(' HTTP/1.1\r\nHost: a\r\n\r\n')]), 400, /percent-encoded/],
+      ['a space in a header name', Buffer.from('GET /api/partner/v1/orders HTTP/1.1\r\nHost: a\r\nX-Bad Header: y\r\n\r\n'), 400, /header name/],
+      ['20 KB of headers', Buffer.from(`GET /api/partner/v1/orders HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, /headers are larger/],
+    ];
+    for (const [what, bytes, status, message] of cases) {
+      const res = await rawExchange(baseUrl, bytes);
+      assertErrorShape(res, status, 'validation_error');
+      assert.match((res.body as { error: { message: string } }).error.message, message, what);
+      assert.equal(res.headers.get('connection'), 'close', what);
+    }
+    // The server goes on answering.
+    const healthy = await rawRequest(baseUrl, 'GET', '/healthz', {});
+    assert.equal(healthy.status, 200);
   });
 });

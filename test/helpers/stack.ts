@@ -8,7 +8,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -34,6 +33,7 @@ import { startSearchProcess, type SearchProcess } from '../../src/search/search-
 import { startLocalOpenSearch } from '../../src/search/opensearch/local-node';
 import { findOrCreatePartner } from '../../src/partners/partners';
 import { listenOnLoopback } from '../../src/main/loopback';
+import { createApiServer } from '../../src/api/http-server';
 import { freePort } from '../../src/main/child-process';
 import { temporalReadiness } from '../../src/main/services';
 import { ensureMailpit, ensureTestServer, machineToolCache, writeWhole } from '../../src/temporal/tools';
@@ -165,8 +165,11 @@ function takeTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
 
 /** Starts an HTTP server for a Koa app on a free port; closed after the run. */
 export async function listen(app: Koa<any>): Promise<string> {
-  const server = http.createServer(app.callback());
+  let origin = 'http://127.0.0.1';
+  // The API's own server (src/api/http-server.ts): what Node's parser refuses is answered as in production.
+  const server = createApiServer(app.callback(), () => origin);
   const { url } = await listenOnLoopback(server);
+  origin = url;
   cleanups.push(
     () =>
       new Promise<void>((resolve) => {
