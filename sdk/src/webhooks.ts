@@ -51,8 +51,9 @@ function standardSignature(key: Buffer, eventId: string, timestamp: string, rawB
 /**
  * The headers of one delivery of `rawBody` (the event as JSON), as the service sends them and
  * `call events forward` reproduces them; the timestamp is the attempt's, not the event's.
- * `secrets`: the endpoint's secret, then a previous one still signing during a rotation (it adds
- * a second Standard Webhooks signature; the spec's header is the current secret's).
+ * `secrets`: the endpoint's secret, then a previous one still signing during a rotation (each
+ * whsec_ one among them signs in the Standard Webhooks header, sent when there is one; the spec's
+ * header is the current secret's).
  */
 export function webhookHeaders(secrets: string | readonly string[], eventId: string, timestamp: string, rawBody: string | Buffer): Record<string, string> {
   const [current, ...previous] = typeof secrets === 'string' ? [secrets] : secrets;
@@ -62,14 +63,13 @@ export function webhookHeaders(secrets: string | readonly string[], eventId: str
     'X-Service-Timestamp': timestamp,
     'X-Service-Signature': signWebhook(current!, timestamp, rawBody),
   };
-  const keys = [current!, ...previous].map(standardWebhookKey);
-  if (keys[0]) {
+  // Every whsec_ secret still signing: a rotation away from one (to a plain secret) leaves its
+  // Standard Webhooks signature for the 24 hours too.
+  const keys = [current!, ...previous].map(standardWebhookKey).filter((k): k is Buffer => !!k);
+  if (keys.length > 0) {
     headers['webhook-id'] = eventId;
     headers['webhook-timestamp'] = timestamp;
-    headers['webhook-signature'] = keys
-      .filter((k): k is Buffer => !!k)
-      .map((k) => standardSignature(k, eventId, timestamp, rawBody))
-      .join(' ');
+    headers['webhook-signature'] = keys.map((k) => standardSignature(k, eventId, timestamp, rawBody)).join(' ');
   }
   return headers;
 }
@@ -95,21 +95,42 @@ function header(headers: HeaderBag, name: string): string | undefined {
  * otherwise the spec's `X-Service-Signature`. Throws WebhookVerificationError when the signature
  * does not match, the timestamp is missing or more than `toleranceSeconds` from now, or the event
  * id header disagrees with the body.
+ *
+ * `secret` may be several (the new one first): a delivery any one of them verifies is accepted.
+ * That is how a receiver switches a secret that is not a `whsec_` one without losing an event:
+ * `X-Service-Signature` carries only the endpoint's current secret's signature, so the receiver
+ * takes both secrets from before its new one is registered until the old one is dropped.
  */
-export function verifyWebhook<T = unknown>(delivery: { secret: string; headers: HeaderBag; body: string | Buffer; toleranceSeconds?: number; now?: () => number }): WebhookEvent<T>;
-export function verifyWebhook<T = unknown>(rawBody: string | Buffer, headers: HeaderBag, secret: string, options?: { toleranceSeconds?: number; now?: () => number }): WebhookEvent<T>;
+export function verifyWebhook<T = unknown>(delivery: { secret: string | readonly string[]; headers: HeaderBag; body: string | Buffer; toleranceSeconds?: number; now?: () => number }): WebhookEvent<T>;
+export function verifyWebhook<T = unknown>(rawBody: string | Buffer, headers: HeaderBag, secret: string | readonly string[], options?: { toleranceSeconds?: number; now?: () => number }): WebhookEvent<T>;
 export function verifyWebhook<T = unknown>(
-  first: string | Buffer | { secret: string; headers: HeaderBag; body: string | Buffer; toleranceSeconds?: number; now?: () => number },
+  first: string | Buffer | { secret: string | readonly string[]; headers: HeaderBag; body: string | Buffer; toleranceSeconds?: number; now?: () => number },
   headersArg?: HeaderBag,
-  secretArg?: string,
+  secretArg?: string | readonly string[],
   optionsArg: { toleranceSeconds?: number; now?: () => number } = {},
 ): WebhookEvent<T> {
   // The object form (CONTRACT §14: verifyWebhook({ secret, headers, body })) or the positional one.
   const objectForm = typeof first === 'object' && !Buffer.isBuffer(first);
   const rawBody = objectForm ? first.body : first;
   const headers = objectForm ? first.headers : headersArg!;
-  const secret = objectForm ? first.secret : secretArg!;
+  const secrets = objectForm ? first.secret : secretArg!;
   const options = objectForm ? { toleranceSeconds: first.toleranceSeconds, now: first.now } : optionsArg;
+  if (typeof secrets === 'string') return verifyWith<T>(rawBody, headers, secrets, options);
+  if (secrets.length === 0) throw new WebhookVerificationError('no secret to verify with');
+  // The first secret's refusal is the one reported when none verifies.
+  let refusal: unknown;
+  for (const secret of secrets) {
+    try {
+      return verifyWith<T>(rawBody, headers, secret, options);
+    } catch (err) {
+      if (!(err instanceof WebhookVerificationError)) throw err;
+      refusal ??= err;
+    }
+  }
+  throw refusal;
+}
+
+function verifyWith<T>(rawBody: string | Buffer, headers: HeaderBag, secret: string, options: { toleranceSeconds?: number; now?: () => number }): WebhookEvent<T> {
   const key = standardWebhookKey(secret);
   const standard = key && header(headers, 'webhook-signature') !== undefined;
   const timestamp = header(headers, standard ? 'webhook-timestamp' : 'x-service-timestamp');

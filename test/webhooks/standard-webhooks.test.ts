@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
-import { signWebhook, verifyWebhook } from '../../src/client/webhooks';
+import { signWebhook, verifyWebhook, webhookHeaders, WebhookVerificationError } from '../../src/client/webhooks';
 import { WebhookEndpoint } from '../../src/db/entities/webhook-endpoint';
 import { buy, fulfilmentResult } from '../helpers/orders';
 import { startReceiver, type Received } from '../helpers/receiver';
@@ -89,6 +89,38 @@ describe('webhooks any Standard Webhooks library verifies', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('a switch from a whsec_ secret to a plain one leaves the whsec_ secret signing (Standard Webhooks) for the 24 hours; the SDK verifies with either of several secrets', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { client } = await newPartner({ scopes: ['webhook', 'buy', 'search'] });
+      const old = (await client.request<Endpoint>('PUT', '/api/partner/webhooks', { body: { url: receiver.url } })).body.secret!;
+      const plain = 'a-plain-secret-of-its-own';
+      assert.equal((await client.request<Endpoint>('PUT', '/api/partner/webhooks', { body: { url: receiver.url, secret: plain } })).status, 200);
+      await fulfilmentResult((await buy(client)).public_id);
+      await waitFor(() => receiver.accepted.length, (n) => n >= 5, 30_000, 'five deliveries');
+      for (const r of receiver.accepted) {
+        assert.equal(header(r, 'x-service-signature'), signWebhook(plain, header(r, 'x-service-timestamp'), r.body), 'the spec’s header is the new secret’s');
+        assert.equal(header(r, 'webhook-signature').split(' ').length, 1, 'the old whsec_ secret alone signs the Standard Webhooks header');
+        new Webhook(old).verify(r.body, r.headers as Record<string, string>);
+        for (const secrets of [[plain], [old], [plain, old], [old, plain]]) {
+          assert.equal(verifyWebhook(r.body, r.headers as Record<string, string>, secrets).id, header(r, 'x-service-event-id'), secrets.join(' '));
+        }
+      }
+    } finally {
+      await receiver.close();
+    }
+
+    // Plain to plain: one signature, so a receiver takes both secrets for the switch.
+    const body = JSON.stringify({ id: 'evt_switch', type: 'order.created', created_at: '2026-01-01T00:00:00Z', data: {} });
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const headers = webhookHeaders(['the-new-plain-secret', 'the-old-plain-secret'], 'evt_switch', timestamp, body);
+    assert.equal(headers['webhook-signature'], undefined);
+    assert.equal(verifyWebhook({ secret: ['the-new-plain-secret', 'the-old-plain-secret'], headers, body }).id, 'evt_switch');
+    assert.equal(verifyWebhook({ secret: ['the-old-plain-secret', 'the-new-plain-secret'], headers, body }).id, 'evt_switch');
+    assert.throws(() => verifyWebhook({ secret: ['the-old-plain-secret'], headers, body }), WebhookVerificationError);
+    assert.throws(() => verifyWebhook({ secret: [], headers, body }), WebhookVerificationError);
   });
 
   it('a secret that is not whsec_ gets the spec’s header only; a malformed whsec_ secret is a validation_error; two first registrations racing make one endpoint', async () => {
