@@ -59,8 +59,11 @@ export function sandboxRoutes(deps: { dataSource: DataSource; workflows: Workflo
           .openapi('FastForward'),
       },
       errors: ['validation_error', 'sandbox_only', 'not_found', 'conflict'],
-      handler: async ({ body, auth }) => {
+      // Before the body is looked at: a live credential hears it whatever it sent.
+      precondition: async (auth) => {
         if (auth.environment !== 'sandbox') throw new ApiError('sandbox_only', 'fast-forward works with sandbox credentials only');
+      },
+      handler: async ({ body, auth }) => {
         const kind = OBJECTS[body.object];
         if (!auth.scopes.includes(kind.scope)) throw new ApiError('forbidden', `this credential lacks the ${kind.scope} scope, which reads a ${body.object}`);
         const found = await deps.dataSource.getRepository(kind.entity as typeof Quote).existsBy({ publicId: body.id, partnerId: auth.partnerId, environment: 'sandbox' });

@@ -38,6 +38,11 @@ describe('sandbox fast-forward: every Temporal wait a partner depends on ends no
     const live = new PartnerClient(getStack().baseUrl, await getStack().credentials.issue({ partnerId, environment: 'live', scopes: ['buy'], rateLimitPerSecond: 1000 }));
     const refused = await live.post<Err>(PATH, { object: 'quote', id: q.body.quote_id });
     assert.deepEqual([refused.status, refused.body.error.code], [403, 'sandbox_only']);
+    // Whatever the body: a live credential hears first that the route is not for it.
+    for (const body of [{}, { object: 'invoice' }]) {
+      const anyBody = await live.post<Err>(PATH, body);
+      assert.deepEqual([anyBody.status, anyBody.body.error.code], [403, 'sandbox_only'], JSON.stringify(body));
+    }
     const bad = await client.post<Err>(PATH, { object: 'invoice', id: q.body.quote_id });
     assert.deepEqual([bad.status, bad.body.error.code], [400, 'validation_error']);
 
