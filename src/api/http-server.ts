@@ -14,6 +14,9 @@ import { newRequestId } from './middleware/request-id';
 /** Seconds an idle keep-alive connection stays open: past a load balancer's usual 60, so the balancer closes first. */
 export const KEEP_ALIVE_SECONDS = 65;
 
+/** How long a refused request's connection may stay half-open after the answer, for the client to read it. */
+const CLOSE_AFTER_REFUSAL_MS = 5_000;
+
 /** The status Node answers for each refusal of its parser, and what the partner is told. */
 function refusal(code: string | undefined): { status: number; message: string } {
   switch (code) {
@@ -45,6 +48,8 @@ export function answerClientError(origin: () => string): (err: Error & { code?: 
     const requestId = newRequestId();
     const { error } = errorBody('validation_error', message, requestId);
     const body = JSON.stringify({ error: { ...error, doc_url: errorDocUrl(origin(), 'validation_error') } });
+    // Closed from here in any case: a client that never closes its side holds nothing for long.
+    setTimeout(() => socket.destroy(), CLOSE_AFTER_REFUSAL_MS).unref();
     socket.end(
       [
         `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
