@@ -12,7 +12,7 @@ import { errorBody, errorDocUrl } from './errors';
 import { newRequestId } from './middleware/request-id';
 
 /** Seconds an idle keep-alive connection stays open: past a load balancer's usual 60, so the balancer closes first. */
-export const KEEP_ALIVE_SECONDS = 65;
+const KEEP_ALIVE_SECONDS = 65;
 
 /** How long a refused request's connection may stay half-open after the answer, for the client to read it. */
 const CLOSE_AFTER_REFUSAL_MS = 5_000;

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { createApp } from '../../src/api/app';
 import { getStack, listen, newPartner, ownTemporal } from '../helpers/stack';
-import { rawRequest } from '../helpers/raw-request';
+import { rawExchange, rawRequest } from '../helpers/raw-request';
 
 function assertErrorShape(res: { status: number; headers: Headers; body: unknown }, status: number, code: string) {
   assert.equal(res.status, status);
@@ -159,31 +158,6 @@ describe('errors have one shape and every response an X-Request-Id (CONTRACT §2
     assert.ok(!/v1=[0-9a-f]{64}/.test(log), 'no signature in logs');
   });
 });
-
-/** Sends `bytes` as they are on a new connection and reads the whole answer (the server closes after it). */
-function rawExchange(baseUrl: string, bytes: Buffer): Promise<{ status: number; headers: Headers; body: unknown }> {
-  const url = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const socket = net.connect(Number(url.port), url.hostname, () => socket.end(bytes));
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const [head, ...rest] = text.split('\r\n\r\n');
-      const [statusLine, ...lines] = head.split('\r\n');
-      const headers = new Headers();
-      for (const line of lines) headers.append(line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim());
-      let body: unknown = rest.join('\r\n\r\n');
-      try {
-        body = JSON.parse(body as string);
-      } catch {
-        // kept as text: the assertions say what was expected
-      }
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
-    });
-  });
-}
 
 describe('a request Node cannot parse as HTTP is answered in the same shape (CONTRACT §2)', () => {
   it('a raw non-ASCII byte in the URL, a space in a header name: 400; headers over the size limit: 431; each validation_error with X-Request-Id, then the connection closes', async () => {
